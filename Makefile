@@ -1,0 +1,50 @@
+# Every target sets up its own virtual environment from nothing: a fresh clone needs only Python.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+TEST ?= tests
+STAMP := $(VENV)/.installed
+
+.PHONY: help install test test_integration lint format type notebooks bench demo clean
+
+help:  ## list the targets
+	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
+	touch $(STAMP)
+
+install: $(STAMP)  ## create .venv and install the package with test dependencies
+
+test: $(STAMP)  ## lint, type-check and run the whole test suite (notebooks included)
+	$(BIN)/ruff check langgraph_ctx tests benchmarks
+	$(BIN)/mypy
+	$(BIN)/python -m pytest $(TEST)
+
+test_integration: $(STAMP)  ## only the tests that need PostgreSQL (set LANGGRAPH_CTX_TEST_POSTGRES_URI)
+	$(BIN)/python -m pytest -m postgres $(TEST)
+
+lint: $(STAMP)  ## ruff
+	$(BIN)/ruff check langgraph_ctx tests benchmarks
+	$(BIN)/ruff format --check langgraph_ctx tests benchmarks
+
+format: $(STAMP)  ## ruff format + fixes
+	$(BIN)/ruff format langgraph_ctx tests benchmarks
+	$(BIN)/ruff check --fix langgraph_ctx tests benchmarks
+
+type: $(STAMP)  ## mypy --strict
+	$(BIN)/mypy
+
+notebooks: $(STAMP)  ## execute every notebook top to bottom
+	$(BIN)/python -m pytest tests/test_notebooks.py
+
+bench: $(STAMP)  ## print the benchmark tables next to the anchors
+	$(BIN)/python -m benchmarks
+
+demo: $(STAMP)  ## the main job: a real agent kept inside a small window, offline
+	$(BIN)/langgraph-ctx demo $(ARGS)
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""langgraph_ctx: the context-window manager for LangGraph and LangChain agents."""

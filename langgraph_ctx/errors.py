@@ -1,0 +1,86 @@
+"""Errors raised by langgraph_ctx.
+
+The hierarchy::
+
+    LangGraphCtxError                      base of everything we raise
+    ├── ConfigError (ValueError)           a developer mistake: bad argument, bad strategy config
+    ├── TokenizerUnavailableError          offline tiktoken ranks missing or corrupt
+    ├── InvalidMessagesError (ValueError)  a message list breaks the provider's rules
+    ├── HistoryTooLongError                more messages than the safety limit allows
+    ├── ContextWindowExceededError         the prompt cannot fit the budget; carries the report
+    │     (also a langchain_core ContextOverflowError, so existing handlers catch it)
+    └── ArchiveError                       the archive could not serve a request
+          ├── ArchiveEntryNotFoundError (KeyError)
+          ├── ArchiveCorruptError          stored bytes do not match their content address
+          └── ArchiveAccessError (PermissionError)   a reference from another thread or a bad path
+
+Every message says what was wrong, shows the value, and says what to do.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.exceptions import ContextOverflowError
+
+if TYPE_CHECKING:
+    from langgraph_ctx.report import ContextCostReport
+
+
+class LangGraphCtxError(Exception):
+    """Base class of every error langgraph_ctx raises."""
+
+
+class ConfigError(LangGraphCtxError, ValueError):
+    """A developer mistake: an argument or strategy config that cannot work."""
+
+
+class TokenizerUnavailableError(LangGraphCtxError):
+    """The offline tiktoken ranks are missing or do not match tiktoken's expected hash."""
+
+
+class InvalidMessagesError(LangGraphCtxError, ValueError):
+    """A message list breaks the provider's rules (orphan tool results, unanswered calls...).
+
+    Attributes:
+        problems: One human-readable line per problem found.
+    """
+
+    def __init__(self, message: str, problems: list[Any] | None = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems or [])
+
+
+class HistoryTooLongError(LangGraphCtxError):
+    """The history holds more messages than `max_messages` allows the pipeline to examine."""
+
+
+class ContextWindowExceededError(LangGraphCtxError, ContextOverflowError):
+    """The prompt cannot be made to fit the budget, even after every degradation stage.
+
+    Attributes:
+        report: The `context_cost` report of the failed build, with each decision taken.
+    """
+
+    def __init__(self, message: str, report: ContextCostReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class ArchiveError(LangGraphCtxError):
+    """The archive could not serve a request."""
+
+
+class ArchiveEntryNotFoundError(ArchiveError, KeyError):
+    """No archive entry exists under the reference asked for."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ArchiveCorruptError(ArchiveError):
+    """An archive entry exists but its bytes do not match their content address."""
+
+
+class ArchiveAccessError(ArchiveError, PermissionError):
+    """A reference points outside the archive namespace the caller may read."""

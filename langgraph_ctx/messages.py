@@ -1,0 +1,383 @@
+"""The message model every strategy shares: blocks, turns, provider rules, ids and tags.
+
+One place owns the tool-call pairing rule: an `AIMessage` with `tool_calls` and the
+`ToolMessage`s that answer it, contiguous, form one atomic *block*. Strategies cut histories only
+at block boundaries, so a parallel batch is never split and no tool result is left an orphan.
+
+A *turn* is one user input and everything up to the next user input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from langgraph_ctx.errors import InvalidMessagesError
+
+TAG_KEY = "langgraph_ctx"
+"""Key under `additional_kwargs` that marks messages langgraph_ctx wrote or changed."""
+
+BlockKind = Literal["system", "user", "ai", "tool_exchange", "orphan_tool", "other"]
+Provider = Literal["openai", "anthropic", "all"]
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """An atomic run of messages that must stay together.
+
+    Attributes:
+        kind: What the block holds. `tool_exchange` is an AI message with tool calls plus the
+            tool results that answer it.
+        start: Index of the block's first message in the list it was split from.
+        messages: The messages, in order.
+    """
+
+    kind: BlockKind
+    start: int
+    messages: tuple[BaseMessage, ...]
+
+    @property
+    def end(self) -> int:
+        """Index one past the block's last message."""
+        return self.start + len(self.messages)
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One user input and every block up to the next user input.
+
+    Attributes:
+        start: Index of the turn's first message.
+        blocks: The blocks of the turn; the first is the user block unless the history
+            begins without a user message.
+    """
+
+    start: int
+    blocks: tuple[Block, ...]
+
+    @property
+    def end(self) -> int:
+        """Index one past the turn's last message."""
+        return self.blocks[-1].end if self.blocks else self.start
+
+    @property
+    def user(self) -> HumanMessage | None:
+        """The user message that opens the turn, if any."""
+        first = self.blocks[0] if self.blocks else None
+        if first is not None and first.kind == "user":
+            msg = first.messages[0]
+            return msg if isinstance(msg, HumanMessage) else None
+        return None
+
+
+def is_user_input(message: BaseMessage) -> bool:
+    """Whether a message opens a turn (a human message)."""
+    return isinstance(message, HumanMessage)
+
+
+def split_blocks(messages: Sequence[BaseMessage]) -> list[Block]:
+    """Split a history into atomic blocks.
+
+    An AI message with tool calls takes every immediately following tool message that answers
+    one of its calls. A tool message that answers nothing before it becomes an `orphan_tool`
+    block of its own.
+    """
+    blocks: list[Block] = []
+    i, n = 0, len(messages)
+    while i < n:
+        msg = messages[i]
+        if isinstance(msg, AIMessage) and msg.tool_calls:
+            call_ids = {tc.get("id") for tc in msg.tool_calls}
+            j = i + 1
+            while (
+                j < n
+                and isinstance(messages[j], ToolMessage)
+                and messages[j].tool_call_id in call_ids  # type: ignore[attr-defined]
+            ):
+                j += 1
+            blocks.append(Block("tool_exchange", i, tuple(messages[i:j])))
+            i = j
+            continue
+        kind: BlockKind
+        if isinstance(msg, SystemMessage):
+            kind = "system"
+        elif isinstance(msg, HumanMessage):
+            kind = "user"
+        elif isinstance(msg, AIMessage):
+            kind = "ai"
+        elif isinstance(msg, ToolMessage):
+            kind = "orphan_tool"
+        else:
+            kind = "other"
+        blocks.append(Block(kind, i, (msg,)))
+        i += 1
+    return blocks
+
+
+def split_turns(messages: Sequence[BaseMessage]) -> list[Turn]:
+    """Split a history (without its leading system messages) into turns.
+
+    Leading system messages are not part of any turn; pass `messages[k:]` if you have them.
+    Blocks before the first user message form a turn of their own without a user.
+    """
+    turns: list[Turn] = []
+    current: list[Block] = []
+    for block in split_blocks(messages):
+        if block.kind == "user" and current:
+            turns.append(Turn(current[0].start, tuple(current)))
+            current = []
+        current.append(block)
+    if current:
+        turns.append(Turn(current[0].start, tuple(current)))
+    return turns
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One way a message list breaks a provider's rules.
+
+    Attributes:
+        code: A stable short code, e.g. `orphan_tool_result`.
+        index: Position of the offending message, or -1 for list-level problems.
+        detail: A sentence a person can act on.
+        providers: The providers that reject this.
+    """
+
+    code: str
+    index: int
+    detail: str
+    providers: tuple[str, ...] = ("openai", "anthropic")
+
+    def __str__(self) -> str:
+        where = f" at {self.index}" if self.index >= 0 else ""
+        return f"{self.code}{where}: {self.detail}"
+
+
+def validate_messages(
+    messages: Sequence[BaseMessage], *, provider: Provider = "all"
+) -> list[Problem]:
+    """Check a prompt against the OpenAI and Anthropic message rules.
+
+    Rules: not empty; every tool result answers a call of the AI message right before its run;
+    every tool call is answered; system messages only at the start (Anthropic); at least one
+    non-system message, and the first of them a user message (Anthropic).
+
+    Args:
+        messages: The prompt as it would be sent.
+        provider: `"openai"`, `"anthropic"` or `"all"` (both rule sets).
+
+    Returns:
+        The problems found; an empty list means valid.
+    """
+    problems: list[Problem] = []
+    if not messages:
+        return [Problem("empty", -1, "the prompt has no messages")]
+    seen_other = False
+    for i, msg in enumerate(messages):
+        if isinstance(msg, SystemMessage):
+            if seen_other:
+                problems.append(
+                    Problem(
+                        "system_not_leading",
+                        i,
+                        "a system message follows conversation messages; Anthropic accepts "
+                        "system text only at the start",
+                        ("anthropic",),
+                    )
+                )
+        else:
+            seen_other = True
+    for block in split_blocks(messages):
+        if block.kind == "orphan_tool":
+            tm = block.messages[0]
+            problems.append(
+                Problem(
+                    "orphan_tool_result",
+                    block.start,
+                    f"tool result for call {tm.tool_call_id!r} "  # type: ignore[attr-defined]
+                    "does not follow the AI message that made the call",
+                )
+            )
+        elif block.kind == "tool_exchange":
+            ai = block.messages[0]
+            assert isinstance(ai, AIMessage)
+            answered = [m.tool_call_id for m in block.messages[1:]]  # type: ignore[attr-defined]
+            for tc in ai.tool_calls:
+                if tc.get("id") not in answered:
+                    problems.append(
+                        Problem(
+                            "unanswered_tool_call",
+                            block.start,
+                            f"tool call {tc.get('id')!r} ({tc.get('name')}) has no tool result",
+                        )
+                    )
+            dupes = {cid for cid in answered if answered.count(cid) > 1}
+            for cid in sorted(dupes):
+                problems.append(
+                    Problem("duplicate_tool_result", block.start, f"call {cid!r} answered twice")
+                )
+    conversation = [m for m in messages if not isinstance(m, SystemMessage)]
+    if not conversation:
+        problems.append(
+            Problem("no_conversation", -1, "only system messages; send a user message too")
+        )
+    elif not isinstance(conversation[0], HumanMessage):
+        problems.append(
+            Problem(
+                "first_not_user",
+                messages.index(conversation[0]),
+                "the first non-system message must be a user message for Anthropic",
+                ("anthropic",),
+            )
+        )
+    for i, msg in enumerate(messages):
+        if isinstance(msg, HumanMessage) and not msg.content:
+            problems.append(Problem("empty_user_message", i, "a user message has no content"))
+    if provider != "all":
+        problems = [p for p in problems if provider in p.providers]
+    return problems
+
+
+def check_messages(messages: Sequence[BaseMessage], *, provider: Provider = "all") -> None:
+    """Raise `InvalidMessagesError` listing every problem `validate_messages` finds."""
+    problems = validate_messages(messages, provider=provider)
+    if problems:
+        lines = "\n".join(f"  - {p}" for p in problems)
+        msg = (
+            f"{len(problems)} problem(s) in a list of {len(messages)} messages:\n{lines}\n"
+            "Fix the history, or call langgraph_ctx.repair_messages(...) to drop orphan tool "
+            "results and answer dangling tool calls explicitly."
+        )
+        raise InvalidMessagesError(msg, problems)
+
+
+@dataclass(frozen=True, slots=True)
+class RepairResult:
+    """What `repair_messages` returns.
+
+    Attributes:
+        messages: The repaired list (new list; the input is untouched).
+        actions: One line per change made.
+    """
+
+    messages: list[BaseMessage]
+    actions: list[str] = field(default_factory=list)
+
+
+def repair_messages(messages: Sequence[BaseMessage]) -> RepairResult:
+    """Opt-in repair: drop orphan tool results and answer dangling tool calls with an error.
+
+    Nothing is repaired silently: every change is listed in `RepairResult.actions`.
+    """
+    out: list[BaseMessage] = []
+    actions: list[str] = []
+    for block in split_blocks(messages):
+        if block.kind == "orphan_tool":
+            tm = block.messages[0]
+            actions.append(
+                f"dropped orphan tool result {tm.id or '?'} for call "
+                f"{tm.tool_call_id!r}"  # type: ignore[attr-defined]
+            )
+            continue
+        out.extend(block.messages)
+        if block.kind == "tool_exchange":
+            ai = block.messages[0]
+            assert isinstance(ai, AIMessage)
+            answered = {m.tool_call_id for m in block.messages[1:]}  # type: ignore[attr-defined]
+            for tc in ai.tool_calls:
+                if tc.get("id") not in answered:
+                    out.append(
+                        ToolMessage(
+                            content=f"[tool call {tc.get('name')} was never answered]",
+                            tool_call_id=tc.get("id") or "",
+                            name=tc.get("name"),
+                            status="error",
+                            additional_kwargs={TAG_KEY: {"repair": "dangling_call"}},
+                        )
+                    )
+                    actions.append(f"answered dangling call {tc.get('id')!r} with an error")
+    return RepairResult(out, actions)
+
+
+# --- ids and tags -------------------------------------------------------------------------
+
+
+def message_fingerprint(message: BaseMessage) -> str:
+    """A stable sha256 of what a message says (type, content, name, tool calls, call id)."""
+    payload = {
+        "type": message.type,
+        "content": message.content,
+        "name": getattr(message, "name", None),
+        "tool_calls": getattr(message, "tool_calls", None) or None,
+        "tool_call_id": getattr(message, "tool_call_id", None),
+    }
+    raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def ensure_ids(messages: Iterable[BaseMessage]) -> list[BaseMessage]:
+    """Return the messages with ids, deriving missing ones from position and content.
+
+    Derived ids are deterministic (`lgctx-<hash>`), so building twice from the same list
+    gives the same ids and the same prompt. Messages that already have ids are returned as is.
+    """
+    out: list[BaseMessage] = []
+    for i, msg in enumerate(messages):
+        if msg.id:
+            out.append(msg)
+        else:
+            digest = hashlib.sha256(f"{i}:{message_fingerprint(msg)}".encode()).hexdigest()
+            out.append(msg.model_copy(update={"id": f"lgctx-{digest[:24]}"}))
+    return out
+
+
+def get_tag(message: BaseMessage) -> dict[str, Any]:
+    """The langgraph_ctx tag of a message (empty dict when untagged)."""
+    tag = message.additional_kwargs.get(TAG_KEY)
+    return tag if isinstance(tag, dict) else {}
+
+
+def with_tag(message: BaseMessage, **info: Any) -> BaseMessage:
+    """A copy of `message` whose tag carries `info` (merged into any existing tag)."""
+    kwargs = dict(message.additional_kwargs)
+    kwargs[TAG_KEY] = {**get_tag(message), **info}
+    return message.model_copy(update={"additional_kwargs": kwargs})
+
+
+def text_of(message: BaseMessage) -> str:
+    """The text of a message: string content, or its text blocks joined by newlines."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return "\n".join(parts)
+
+
+def is_error_result(message: BaseMessage) -> bool:
+    """Whether a tool result reports an error (status, or a `[tool:` fallback saying error)."""
+    if isinstance(message, ToolMessage):
+        return message.status == "error"
+    return False
+
+
+def is_tool_output(message: BaseMessage) -> bool:
+    """Tool results, and system-tool fallback messages whose text starts with `[tool:`."""
+    if isinstance(message, ToolMessage):
+        return True
+    return isinstance(message, SystemMessage) and text_of(message).startswith("[tool:")

@@ -1,0 +1,147 @@
+"""The token budget and the `context_cost` report every build produces.
+
+The report is plain data (`to_dict` / `from_dict` round-trip through JSON), so it can sit in
+graph state under any checkpointer and on an AI message's `response_metadata["context_cost"]`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from langgraph_ctx.errors import ConfigError
+
+DecisionKind = Literal[
+    "drop_memory",
+    "prune",
+    "compact",
+    "shrink",
+    "auto_compact",
+    "summarize",
+    "extract",
+    "rebuild",
+    "skip",
+    "error",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ContextBudget:
+    """How many tokens a prompt may use, and when to edit it.
+
+    `limit = context_window_tokens - reserved_output_tokens`, never below 0. Edits start when a
+    prompt passes `trigger * limit` and cut down to `target * limit`, so the prompt prefix stays
+    byte-identical (and the provider's prompt cache warm) for many calls between edits.
+
+    Example:
+        >>> ContextBudget(context_window_tokens=32_000, reserved_output_tokens=4_000).limit
+        28000
+    """
+
+    context_window_tokens: int
+    """The model's input window in tokens."""
+    reserved_output_tokens: int = 0
+    """Tokens kept free for the reply."""
+    trigger: float = 0.95
+    """Fraction of the limit above which the pipeline edits the prompt (high-water mark)."""
+    target: float = 0.75
+    """Fraction of the limit the pipeline cuts down to once triggered (low-water mark)."""
+
+    def __post_init__(self) -> None:
+        if self.context_window_tokens < 0 or self.reserved_output_tokens < 0:
+            msg = (
+                "context_window_tokens and reserved_output_tokens must be >= 0, got "
+                f"{self.context_window_tokens} and {self.reserved_output_tokens}"
+            )
+            raise ConfigError(msg)
+        if not 0 < self.target <= self.trigger <= 1:
+            msg = (
+                f"need 0 < target <= trigger <= 1, got target={self.target}, "
+                f"trigger={self.trigger}; e.g. trigger=0.95, target=0.75"
+            )
+            raise ConfigError(msg)
+
+    @property
+    def limit(self) -> int:
+        """Tokens the prompt may use: window minus reserved output, never below 0."""
+        return max(0, self.context_window_tokens - self.reserved_output_tokens)
+
+    @property
+    def trigger_tokens(self) -> int:
+        """Prompt size above which edits start."""
+        return int(self.limit * self.trigger)
+
+    @property
+    def target_tokens(self) -> int:
+        """Prompt size edits cut down to."""
+        return int(self.limit * self.target)
+
+
+@dataclass(kw_only=True, slots=True)
+class Decision:
+    """One step the pipeline took (or refused to take), with its effect in tokens."""
+
+    kind: DecisionKind
+    """What was done: drop_memory, prune, compact, shrink, auto_compact, summarize, ..."""
+    tokens_before: int
+    """Prompt tokens before the step."""
+    tokens_after: int
+    """Prompt tokens after the step."""
+    attempt: int | None = None
+    """For pruning: the attempt number (1 before any shrink, then one per shrink)."""
+    message_ids: list[str] = field(default_factory=list)
+    """Messages the step touched."""
+    detail: dict[str, Any] = field(default_factory=dict)
+    """Anything else worth knowing (references, reasons, counts)."""
+
+    @property
+    def saved(self) -> int:
+        """Tokens the step removed from the prompt."""
+        return self.tokens_before - self.tokens_after
+
+
+@dataclass(kw_only=True, slots=True)
+class ContextCostReport:
+    """What one build did: the limit, the final prompt size and every decision taken."""
+
+    limit: int
+    """The budget limit in tokens."""
+    tokens: int
+    """Tokens of the final prompt (or of the smallest prompt reached, on failure)."""
+    tokens_in: int = 0
+    """Tokens of the prompt as assembled before any edit."""
+    messages_in: int = 0
+    """Messages in the history handed to the build."""
+    messages_out: int = 0
+    """Messages in the prompt sent."""
+    decisions: list[Decision] = field(default_factory=list)
+    """Steps taken, in order."""
+    ok: bool = True
+    """False when the build raised (the report then travels on the error)."""
+    error: str | None = None
+    """Why the build failed."""
+
+    def add(self, decision: Decision) -> Decision:
+        """Append a decision and return it."""
+        self.decisions.append(decision)
+        return decision
+
+    def kinds(self) -> list[str]:
+        """The decision kinds in order (handy in tests and tables)."""
+        return [d.kind for d in self.decisions]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ContextCostReport:
+        """Rebuild a report from `to_dict` output."""
+        fields = dict(data)
+        fields["decisions"] = [Decision(**d) for d in fields.get("decisions", [])]
+        return cls(**fields)
+
+    def summary_line(self) -> str:
+        """One line for logs: `tokens/limit (kinds)`."""
+        kinds = ", ".join(self.kinds()) or "no edits"
+        return f"{self.tokens}/{self.limit} tokens ({kinds})"
