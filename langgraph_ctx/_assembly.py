@@ -1,0 +1,130 @@
+"""Prompt assembly: one base system prompt, dynamic context fragments, tool filtering.
+
+Priority, high to low: system, tool schemas, dynamic context (task, retrieved memory), summary,
+recent history. Placement keeps the bytes that change least first (base prompt, skills,
+injections) and the most dynamic last (retrieved memory), so provider prompt caches hit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.messages import get_tag, text_of
+
+ToolPolicy = Callable[[Any], bool] | Mapping[str, Sequence[str]]
+"""A predicate on tools, or `{"allow": [...]}` / `{"deny": [...]}` by tool name."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Skill:
+    """A skill the agent may use, advertised in an `<available_skills>` fragment."""
+
+    name: str
+    """Skill name."""
+    description: str
+    """One line on when to use it."""
+    location: str | None = None
+    """Where its instructions live (a path or URL), if any."""
+
+
+def is_summary_message(message: BaseMessage) -> bool:
+    """Whether a message is a summary langgraph_ctx wrote."""
+    return isinstance(message, SystemMessage) and get_tag(message).get("kind") == "summary"
+
+
+def is_base_system(message: BaseMessage) -> bool:
+    """System or developer messages that belong in the base system prompt."""
+    return (
+        isinstance(message, SystemMessage)
+        and not is_summary_message(message)
+        and not text_of(message).startswith("[tool:")
+    )
+
+
+def render_memory(items: Sequence[str]) -> str:
+    """Retrieved memory as a `<relevant_context>` block."""
+    body = "\n".join(f"- {item}" for item in items)
+    return f"<relevant_context>\n{body}\n</relevant_context>"
+
+
+def render_skills(skills: Sequence[Skill]) -> str:
+    """Skills as an `<available_skills>` fragment (sorted by name for a stable prefix)."""
+    lines = [f"<available_skills count={quoteattr(str(len(skills)))}>"]
+    for skill in sorted(skills, key=lambda s: s.name):
+        where = f" location={quoteattr(skill.location)}" if skill.location else ""
+        lines.append(
+            f"  <skill name={quoteattr(skill.name)}{where}>{escape(skill.description)}</skill>"
+        )
+    lines.append("</available_skills>")
+    return "\n".join(lines)
+
+
+def render_entities(values: Mapping[str, Any]) -> str:
+    """Entity state as stable JSON (sorted keys)."""
+    return "<entities>\n" + json.dumps(values, sort_keys=True, ensure_ascii=False) + "\n</entities>"
+
+
+def coerce_skills(skills: Sequence[Skill | Mapping[str, Any]] | None) -> tuple[Skill, ...]:
+    """Accept `Skill` objects or dicts with name/description/location."""
+    out: list[Skill] = []
+    for item in skills or ():
+        if isinstance(item, Skill):
+            out.append(item)
+        elif isinstance(item, Mapping) and "name" in item and "description" in item:
+            out.append(
+                Skill(**{k: item[k] for k in ("name", "description", "location") if k in item})
+            )
+        else:
+            msg = f"a skill needs a name and a description, got {item!r}"
+            raise ConfigError(msg)
+    return tuple(out)
+
+
+def tool_name(tool: Any) -> str:
+    """Name of a tool given as a BaseTool, dict schema, function or pydantic model."""
+    if isinstance(tool, Mapping):
+        fn = tool.get("function")
+        return str(fn.get("name") if isinstance(fn, Mapping) else tool.get("name", ""))
+    return str(getattr(tool, "name", None) or getattr(tool, "__name__", ""))
+
+
+def filter_tools(tools: Sequence[Any] | None, policy: ToolPolicy | None) -> list[Any]:
+    """Apply a tool policy; returns a new list in the original order."""
+    if not tools:
+        return []
+    if policy is None:
+        return list(tools)
+    if callable(policy):
+        return [t for t in tools if policy(t)]
+    unknown = set(policy) - {"allow", "deny"}
+    if unknown:
+        msg = f"tool_policy keys must be 'allow' and/or 'deny', got {sorted(unknown)}"
+        raise ConfigError(msg)
+    allow = set(policy.get("allow", ())) if "allow" in policy else None
+    deny = set(policy.get("deny", ()))
+    return [
+        t for t in tools if (allow is None or tool_name(t) in allow) and tool_name(t) not in deny
+    ]
+
+
+def merge_system(base: Sequence[BaseMessage], fragments: Sequence[str]) -> SystemMessage | None:
+    """One base system message from the system/developer messages plus fragments.
+
+    A single system message with nothing to add is returned unchanged (same id, same content
+    blocks), so provider-specific content such as cache-control blocks survives.
+    """
+    fragments = [f for f in fragments if f]
+    if len(base) == 1 and not fragments and isinstance(base[0], SystemMessage):
+        return base[0]
+    texts = [text_of(m) for m in base] + list(fragments)
+    if not texts:
+        return None
+    first_id = base[0].id if base else "lgctx-system"
+    return SystemMessage(content="\n\n".join(texts), id=first_id)

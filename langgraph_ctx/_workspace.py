@@ -1,0 +1,487 @@
+"""The working copy of one build: the prompt view, its token count, and the edits on it.
+
+Pure except for the effects it yields. Token counts are kept incrementally (per-message costs
+from the cached counter), and the final prompt is counted in full once at the end.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langgraph_ctx._assembly import merge_system, render_entities, render_memory
+from langgraph_ctx._effects import Effect, Plan
+from langgraph_ctx.ledger import ContextLedger, PrunedEntry
+from langgraph_ctx.messages import (
+    TAG_KEY,
+    Block,
+    get_tag,
+    is_error_result,
+    is_tool_output,
+    split_blocks,
+    text_of,
+)
+from langgraph_ctx.report import ContextBudget, ContextCostReport, Decision
+from langgraph_ctx.tokens import TokenCounter
+
+SummaryPlacement = Literal["separate", "merged"]
+
+
+@dataclass(kw_only=True)
+class Resources:
+    """What a build may use for I/O, as effect factories (None when not configured)."""
+
+    archive_messages: Callable[[list[BaseMessage]], Effect] | None = None
+    """Write messages one by one, index them by id; the effect returns their refs."""
+    dump_messages: Callable[[list[BaseMessage]], Effect] | None = None
+    """Write a list as one insurance dump; the effect returns its ref."""
+    summarize: Callable[[list[BaseMessage], str | None], Effect] | None = None
+    """Summarize messages, folding a previous summary; returns a `SummaryOutcome`."""
+    extract: Callable[[list[BaseMessage], dict[str, Any] | None], Effect] | None = None
+    """Update entity state from recent messages; returns the new values."""
+
+
+@dataclass(kw_only=True)
+class Workspace:
+    """Mutable state of one build. Strategies read and edit it through its methods."""
+
+    history: list[BaseMessage]
+    base: list[BaseMessage]
+    ledger: ContextLedger
+    budget: ContextBudget
+    counter: TokenCounter
+    tool_tokens: int
+    static_fragments: list[str]
+    memory_items: list[str]
+    resources: Resources
+    summary_placement: SummaryPlacement = "separate"
+    auto_compact: bool = False
+    protect_turns: int = 2
+    prune_errors: bool = False
+    min_prune_chars: int = 200
+    report: ContextCostReport = field(init=False)
+    start: int = field(init=False, default=0)
+    pin: int | None = field(init=False, default=None)
+    memory_dropped: bool = field(init=False, default=False)
+    tokens: int = field(init=False, default=0)
+    prune_attempts: int = field(init=False, default=0)
+    _empty: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self._empty = self.counter([])
+        self._restore_window()
+        self.tokens = self.count_full()
+        self.report = ContextCostReport(
+            limit=self.budget.limit,
+            tokens=self.tokens,
+            tokens_in=self.tokens,
+            messages_in=len(self.history) + len(self.base),
+        )
+
+    # --- the view -------------------------------------------------------------------------
+
+    def _restore_window(self) -> None:
+        window = self.ledger.get("window") or {}
+        start_id, pin_id = window.get("start_id"), window.get("pin_id")
+        if not start_id:
+            return
+        for i in range(len(self.history) - 1, -1, -1):  # the window is near the end
+            if self.history[i].id == start_id:
+                self.start = i
+                break
+        else:  # the message left the state: show everything and let the budget decide again
+            self.ledger["window"] = {}
+            return
+        if pin_id:
+            for i in range(self.start - 1, -1, -1):
+                if self.history[i].id == pin_id:
+                    self.pin = i
+                    break
+
+    @property
+    def goal(self) -> int:
+        """Tokens to cut down to once edits started."""
+        return self.budget.target_tokens
+
+    def system_message(self) -> SystemMessage | None:
+        """The one base system message, with every fragment in its stable position."""
+        fragments = list(self.static_fragments)
+        entities = (self.ledger.get("entities") or {}).get("values")
+        if entities:
+            fragments.append(render_entities(entities))
+        hint = self.ledger.get("hint")
+        if hint and hint.get("text"):
+            fragments.append(hint["text"])
+        summary = self.ledger.get("summary")
+        if summary and summary.get("text") and self.summary_placement == "merged":
+            fragments.append(f"<summary>\n{summary['text']}\n</summary>")
+        if self.memory_items and not self.memory_dropped:
+            fragments.append(render_memory(self.memory_items))
+        return merge_system(self.base, fragments)
+
+    def summary_message(self) -> SystemMessage | None:
+        """The running summary as its own system message (separate placement)."""
+        summary = self.ledger.get("summary")
+        if not summary or not summary.get("text") or self.summary_placement != "separate":
+            return None
+        text = summary["text"]
+        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+        return SystemMessage(
+            content=f"<summary>\n{text}\n</summary>",
+            id=f"lgctx-summary-{digest}",
+            additional_kwargs={
+                TAG_KEY: {
+                    "kind": "summary",
+                    "covered": len(summary.get("covered_ids", [])),
+                    "dump_refs": list(summary.get("dump_refs", [])),
+                }
+            },
+        )
+
+    def shown(self, message: BaseMessage) -> BaseMessage:
+        """How a history message appears in the prompt (placeholder when pruned/compacted)."""
+        mid = message.id or ""
+        compacted = self.ledger["compacted"].get(mid)
+        if compacted is not None:
+            return _replace_text(message, compacted_text(compacted), compacted=True)
+        pruned = self.ledger["pruned"].get(mid)
+        if pruned is not None:
+            return _replace_text(message, pruned_text(mid, pruned), pruned=True)
+        return message
+
+    def window_indices(self) -> list[int]:
+        """History indices in the prompt, in order (pinned task first)."""
+        head = [self.pin] if self.pin is not None else []
+        return head + list(range(self.start, len(self.history)))
+
+    def render(self) -> list[BaseMessage]:
+        """The prompt as it stands."""
+        out: list[BaseMessage] = []
+        system = self.system_message()
+        if system is not None:
+            out.append(system)
+        summary = self.summary_message()
+        if summary is not None:
+            out.append(summary)
+        if self.pin is None and (self.ledger.get("window") or {}).get("task_dropped"):
+            out.append(task_dropped_message())
+        out.extend(self.shown(self.history[i]) for i in self.window_indices())
+        return out
+
+    def cost(self, message: BaseMessage | None) -> int:
+        """Tokens one message adds to a prompt."""
+        return 0 if message is None else self.counter([message]) - self._empty
+
+    def count_full(self) -> int:
+        """Exact count of the rendered prompt, tool schemas included."""
+        return self.counter(self.render()) + self.tool_tokens
+
+    def decide(self, kind: Any, before: int, **kwargs: Any) -> Decision:
+        """Record a decision ending at the current token count."""
+        return self.report.add(
+            Decision(kind=kind, tokens_before=before, tokens_after=self.tokens, **kwargs)
+        )
+
+    # --- stage 1: memory -----------------------------------------------------------------
+
+    def drop_memory(self) -> None:
+        """Drop retrieved memory from the prompt (prompt injections and history stay)."""
+        if not self.memory_items or self.memory_dropped:
+            return
+        before = self.tokens
+        old = self.cost(self.system_message())
+        self.memory_dropped = True
+        self.tokens += self.cost(self.system_message()) - old
+        self.decide("drop_memory", before, detail={"items": len(self.memory_items)})
+
+    # --- stage 2: pruning ----------------------------------------------------------------
+
+    def protected_from(self, turns: int) -> int:
+        """History index from which the last `turns` user turns begin."""
+        if turns <= 0:
+            return len(self.history)
+        seen = 0
+        for i in range(len(self.history) - 1, self.start - 1, -1):
+            if isinstance(self.history[i], HumanMessage):
+                seen += 1
+                if seen == turns:
+                    return i
+        return self.start
+
+    def _untouched(self, message: BaseMessage) -> bool:
+        mid = message.id or ""
+        tag = get_tag(message)
+        return (
+            mid not in self.ledger["pruned"]
+            and mid not in self.ledger["compacted"]
+            and not tag.get("pruned")
+            and not tag.get("compacted")
+        )
+
+    def prune(self) -> Plan[None]:
+        """One pruning attempt: old tool outputs to placeholders, oldest first, down to goal."""
+        self.prune_attempts += 1
+        attempt = self.prune_attempts
+        if self.tokens <= self.goal:
+            return
+        stop = self.protected_from(self.protect_turns)
+        picked: list[BaseMessage] = []
+        saved = 0
+        for i in range(self.start, stop):
+            msg = self.history[i]
+            if not is_tool_output(msg) or not self._untouched(msg):
+                continue
+            if is_error_result(msg) and not self.prune_errors:
+                continue
+            if len(text_of(msg)) < self.min_prune_chars:
+                continue
+            picked.append(msg)
+            probe = {"tool": _tool_of(msg), "chars": len(text_of(msg)), "ref": "?"}
+            saved += self.cost(msg) - self.cost(
+                _replace_text(msg, pruned_text(msg.id or "", probe))
+            )
+            if self.tokens - saved <= self.goal:
+                break
+        if not picked:
+            return
+        refs = yield from self._archive(picked)
+        before = self.tokens
+        for msg in picked:
+            old = self.cost(msg)
+            entry: PrunedEntry = {"tool": _tool_of(msg), "chars": len(text_of(msg))}
+            if refs:
+                entry["ref"] = refs[msg.id or ""]
+            self.ledger["pruned"][msg.id or ""] = entry
+            self.tokens += self.cost(self.shown(msg)) - old
+        self.decide(
+            "prune",
+            before,
+            attempt=attempt,
+            message_ids=[m.id or "" for m in picked],
+            detail={"protected_turns": self.protect_turns},
+        )
+
+    def _archive(self, messages: list[BaseMessage]) -> Plan[dict[str, str]]:
+        if self.resources.archive_messages is None:
+            return {}
+        refs = yield self.resources.archive_messages(messages)
+        return dict(refs)
+
+    # --- stage 3: compaction -------------------------------------------------------------
+
+    def tool_call_of(self, index: int) -> dict[str, Any] | None:
+        """The tool call a tool result at `index` answers (searching back to its AI message)."""
+        msg = self.history[index]
+        call_id = getattr(msg, "tool_call_id", None)
+        for i in range(index - 1, max(-1, index - 64), -1):
+            prev = self.history[i]
+            if isinstance(prev, AIMessage):
+                for tc in prev.tool_calls:
+                    if tc.get("id") == call_id:
+                        return dict(tc)
+                return None
+        return None
+
+    def compact(
+        self,
+        *,
+        min_chars: int,
+        keep_last: int,
+        keep_errors: bool,
+        include: Sequence[str] | None,
+        exclude: Sequence[str],
+        preview_chars: int,
+    ) -> Plan[None]:
+        """Externalize large tool outputs to the archive, oldest first, down to goal."""
+        if self.tokens <= self.goal or self.resources.archive_messages is None:
+            return
+        tool_positions = [i for i in self.window_indices() if is_tool_output(self.history[i])]
+        newest = set(tool_positions[-keep_last:]) if keep_last > 0 else set()
+        picked: list[int] = []
+        saved = 0
+        for i in tool_positions:
+            msg = self.history[i]
+            tool = _tool_of(msg)
+            if i in newest or not self._untouched(msg) or len(text_of(msg)) < min_chars:
+                continue
+            if (keep_errors and is_error_result(msg)) or tool in exclude:
+                continue
+            if include is not None and tool not in include:
+                continue
+            picked.append(i)
+            saved += self.cost(msg) - _estimate_compacted(self, msg, preview_chars)
+            if self.tokens - saved <= self.goal:
+                break
+        if not picked:
+            return
+        refs = yield from self._archive([self.history[i] for i in picked])
+        before = self.tokens
+        for i in picked:
+            msg = self.history[i]
+            old = self.cost(self.shown(msg))
+            call = self.tool_call_of(i) or {}
+            text = text_of(msg)
+            self.ledger["compacted"][msg.id or ""] = {
+                "ref": refs[msg.id or ""],
+                "tool": _tool_of(msg),
+                "chars": len(text),
+                "input": json.dumps(call.get("args", {}), sort_keys=True, ensure_ascii=False)[:300],
+                "preview": text[:preview_chars],
+            }
+            self.ledger["pruned"].pop(msg.id or "", None)
+            self.tokens += self.cost(self.shown(msg)) - old
+        self.decide(
+            "compact",
+            before,
+            message_ids=[self.history[i].id or "" for i in picked],
+            detail={"refs": [refs[self.history[i].id or ""] for i in picked]},
+        )
+
+    # --- stage 4: the window -------------------------------------------------------------
+
+    def window_blocks(self) -> list[Block]:
+        """Blocks of the window after the pinned task, with absolute start indices."""
+        blocks = split_blocks(self.history[self.start :])
+        return [Block(b.kind, b.start + self.start, b.messages) for b in blocks]
+
+    def shrink_once(self) -> list[BaseMessage] | None:
+        """Move the window start forward by one turn, or one block within the last turn.
+
+        With two or more turns in view the oldest (possibly partial) turn goes, its pinned
+        task with it. Within a single turn the oldest block goes and the turn's task message
+        stays pinned in front of the window. Returns the messages that left the prompt, or
+        None when only the pinned task and the newest block are left.
+        """
+        blocks = self.window_blocks()
+        later_turns = [b.start for b in blocks if b.kind == "user" and b.start > self.start]
+        new_pin: int | None
+        if later_turns:
+            new_start, new_pin = later_turns[0], None
+        else:
+            opens_turn = bool(blocks) and blocks[0].kind == "user"
+            body = blocks[1:] if opens_turn else blocks
+            if len(body) <= 1:
+                return None
+            new_start = body[1].start
+            new_pin = blocks[0].start if opens_turn else self.pin
+        dropped = [i for i in self.window_indices() if i < new_start and i != new_pin]
+        self.tokens -= sum(self.cost(self.shown(self.history[i])) for i in dropped)
+        note = bool((self.ledger.get("window") or {}).get("task_dropped"))
+        keep_note = note and not later_turns  # still mid-turn without its task
+        if note and not keep_note:
+            self.tokens -= self.cost(task_dropped_message())
+        self.start, self.pin = new_start, new_pin
+        self.ledger["window"] = {
+            "start_id": self.history[self.start].id,
+            "pin_id": self.history[self.pin].id if self.pin is not None else None,
+        }
+        if keep_note:
+            self.ledger["window"]["task_dropped"] = True
+        return [self.history[i] for i in dropped]
+
+    def drop_task(self) -> bool:
+        """Last resort: replace the pinned task by a short note. Returns False if no pin."""
+        if self.pin is None:
+            return False
+        before = self.tokens
+        task = self.history[self.pin]
+        self.tokens += self.cost(task_dropped_message()) - self.cost(self.shown(task))
+        self.pin = None
+        self.ledger["window"] = {
+            "start_id": self.history[self.start].id,
+            "pin_id": None,
+            "task_dropped": True,
+        }
+        self.decide("shrink", before, message_ids=[task.id or ""], detail={"task_dropped": True})
+        return True
+
+    def set_summary(
+        self, text: str, covered: list[BaseMessage], dump_ref: str | None, source: str
+    ) -> None:
+        """Fold a new running summary into the ledger and the token count."""
+        old_sys, old_sum = self.cost(self.system_message()), self.cost(self.summary_message())
+        previous = self.ledger.get("summary") or {}
+        self.ledger["summary"] = {
+            "text": text,
+            "covered_ids": list(previous.get("covered_ids", [])) + [m.id or "" for m in covered],
+            "dump_refs": list(previous.get("dump_refs", [])) + ([dump_ref] if dump_ref else []),
+            "source": source,
+            "updates": int(previous.get("updates", 0)) + 1,
+        }
+        self.tokens += (
+            self.cost(self.system_message()) + self.cost(self.summary_message()) - old_sys - old_sum
+        )
+
+
+# --- placeholders -----------------------------------------------------------------------
+
+
+def _tool_of(message: BaseMessage) -> str:
+    name = getattr(message, "name", None)
+    if name:
+        return str(name)
+    text = text_of(message)
+    if text.startswith("[tool:"):
+        return text[6 : text.find("]")].strip() if "]" in text else "tool"
+    return "tool"
+
+
+def pruned_text(message_id: str, entry: Mapping[str, Any]) -> str:
+    """The placeholder of a pruned tool output (says what it was and how to get it back)."""
+    how = (
+        f'call recall(ref="{message_id}") to read it back'
+        if entry.get("ref")
+        else "the full output is kept in the thread's state"
+    )
+    tool, chars = entry.get("tool", "tool"), entry.get("chars", 0)
+    return f"[pruned: output of {tool} ({chars:,} chars) removed to save context; {how}]"
+
+
+def compacted_text(entry: Mapping[str, Any]) -> str:
+    """The deterministic text a compacted tool output shows."""
+    return (
+        "[compacted tool output]\n"
+        f"tool: {entry.get('tool', 'tool')}\n"
+        f"input: {entry.get('input', '')}\n"
+        f"ref: {entry.get('ref', '')}\n"
+        f"length: {entry.get('chars', 0)} chars\n"
+        f"preview: {entry.get('preview', '')}\n"
+        f'Call recall(ref="{entry.get("ref", "")}") to read the full output.'
+    )
+
+
+def task_dropped_message() -> HumanMessage:
+    """Stands in for a task too large to keep, so the prompt still opens with a user turn."""
+    return HumanMessage(
+        content="[The original task message was too large to keep in the context window; "
+        "continue from the conversation below.]",
+        id="lgctx-task-dropped",
+        additional_kwargs={TAG_KEY: {"kind": "task_dropped"}},
+    )
+
+
+def _replace_text(message: BaseMessage, text: str, **tag: Any) -> BaseMessage:
+    kwargs = dict(message.additional_kwargs)
+    kwargs[TAG_KEY] = {**get_tag(message), **tag}
+    if isinstance(message, ToolMessage):
+        return message.model_copy(update={"content": text, "additional_kwargs": kwargs})
+    if text.startswith("[") and isinstance(message, SystemMessage):
+        text = "[tool:" + text[1:] if not text.startswith("[tool:") else text
+    return message.model_copy(update={"content": text, "additional_kwargs": kwargs})
+
+
+def _estimate_compacted(work: Workspace, message: BaseMessage, preview_chars: int) -> int:
+    text = text_of(message)
+    entry = {
+        "tool": _tool_of(message),
+        "chars": len(text),
+        "input": "",
+        "ref": "x" * 90,
+        "preview": text[:preview_chars],
+    }
+    return work.cost(_replace_text(message, compacted_text(entry))) + 40
