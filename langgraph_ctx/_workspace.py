@@ -118,7 +118,7 @@ class Workspace:
         if hint and hint.get("text"):
             fragments.append(hint["text"])
         summary = self.ledger.get("summary")
-        if summary and summary.get("text") and self.summary_placement == "merged":
+        if summary and summary.get("text") and self.summary_placement == "merged" and not hint:
             fragments.append(f"<summary>\n{summary['text']}\n</summary>")
         if self.memory_items and not self.memory_dropped:
             fragments.append(render_memory(self.memory_items))
@@ -129,6 +129,8 @@ class Workspace:
         summary = self.ledger.get("summary")
         if not summary or not summary.get("text") or self.summary_placement != "separate":
             return None
+        if (self.ledger.get("hint") or {}).get("text"):
+            return None  # the compression hint carries the summary
         text = summary["text"]
         digest = hashlib.sha256(text.encode()).hexdigest()[:16]
         return SystemMessage(
@@ -406,6 +408,7 @@ class Workspace:
         """Fold a new running summary into the ledger and the token count."""
         old_sys, old_sum = self.cost(self.system_message()), self.cost(self.summary_message())
         previous = self.ledger.get("summary") or {}
+        self.ledger["hint"] = None  # the running summary takes over from a rebuild hint
         self.ledger["summary"] = {
             "text": text,
             "covered_ids": list(previous.get("covered_ids", [])) + [m.id or "" for m in covered],

@@ -54,6 +54,7 @@ class HintEntry(TypedDict, total=False):
     cleared_ids: list[str]
     dump_ref: str | None
     prompt_tokens: int
+    after_id: str | None
 
 
 class EntitiesEntry(TypedDict, total=False):

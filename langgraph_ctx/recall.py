@@ -21,7 +21,7 @@ Example:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from langchain_core.messages import BaseMessage, get_buffer_string
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -145,12 +145,13 @@ def _clean_ref(ref: str) -> str:
 
 
 def make_recall_tool(
-    archive: Archive, *, name: str = "recall", max_chars: int = 20_000
+    archive: Archive | Callable[[], Archive], *, name: str = "recall", max_chars: int = 20_000
 ) -> BaseTool:
     """Build the recall tool over one thread's archive.
 
     Args:
         archive: The archive of the thread the agent runs in; the tool reads nothing else.
+            A callable is asked for the archive at each call (e.g. the current run's thread).
         name: The tool name the model sees.
         max_chars: Most characters returned per call; longer ranges are cut with a note.
 
@@ -165,10 +166,13 @@ def make_recall_tool(
         msg = f"max_chars must be >= 1, got {max_chars}; it caps the characters per recall"
         raise ConfigError(msg)
 
+    def current() -> Archive:
+        return archive if isinstance(archive, Archive) else archive()
+
     def recall(ref: str, **ranges: int | None) -> str:
         ref = _clean_ref(ref)
         try:
-            entry = archive.read(ref)
+            entry = current().read(ref)
         except ArchiveError as exc:
             raise ToolException(f"{name} failed: {exc}") from exc
         return render_recall(
@@ -178,7 +182,7 @@ def make_recall_tool(
     async def arecall(ref: str, **ranges: int | None) -> str:
         ref = _clean_ref(ref)
         try:
-            entry = await archive.aread(ref)
+            entry = await current().aread(ref)
         except ArchiveError as exc:
             raise ToolException(f"{name} failed: {exc}") from exc
         return render_recall(

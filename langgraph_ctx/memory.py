@@ -1,0 +1,327 @@
+"""`ContextMemory`: the component users create once and hand to their graph.
+
+It holds the pipeline (`ContextManager`), the archive backend and the rebuild policy, and
+gives every integration point: a node before the model, a node after a turn, a `create_agent`
+middleware, a `create_react_agent` pre-model hook, the `recall` tool, and thread views that
+read through a compiled graph's checkpointer.
+
+Example:
+    >>> from langgraph_ctx import ContextMemory
+    >>> memory = ContextMemory(context_window_tokens=32_000)
+    >>> memory.manager.budget.limit
+    32000
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.tools import BaseTool
+from langgraph.config import get_config
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_ctx._effects import Plan, arun_plan, run_plan
+from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
+from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.pipeline import BuildResult, ContextManager
+from langgraph_ctx.rebuild import plan_rebuild
+from langgraph_ctx.report import ContextCostReport
+from langgraph_ctx.strategies import Compaction, SlidingWindow
+
+REPORT_KEY = "context_cost"
+"""Key of the report in an AI message's `response_metadata`."""
+
+
+def attach_report(message: AIMessage, report: Mapping[str, Any]) -> AIMessage:
+    """A copy of `message` carrying the report in `response_metadata["context_cost"]`."""
+    metadata = {**message.response_metadata, REPORT_KEY: dict(report)}
+    return message.model_copy(update={"response_metadata": metadata})
+
+
+class ContextMemory:
+    """The checkpointer-aware context component.
+
+    Args:
+        model: The chat model the agent uses; its profile sets the window when no number is
+            given, and its name picks the tokenizer.
+        context_window_tokens: The window in tokens (wins over the model profile).
+        reserved_output_tokens: Tokens kept free for the reply.
+        strategies: Strategies or configs; default `[Compaction(), SlidingWindow()]`.
+        archive: Where archived content goes: an `ArchiveBackend`, a LangGraph `BaseStore`,
+            or a directory path. Default: an in-process `InMemoryStore`.
+        store: A `BaseStore` searched for memory (`<relevant_context>`); also the archive
+            when `archive` is not given.
+        summarizer: A `Summarizer` or chat model; None uses the deterministic summary.
+        auto_compact: Summarize what leaves the window (insured in the archive first).
+        hint_threshold: Rebuild after a turn whose real prompt passed this share of the window.
+        remove_summarized: Remove summarized messages from live state (they stay in the archive).
+        expose_recall: The middleware gives the agent the `recall` tool.
+        **manager_options: Passed to `ContextManager` (token_counter, skills, tool_policy, ...).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: Any = None,
+        context_window_tokens: int | None = None,
+        reserved_output_tokens: int = 0,
+        strategies: Any = None,
+        archive: ArchiveBackend | BaseStore | str | Any = None,
+        store: BaseStore | None = None,
+        summarizer: Any = None,
+        auto_compact: bool = True,
+        hint_threshold: float = 0.8,
+        remove_summarized: bool = False,
+        expose_recall: bool = True,
+        **manager_options: Any,
+    ) -> None:
+        if not 0 < hint_threshold <= 1:
+            msg = f"hint_threshold must be in (0, 1], got {hint_threshold}"
+            raise ConfigError(msg)
+        self.manager = ContextManager(
+            model=model,
+            context_window_tokens=context_window_tokens,
+            reserved_output_tokens=reserved_output_tokens,
+            strategies=strategies if strategies is not None else [Compaction(), SlidingWindow()],
+            store=store,
+            summarizer=summarizer,
+            auto_compact=auto_compact,
+            **manager_options,
+        )
+        self.backend = _backend(archive, store)
+        self.hint_threshold = hint_threshold
+        self.remove_summarized = remove_summarized
+        self.expose_recall = expose_recall
+
+    # --- archive ---------------------------------------------------------------------------
+
+    def archive_for(self, config: RunnableConfig | None = None) -> Archive:
+        """The archive of the thread named by `config` (default: the current run's config)."""
+        if config is None:
+            try:
+                config = get_config()
+            except RuntimeError:
+                config = {}
+        configurable = dict((config or {}).get("configurable") or {})
+        configurable.setdefault("thread_id", "default")  # graphs without a checkpointer
+        return Archive.from_config(self.backend, {"configurable": configurable})
+
+    def recall_tool(self, *, name: str = "recall", max_chars: int = 20_000) -> BaseTool:
+        """The `recall` tool, reading the archive of whichever thread calls it."""
+        from langgraph_ctx.recall import make_recall_tool
+
+        return make_recall_tool(lambda: self.archive_for(None), name=name, max_chars=max_chars)
+
+    # --- plans shared by every integration ----------------------------------------------
+
+    def plan_build(
+        self,
+        messages: Sequence[BaseMessage],
+        ledger: Mapping[str, Any] | None,
+        config: RunnableConfig | None,
+        *,
+        tools: Sequence[Any] | None = None,
+        harder: bool = False,
+    ) -> Plan[BuildResult]:
+        """The pipeline build for one model call of a thread."""
+        manager = self.manager if not harder else self._harder()
+        return manager.plan(messages, tools=tools, state=ledger, archive=self.archive_for(config))
+
+    def _harder(self) -> ContextManager:
+        # After a provider overflow our count was too optimistic: assume a 30% smaller window.
+        import copy
+        import dataclasses
+
+        harder = copy.copy(self.manager)
+        budget = self.manager.budget
+        harder.budget = dataclasses.replace(
+            budget, context_window_tokens=int(budget.context_window_tokens * 0.7)
+        )
+        return harder
+
+    def plan_after_turn(
+        self,
+        messages: Sequence[BaseMessage],
+        ledger: Mapping[str, Any] | None,
+        config: RunnableConfig | None,
+    ) -> Plan[dict[str, Any]]:
+        """Attach the last report to the newest AI message; rebuild from a hint when due."""
+        update: dict[str, Any] = {}
+        ledger_dict = dict(ledger or {})
+        newest = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        report = ledger_dict.get("last_report")
+        if newest is not None and report and REPORT_KEY not in newest.response_metadata:
+            update["messages"] = [attach_report(newest, report)]
+        archive = self.archive_for(config)
+        resources = self.manager._resources(archive)
+        result = yield from plan_rebuild(
+            messages,
+            ledger_dict,
+            window_tokens=self.manager.budget.context_window_tokens,
+            threshold=self.hint_threshold,
+            resources=resources,
+        )
+        if result is not None:
+            update["context"] = result.state
+            if result.remove_ids:
+                update["messages"] = [
+                    *update.get("messages", []),
+                    *(RemoveMessage(id=i) for i in result.remove_ids),
+                ]
+        return update
+
+    def _build_update(self, result: BuildResult, output_key: str) -> dict[str, Any]:
+        update: dict[str, Any] = {output_key: result.messages, "context": result.state}
+        if self.remove_summarized and result.removable_ids:
+            update["messages"] = [RemoveMessage(id=i) for i in result.removable_ids]
+        return update
+
+    # --- LangGraph nodes ---------------------------------------------------------------
+
+    def node(
+        self, *, tools: Sequence[Any] | None = None, output_key: str = "llm_input_messages"
+    ) -> RunnableLambda[Any, dict[str, Any]]:
+        """A node to put before the model node: writes the model's input and the ledger.
+
+        Args:
+            tools: The tools the model is bound to (counted in the budget).
+            output_key: State key the built messages go to.
+        """
+
+        def plan(state: Mapping[str, Any], config: RunnableConfig) -> Plan[dict[str, Any]]:
+            result = yield from self.plan_build(
+                state["messages"], state.get("context"), config, tools=tools
+            )
+            return self._build_update(result, output_key)
+
+        def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            return run_plan(plan(state, config))
+
+        async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            return await arun_plan(plan(state, config))
+
+        return RunnableLambda(run, afunc=arun, name="context")
+
+    def pre_model_hook(
+        self, *, tools: Sequence[Any] | None = None
+    ) -> RunnableLambda[Any, dict[str, Any]]:
+        """A `pre_model_hook` for `create_react_agent`; always writes `llm_input_messages`.
+
+        Use it with `state_schema=ContextReactState` so the ledger has a channel.
+        """
+        return self.node(tools=tools, output_key="llm_input_messages")
+
+    def after_turn_node(self) -> RunnableLambda[Any, dict[str, Any]]:
+        """A node to put after the model (or after a turn): report onto the AI message, rebuild."""
+
+        def plan(state: Mapping[str, Any], config: RunnableConfig) -> Plan[dict[str, Any]]:
+            return (
+                yield from self.plan_after_turn(state["messages"], state.get("context"), config)
+            )
+
+        def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            return run_plan(plan(state, config))
+
+        async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            return await arun_plan(plan(state, config))
+
+        return RunnableLambda(run, afunc=arun, name="context_after_turn")
+
+    def middleware(self) -> Any:
+        """A `ContextMiddleware` for `langchain.agents.create_agent`."""
+        from langgraph_ctx.middleware import ContextMiddleware
+
+        return ContextMiddleware(self)
+
+    # --- thread views (read through a compiled graph's checkpointer) -------------------
+
+    def get_live_context(self, graph: Any, config: RunnableConfig) -> BuildResult:
+        """What the model would receive next on this thread."""
+        values = graph.get_state(config).values
+        return run_plan(self.plan_build(values.get("messages", []), values.get("context"), config))
+
+    async def aget_live_context(self, graph: Any, config: RunnableConfig) -> BuildResult:
+        """Async twin of `get_live_context`."""
+        values = (await graph.aget_state(config)).values
+        return await arun_plan(
+            self.plan_build(values.get("messages", []), values.get("context"), config)
+        )
+
+    def get_full_history(self, graph: Any, config: RunnableConfig) -> list[BaseMessage]:
+        """The thread's complete history: archived dumps, then live messages, by id."""
+        values = graph.get_state(config).values
+        archive = self.archive_for(config)
+        dumps = [archive.get_messages(ref) for ref in _dump_refs(values.get("context"))]
+        return _merge_history(dumps, values.get("messages", []))
+
+    async def aget_full_history(self, graph: Any, config: RunnableConfig) -> list[BaseMessage]:
+        """Async twin of `get_full_history`."""
+        values = (await graph.aget_state(config)).values
+        archive = self.archive_for(config)
+        dumps = [await archive.aget_messages(ref) for ref in _dump_refs(values.get("context"))]
+        return _merge_history(dumps, values.get("messages", []))
+
+    def get_reports(self, graph: Any, config: RunnableConfig) -> list[ContextCostReport]:
+        """Every distinct report the thread's checkpoints hold, oldest first."""
+        snapshots = list(graph.get_state_history(config))
+        return _reports(s.values for s in reversed(snapshots))
+
+    async def aget_reports(self, graph: Any, config: RunnableConfig) -> list[ContextCostReport]:
+        """Async twin of `get_reports`."""
+        snapshots = [s async for s in graph.aget_state_history(config)]
+        return _reports(s.values for s in reversed(snapshots))
+
+    def restore(self, ref_or_message_id: str, config: RunnableConfig) -> BaseMessage:
+        """One archived message of the thread, byte for byte."""
+        return self.archive_for(config).restore(ref_or_message_id)
+
+    async def arestore(self, ref_or_message_id: str, config: RunnableConfig) -> BaseMessage:
+        """Async twin of `restore`."""
+        return await self.archive_for(config).arestore(ref_or_message_id)
+
+
+def _backend(archive: Any, store: BaseStore | None) -> ArchiveBackend | BaseStore:
+    if archive is None:
+        return store if store is not None else InMemoryStore()
+    if isinstance(archive, (str, bytes)) or hasattr(archive, "__fspath__"):
+        return DirectoryBackend(archive)
+    if isinstance(archive, (BaseStore, ArchiveBackend)):
+        return archive
+    msg = (
+        f"archive must be an ArchiveBackend, a BaseStore or a directory path, got "
+        f"{type(archive).__name__}"
+    )
+    raise ConfigError(msg)
+
+
+def _dump_refs(ledger: Mapping[str, Any] | None) -> list[str]:
+    summary = (ledger or {}).get("summary") or {}
+    return list(summary.get("dump_refs", []))
+
+
+def _merge_history(
+    dumps: Sequence[Sequence[BaseMessage]], live: Sequence[BaseMessage]
+) -> list[BaseMessage]:
+    seen: set[str] = set()
+    out: list[BaseMessage] = []
+    for message in [m for dump in dumps for m in dump] + list(live):
+        key = message.id or f"__{len(out)}"
+        if key not in seen:
+            seen.add(key)
+            out.append(message)
+    return out
+
+
+def _reports(states: Any) -> list[ContextCostReport]:
+    reports: list[ContextCostReport] = []
+    last: Any = None
+    for values in states:
+        report = (values.get("context") or {}).get("last_report")
+        if report and report != last:
+            reports.append(ContextCostReport.from_dict(report))
+            last = report
+    return reports

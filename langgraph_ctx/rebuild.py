@@ -1,0 +1,152 @@
+"""Rebuild from a compression hint, between graph steps (DESIGN part 7).
+
+After a finished turn, when the real prompt tokens of the last model call (the AI message's
+`usage_metadata["input_tokens"]`) pass `threshold * window`, the history is written to the
+archive (the insurance dump), summarized into the running summary, and cleared from the live
+state by id. The next call's system prompt carries a compression hint: the summary and a note
+that the session was rebuilt and finished steps must not be repeated.
+
+`plan_rebuild` is pure apart from the effects it yields; nodes and middleware drive it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+
+from langgraph_ctx._assembly import is_summary_message
+from langgraph_ctx._effects import Plan
+from langgraph_ctx._workspace import Resources
+from langgraph_ctx.ledger import ContextLedger, load_ledger
+from langgraph_ctx.report import Decision
+
+HINT_NOTE = (
+    "The session was rebuilt to free context: {count} earlier messages were archived and "
+    "compressed into the summary below. Steps under <completed> are finished: do not repeat "
+    "them. Continue from <current_state> and <remaining>."
+)
+"""The note that opens every compression hint (`{count}` is the number of messages cleared)."""
+
+
+def render_hint(summary: str, count: int) -> str:
+    """The compression hint injected into the system prompt."""
+    note = HINT_NOTE.format(count=count)
+    return f"<compression_hint>\n{note}\n<summary>\n{summary}\n</summary>\n</compression_hint>"
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildResult:
+    """What a rebuild decided."""
+
+    remove_ids: list[str]
+    """Message ids to remove from live state (all archived in the dump)."""
+    state: dict[str, Any]
+    """The updated ledger."""
+    decision: Decision
+    """The `rebuild` (or `skip`) decision, for the report."""
+
+
+def last_prompt_tokens(messages: Sequence[BaseMessage]) -> tuple[AIMessage | None, int | None]:
+    """The newest AI message and the prompt tokens its provider reported."""
+    for msg in reversed(messages):
+        if isinstance(msg, AIMessage):
+            usage: dict[str, Any] = dict(msg.usage_metadata or {})
+            tokens = usage.get("input_tokens")
+            return msg, int(tokens) if tokens is not None else None
+    return None, None
+
+
+def plan_rebuild(
+    messages: Sequence[BaseMessage],
+    state: dict[str, Any] | None,
+    *,
+    window_tokens: int,
+    threshold: float,
+    resources: Resources,
+) -> Plan[RebuildResult | None]:
+    """Decide, and when due perform, a rebuild. Returns None when nothing is due."""
+    ledger: ContextLedger = load_ledger(state)
+    last_ai, prompt_tokens = last_prompt_tokens(messages)
+    if last_ai is None or prompt_tokens is None:
+        return None
+    if prompt_tokens <= threshold * window_tokens:
+        return None
+    hint = ledger.get("hint") or {}
+    if hint.get("after_id") == last_ai.id:
+        return None  # already rebuilt after this call
+    if last_ai.tool_calls:
+        return _skip(ledger, prompt_tokens, "the turn is not finished (pending tool calls)")
+    history = [m for m in messages if not isinstance(m, SystemMessage) or not _leading(m)]
+    history = [m for m in history if not is_summary_message(m) and m.id]
+    if not history:
+        return None
+    if resources.dump_messages is None or resources.summarize is None:
+        return _skip(ledger, prompt_tokens, "no archive: nothing is cleared without its dump")
+    try:
+        dump_ref = yield resources.dump_messages(history)
+    except Exception as exc:
+        return _skip(ledger, prompt_tokens, f"insurance dump failed: {exc}")
+    previous = (ledger.get("summary") or {}).get("text")
+    outcome = yield resources.summarize(history, previous)
+    ids = [m.id or "" for m in history]
+    summary = ledger.get("summary") or {}
+    ledger["summary"] = {
+        "text": outcome.text,
+        "covered_ids": list(summary.get("covered_ids", [])) + ids,
+        "dump_refs": [*summary.get("dump_refs", []), dump_ref],
+        "source": outcome.source,
+        "updates": int(summary.get("updates", 0)) + 1,
+    }
+    ledger["hint"] = {
+        "text": render_hint(outcome.text, len(ids)),
+        "cleared_ids": ids,
+        "dump_ref": dump_ref,
+        "prompt_tokens": prompt_tokens,
+        "after_id": last_ai.id,
+    }
+    ledger["window"] = {}
+    cleared = set(ids)
+    ledger["pruned"] = {k: v for k, v in ledger["pruned"].items() if k not in cleared}
+    ledger["compacted"] = {k: v for k, v in ledger["compacted"].items() if k not in cleared}
+    decision = Decision(
+        kind="rebuild",
+        tokens_before=prompt_tokens,
+        tokens_after=0,
+        message_ids=ids,
+        detail={
+            "dump_ref": dump_ref,
+            "threshold": threshold,
+            "window": window_tokens,
+            "source": outcome.source,
+            "error": outcome.error,
+        },
+    )
+    _append_decision(ledger, decision)
+    return RebuildResult(remove_ids=ids, state=dict(ledger), decision=decision)
+
+
+def _leading(message: BaseMessage) -> bool:
+    # Base system prompts are configuration, not history: they are never cleared.
+    return not str(message.content).startswith("[tool:")
+
+
+def _skip(ledger: ContextLedger, tokens: int, reason: str) -> RebuildResult:
+    decision = Decision(
+        kind="skip",
+        tokens_before=tokens,
+        tokens_after=tokens,
+        detail={"reason": f"rebuild: {reason}"},
+    )
+    _append_decision(ledger, decision)
+    return RebuildResult(remove_ids=[], state=dict(ledger), decision=decision)
+
+
+def _append_decision(ledger: ContextLedger, decision: Decision) -> None:
+    from dataclasses import asdict
+
+    report = dict(ledger.get("last_report") or {})
+    report["decisions"] = [*report.get("decisions", []), asdict(decision)]
+    ledger["last_report"] = report
