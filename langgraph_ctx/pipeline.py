@@ -384,19 +384,12 @@ def _memory_text(value: Any) -> str:
 
 
 def _archive_effect(archive: Any, messages: list[BaseMessage]) -> Effect:
+    # put_message also indexes the message id, so recall and restore work by id.
     def run() -> dict[str, str]:
-        refs = {}
-        for m in messages:
-            refs[m.id or ""] = archive.put_message(m)
-            archive.index_message(m.id or "", refs[m.id or ""])
-        return refs
+        return {m.id or "": archive.put_message(m) for m in messages}
 
     async def arun() -> dict[str, str]:
-        refs = {}
-        for m in messages:
-            refs[m.id or ""] = await archive.aput_message(m)
-            await archive.aindex_message(m.id or "", refs[m.id or ""])
-        return refs
+        return {m.id or "": await archive.aput_message(m) for m in messages}
 
     return Effect("archive.put_message", run, arun)
 
