@@ -1,0 +1,609 @@
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import os
+import re
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolCall,
+    ToolMessage,
+    messages_from_dict,
+)
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
+from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.messages import text_of
+from langgraph_ctx.summarize import (
+    SUMMARY_PROMPT,
+    Summarizer,
+    SummaryOutcome,
+    fallback_summary,
+    redact_messages,
+    render_transcript,
+)
+from langgraph_ctx.tokens import count_tokens
+
+SNAPSHOTS = Path(__file__).resolve().parent.parent / "snapshots"
+
+GOOD = (
+    "<completed>\n- Read the test.\n</completed>\n<remaining>\n- Run the suite.\n</remaining>\n"
+    "<current_state>\n- parser.py edited.\n</current_state>\n<notes>\n- FACT-1\n</notes>"
+)
+
+
+# --- fakes and helpers ----------------------------------------------------------------------
+
+
+class ScriptedModel(GenericFakeChatModel):
+    """Each reply is a string (answered) or an exception (raised); records prompts."""
+
+    received: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.received.append(list(messages))
+        reply: Any = next(self.messages)  # scripted() also feeds exceptions through `messages`
+        if isinstance(reply, BaseException):
+            raise reply
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
+
+    @property
+    def prompts(self) -> list[str]:
+        return [text_of(p[-1]) for p in self.received]
+
+
+class SleepyModel(GenericFakeChatModel):
+    """Answers only after `delay` seconds (sync and async)."""
+
+    delay: float = 1.0
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        time.sleep(self.delay)
+        return super()._generate(messages, *args, **kwargs)
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
+    ) -> ChatResult:
+        await asyncio.sleep(self.delay)
+        return super()._generate(messages, *args, **kwargs)
+
+
+def scripted(*replies: str | BaseException) -> ScriptedModel:
+    return ScriptedModel(messages=iter(replies))  # type: ignore[arg-type]
+
+
+def tc(name: str, args: dict[str, Any], call_id: str) -> ToolCall:
+    return ToolCall(name=name, args=args, id=call_id)
+
+
+def conversation() -> list[BaseMessage]:
+    """A fixed coding-agent conversation; the second request is still open at its end."""
+    return [
+        HumanMessage(
+            "Fix the failing test in tests/test_parser.py, please.\n"
+            "FACT-1: the release branch is rel-2.4",
+            id="h1",
+        ),
+        AIMessage(
+            "I'll read the test first.",
+            tool_calls=[tc("read_file", {"path": "tests/test_parser.py"}, "c1")],
+            id="a1",
+        ),
+        ToolMessage(
+            "def test_parse():\n    assert parse('1') == 1\n", tool_call_id="c1", name="read_file"
+        ),
+        AIMessage(
+            "",
+            tool_calls=[
+                tc("bash", {"command": "pytest tests/test_parser.py -x"}, "c2"),
+                tc("grep", {"pattern": "def parse", "dir": "src"}, "c3"),
+            ],
+            id="a2",
+        ),
+        ToolMessage(
+            'Traceback (most recent call last):\n  File "/usr/lib/python3.11/x.py", line 3\n'
+            "    SECRET_ERROR_BODY = parse(x)\nAssertionError: '1' != 1",
+            tool_call_id="c2",
+            name="bash",
+            status="error",
+        ),
+        ToolMessage("src/app/parser.py:12:def parse(text):", tool_call_id="c3", name="grep"),
+        AIMessage(
+            "parse returns a string; plan: cast to int in src/app/parser.py.",
+            tool_calls=[
+                tc("edit_file", {"path": "src/app/parser.py", "old": "return t", "new": "x"}, "c4")
+            ],
+            id="a3",
+        ),
+        ToolMessage(
+            "wrote /work/repo/src/app/parser.py\nFACT-2: build id 88317",
+            tool_call_id="c4",
+            name="edit_file",
+        ),
+        AIMessage("Fixed: parse now returns int.\nFACT-3: ticket JIRA-4411", id="a4"),
+        HumanMessage("Now run the whole suite and fix what fails.", id="h2"),
+        AIMessage("", tool_calls=[tc("bash", {"command": "pytest -q"}, "c5")], id="a5"),
+        ToolMessage(
+            "Error: 2 failed, 40 passed\nDETAILS_SHOULD_NOT_APPEAR in tests/test_cli.py",
+            tool_call_id="c5",
+            name="bash",
+        ),
+    ]
+
+
+def chars(messages: Sequence[BaseMessage]) -> int:
+    return sum(len(text_of(m)) for m in messages)
+
+
+def assert_snapshot(name: str, text: str) -> None:
+    path = SNAPSHOTS / name
+    if os.environ.get("LGCTX_UPDATE_SNAPSHOTS") == "1":
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n", encoding="utf-8")
+        return
+    assert path.exists(), f"no snapshot {path}; run with LGCTX_UPDATE_SNAPSHOTS=1 to write it"
+    assert text + "\n" == path.read_text(encoding="utf-8"), (
+        f"{name} changed; if intended, rerun with LGCTX_UPDATE_SNAPSHOTS=1 and review the diff"
+    )
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def run(
+    summarizer: Summarizer,
+    messages: Sequence[BaseMessage],
+    mode: str,
+    *,
+    previous: str | None = None,
+) -> SummaryOutcome:
+    if mode == "sync":
+        return summarizer.summarize(messages, previous=previous)
+    return await summarizer.asummarize(messages, previous=previous)
+
+
+# --- the model path -------------------------------------------------------------------------
+
+
+async def test_no_model_uses_fallback_directly(mode: str) -> None:
+    out = await run(Summarizer(), conversation(), mode)
+    assert out == SummaryOutcome(fallback_summary(conversation()), "fallback", 0, None, 0)
+
+
+async def test_model_summary_and_prompt(mode: str) -> None:
+    model = scripted(GOOD)
+    summarizer = Summarizer(model=model, token_counter=len)
+    out = await run(summarizer, conversation(), mode)
+    assert out == SummaryOutcome(GOOD, "model", 1, None, 2)
+    [prompt] = model.received
+    assert isinstance(prompt[0], SystemMessage) and prompt[0].content == SUMMARY_PROMPT
+    assert prompt == summarizer.build_prompt(conversation())
+    body = text_of(prompt[1])
+    assert "<previous_summary>" not in body
+    assert render_transcript(conversation()) in body
+    assert '\n[tool call] read_file({"path":"tests/test_parser.py"})\n' in body
+
+
+async def test_input_tokens_counted_with_default_counter(mode: str) -> None:
+    summarizer = Summarizer(model=scripted(GOOD))
+    out = await run(summarizer, conversation(), mode)
+    assert out.input_tokens == count_tokens(summarizer.build_prompt(conversation())) > 100
+
+
+async def test_previous_summary_is_folded_not_resummarized(mode: str) -> None:
+    model = scripted(GOOD)
+    previous = "<summary>\n<completed>\n- Cloned the repo.\n</completed>\n</summary>"
+    await run(Summarizer(model=model), conversation(), mode, previous=previous)
+    body = model.prompts[0]
+    assert (
+        "<previous_summary>\n<completed>\n- Cloned the repo.\n</completed>\n</previous_summary>"
+        in body
+    )
+    assert body.index("<previous_summary>") < body.index("<transcript>")
+    assert "fold the new messages into it" in body
+    assert "<summary>" not in body
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (f"<summary>\n{GOOD}\n</summary>", GOOD),
+        (f"```xml\n{GOOD}\n```", GOOD),
+        (
+            "<completed>\n- a\n</completed>\n<remaining>\nNone.\n</remaining>",
+            "<completed>\n- a\n</completed>\n<remaining>\nNone.\n</remaining>\n"
+            "<current_state>\n- (none)\n</current_state>\n<notes>\n- (none)\n</notes>",
+        ),
+        (
+            "The agent fixed parser.py.\nNext: run the suite.",
+            "<completed>\n- (none)\n</completed>\n<remaining>\n- (none)\n</remaining>\n"
+            "<current_state>\nThe agent fixed parser.py.\nNext: run the suite.\n</current_state>"
+            "\n<notes>\n- (none)\n</notes>",
+        ),
+        (  # "Error" inside a real summary is content, not an error reply
+            GOOD.replace("- FACT-1", "- Error 502 from the API was fixed by a retry."),
+            GOOD.replace("- FACT-1", "- Error 502 from the API was fixed by a retry."),
+        ),
+    ],
+    ids=["summary-wrapper", "code-fence", "missing-sections", "free-text", "error-word-inside"],
+)
+async def test_accepted_outputs_are_normalized(mode: str, reply: str, expected: str) -> None:
+    out = await run(Summarizer(model=scripted(reply)), conversation(), mode)
+    assert (out.source, out.text, out.model_calls) == ("model", expected, 1)
+
+
+BAD_OUTPUTS = {
+    "empty": ("", "empty output"),
+    "whitespace": ("  \n ", "empty output"),
+    "too-long-to-summarize": ("Previous conversation was too long to summarize.", "error-like"),
+    "error": ("Error: context_length_exceeded", "error-like"),
+    "apology": ("I'm sorry, but I can't help with that.", "error-like"),
+    "traceback": ("Traceback (most recent call last):\n  boom", "error-like"),
+    "error-preamble": ("Error: truncated\n" + GOOD, "error-like"),
+    "error-in-sections": (
+        "<completed>Error: rate limit</completed><remaining></remaining>",
+        "error-like",
+    ),
+    "enormous": ("<completed>\n" + "- step\n" * 700 + "</completed><remaining/>", "enormous"),
+    "no-remaining": ("<completed>\n- a\n</completed>\n<notes>\n- b\n</notes>", "malformed"),
+    "unclosed": ("<completed>\n- a\n</completed>\n<remaining>\n- b", "malformed"),
+    "empty-sections": ("<completed></completed><remaining>\n</remaining>", "empty sections"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_OUTPUTS))
+async def test_rejected_outputs_fall_back(mode: str, case: str) -> None:
+    reply, reason = BAD_OUTPUTS[case]
+    summarizer = Summarizer(model=scripted(reply, reply, reply), max_output_tokens=100)
+    out = await run(summarizer, conversation(), mode)
+    assert out.source == "fallback" and out.model_calls == 3
+    assert out.text == fallback_summary(conversation(), max_chars=400)
+    assert out.error is not None and reason in out.error and "attempt 3" in out.error
+    assert "too long to summarize" not in out.text
+
+
+async def test_long_but_not_enormous_output_is_cut_to_the_bound(mode: str) -> None:
+    lines = "".join(f"- step {i:03d}\n" for i in range(60))  # ~660 chars, bound 400
+    reply = f"<completed>\n{lines}</completed>\n<remaining>\n- last\n</remaining>"
+    out = await run(Summarizer(model=scripted(reply), max_output_tokens=100), [], mode)
+    assert out.source == "fallback"  # nothing to summarize: no call at all
+    out = await run(Summarizer(model=scripted(reply), max_output_tokens=100), conversation(), mode)
+    assert out.source == "model" and len(out.text) <= 400
+    assert "earlier item(s) omitted" in out.text and "- step 059" in out.text
+    assert "- step 000" not in out.text and "- last" in out.text
+
+
+async def test_exceptions_are_retried_then_fall_back(mode: str) -> None:
+    model = scripted(ValueError("boom 1"), RuntimeError("boom 2"), ValueError("boom 3"))
+    out = await run(Summarizer(model=model, token_counter=len), conversation(), mode)
+    assert out.source == "fallback" and out.model_calls == 3 and out.input_tokens == 6
+    assert out.error == (
+        "summarizer model failed on chunk 1 (attempt 1: ValueError: boom 1; "
+        "attempt 2: RuntimeError: boom 2; attempt 3: ValueError: boom 3)"
+    )
+    assert out.text == fallback_summary(conversation(), max_chars=4096)
+    assert "boom" not in out.text
+
+
+async def test_retry_succeeds_after_failures(mode: str) -> None:
+    model = scripted(ValueError("boom"), "", GOOD)
+    out = await run(Summarizer(model=model), conversation(), mode)
+    assert (out.source, out.text, out.model_calls, out.error) == ("model", GOOD, 3, None)
+    assert model.received[0] == model.received[2]  # the same prompt each attempt
+
+
+async def test_retries_zero_means_one_attempt(mode: str) -> None:
+    out = await run(Summarizer(model=scripted(ValueError("x")), retries=0), conversation(), mode)
+    assert out.source == "fallback" and out.model_calls == 1
+
+
+async def test_timeout_falls_back(mode: str) -> None:
+    model = SleepyModel(messages=iter([GOOD]), delay=2.0)
+    summarizer = Summarizer(model=model, timeout_seconds=0.05, retries=0)
+    started = time.monotonic()
+    out = await run(summarizer, conversation(), mode)
+    assert time.monotonic() - started < 1.5
+    assert out.source == "fallback" and out.model_calls == 1
+    assert out.error is not None and "did not answer within 0.05s" in out.error
+
+
+async def test_no_timeout_waits(mode: str) -> None:
+    model = SleepyModel(messages=iter([GOOD]), delay=0.05)
+    out = await run(Summarizer(model=model, timeout_seconds=None), conversation(), mode)
+    assert out.source == "model"
+
+
+def sections(current_state: str = "- (none)", completed: str = "- (none)") -> str:
+    return (
+        f"<completed>\n{completed}\n</completed>\n<remaining>\n- (none)\n</remaining>\n"
+        f"<current_state>\n{current_state}\n</current_state>\n<notes>\n- (none)\n</notes>"
+    )
+
+
+async def test_long_span_is_summarized_chunk_by_chunk(mode: str) -> None:
+    msgs = conversation()  # blocks: h1 | a1 t | a2 t t | a3 t | a4 | h2 | a5 t
+    replies = ["partial one", "<completed>\n- two\n</completed><remaining></remaining>", "3", GOOD]
+    model = scripted(*replies)
+    # `len` counts messages: the prompt overhead is 2, so 6 leaves room for 4 messages per chunk.
+    summarizer = Summarizer(model=model, token_counter=len, input_window_tokens=6)
+    out = await run(summarizer, msgs, mode)
+    assert (out.source, out.text, out.model_calls, out.input_tokens) == ("model", GOOD, 4, 8)
+    # Cut at block boundaries only, each chunk folded into the summary of the ones before.
+    expected = [
+        summarizer.build_prompt(msgs[0:3]),
+        summarizer.build_prompt(msgs[3:6], previous=sections("partial one")),
+        summarizer.build_prompt(msgs[6:10], previous=sections(completed="- two")),
+        summarizer.build_prompt(msgs[10:], previous=sections("3")),
+    ]
+    assert model.received == expected
+    assert "<previous_summary>" in model.prompts[1] and "partial one" in model.prompts[1]
+
+
+async def test_chunk_failure_folds_the_rest_into_the_partial_summary(mode: str) -> None:
+    msgs = conversation()
+    model = scripted(GOOD, ValueError("down"), ValueError("down"))
+    summarizer = Summarizer(model=model, token_counter=len, input_window_tokens=6, retries=1)
+    out = await run(summarizer, msgs, mode)
+    assert out.source == "fallback" and out.model_calls == 3
+    assert out.error is not None and "chunk 2" in out.error
+    assert out.text == fallback_summary(msgs[3:], previous=GOOD, max_chars=4096)
+    assert "- Read the test." in out.text  # the model's work on chunk 1 is kept
+
+
+async def test_single_oversized_block_is_sent_clipped(mode: str) -> None:
+    big = [
+        HumanMessage("Summarize the log."),
+        AIMessage("", tool_calls=[tc("cat", {"path": "/var/log/app.log"}, "c1")]),
+        ToolMessage("HEAD " + "x" * 50_000 + " TAIL", tool_call_id="c1", name="cat"),
+    ]
+    model = scripted(GOOD, GOOD)
+    summarizer = Summarizer(model=model, token_counter=chars, input_window_tokens=4000)
+    out = await run(summarizer, big, mode)
+    assert out.source == "model" and out.model_calls == 2
+    body = model.prompts[1]
+    assert "characters omitted" in body and "HEAD" in body and "TAIL" in body
+    assert len(body) < 20_000
+
+
+async def test_redaction_reaches_every_prompt(mode: str) -> None:
+    secret = "sk-SECRET-123"
+    msgs = [
+        HumanMessage(f"Use the key {secret} to deploy."),
+        AIMessage("", tool_calls=[tc("deploy", {"token": secret}, "c1")]),
+        ToolMessage(f"deployed with {secret}", tool_call_id="c1", name="deploy"),
+    ]
+    model = scripted(ValueError("x"), GOOD)
+    summarizer = Summarizer(model=model, redact=lambda s: s.replace(secret, "[REDACTED]"))
+    out = await run(summarizer, msgs, mode, previous=f"<notes>\n- key {secret}\n</notes>")
+    assert out.source == "model" and len(model.received) == 2
+    for prompt in model.received:
+        assert all(secret not in text_of(m) for m in prompt)
+        assert "[REDACTED]" in text_of(prompt[1])
+    fallback = await run(
+        Summarizer(redact=summarizer.redact), msgs, mode, previous=f"- key {secret}"
+    )
+    assert secret not in fallback.text and "[REDACTED]" in fallback.text
+
+
+def test_redact_messages_copies() -> None:
+    msgs = [
+        HumanMessage([{"type": "text", "text": "pw=hunter2"}]),
+        AIMessage("pw=hunter2", tool_calls=[tc("login", {"auth": ["pw=hunter2"]}, "c1")]),
+    ]
+    before = copy.deepcopy(msgs)
+    out = Summarizer(redact=lambda s: s.replace("hunter2", "***")).redact_messages(msgs)
+    assert msgs == before
+    assert out[0].content == [{"type": "text", "text": "pw=***"}]
+    assert isinstance(out[1], AIMessage) and out[1].content == "pw=***"
+    assert out[1].tool_calls[0]["args"] == {"auth": ["pw=***"]}
+    assert redact_messages(msgs, None) == msgs
+
+
+async def test_tags_metadata_and_run_name_reach_callbacks(mode: str) -> None:
+    seen: list[dict[str, Any]] = []
+
+    class Recorder(BaseCallbackHandler):
+        def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+            seen.append(kwargs)
+
+    model = ScriptedModel(messages=iter([GOOD]), callbacks=[Recorder()])
+    await run(Summarizer(model=model), conversation(), mode)
+    [event] = seen
+    assert {"langgraph_ctx", "langgraph_ctx:summarizer"} <= set(event["tags"])
+    assert event["metadata"]["langgraph_ctx"] == "summarizer"
+    assert event["name"] == "langgraph_ctx_summarizer"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"retries": -1},
+        {"max_output_tokens": 0},
+        {"input_window_tokens": 0},
+        {"timeout_seconds": 0},
+    ],
+)
+def test_bad_config_is_rejected(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=next(iter(kwargs))):
+        Summarizer(**kwargs)
+
+
+# --- the deterministic fallback -------------------------------------------------------------
+
+
+def test_fallback_is_deterministic() -> None:
+    one = fallback_summary(conversation())
+    assert one == fallback_summary(copy.deepcopy(conversation()))
+    assert one.encode() == fallback_summary(conversation()).encode()
+
+
+def test_fallback_content() -> None:
+    text = fallback_summary(conversation())
+    assert [m.group(1) for m in re.finditer(r"^<(\w+)>$", text, re.M)] == [
+        "completed",
+        "remaining",
+        "current_state",
+        "notes",
+    ]
+    for fact in ("FACT-1: the release branch is rel-2.4", "FACT-2: build id 88317"):
+        assert f"\n- {fact}\n" in text
+    assert "FACT-3: ticket JIRA-4411" in text  # AI text counts too
+    assert "- User asked: Fix the failing test in tests/test_parser.py, please." in text
+    assert "(may still be open): Now run the whole suite and fix what fails." in text
+    assert 'read_file({"path":"tests/test_parser.py"}) → ok' in text
+    assert 'bash({"command":"pytest tests/test_parser.py -x"}) → error' in text
+    assert "Tools used: bash (2), edit_file (1), grep (1), read_file (1)." in text
+    assert "Summarized 12 earlier message(s): human 2, ai 5, tool 5." in text
+    for path in ("tests/test_parser.py", "src/app/parser.py", "/work/repo/src/app/parser.py"):
+        assert path in text
+    assert "/usr/lib/python3.11/x.py" not in text  # error output is not mined for paths
+    assert "Last stated plan or intent: Fixed: parse now returns int." in text
+    assert (
+        "[error observation] tool bash returned 2 error result(s); latest: Error: 2 failed, 4"
+        in text
+    )
+    first_half = fallback_summary(conversation()[:6])
+    assert "tool bash returned 1 error result(s); latest: AssertionError: '1' != 1" in first_half
+    assert "SECRET_ERROR_BODY" not in text and "DETAILS_SHOULD_NOT_APPEAR" not in text
+
+
+def test_fallback_error_line_is_short() -> None:
+    msgs = [
+        AIMessage("", tool_calls=[tc("t", {}, "c1")]),
+        ToolMessage("E" * 500 + "\nbody", tool_call_id="c1", name="t", status="error"),
+    ]
+    [line] = [x for x in fallback_summary(msgs).splitlines() if "error observation" in x]
+    assert len(line.split("latest: ", 1)[1]) == 120 and "body" not in line
+
+
+def test_fallback_user_requests_are_clipped() -> None:
+    text = fallback_summary([HumanMessage("a" * 1000), AIMessage("done")])
+    [line] = [x for x in text.splitlines() if x.startswith("- User asked: ")]
+    assert len(line) == len("- User asked: ") + 300 and line.endswith("…")
+
+
+def test_fallback_folds_previous() -> None:
+    msgs = conversation()
+    first = fallback_summary(msgs[:9])
+    folded = fallback_summary(msgs[9:], previous=first)
+    completed = folded.split("</completed>")[0]
+    assert completed.index("Fix the failing test") < completed.index(
+        'bash({"command":"pytest -q"})'
+    )
+    notes = folded.split("<notes>")[1]
+    assert notes.count("FACT-1: the release branch is rel-2.4") == 1
+    assert fallback_summary([], previous=first) == first  # folding nothing changes nothing
+    wrapped = fallback_summary([], previous=f"<summary>\n{first}\n</summary>")
+    assert wrapped == first
+    free = fallback_summary([], previous="We agreed on Postgres.")
+    assert "<completed>\nWe agreed on Postgres.\n</completed>" in free
+
+
+def test_fallback_is_bounded_dropping_oldest_first() -> None:
+    msgs: list[BaseMessage] = [HumanMessage("Refactor everything. FACT-9: keep me")]
+    for i in range(200):
+        msgs.append(AIMessage("", tool_calls=[tc("edit", {"path": f"pkg/m{i:03d}.py"}, f"c{i}")]))
+        msgs.append(ToolMessage("ok", tool_call_id=f"c{i}", name="edit"))
+    msgs.append(AIMessage("All modules refactored."))
+    text = fallback_summary(msgs, max_chars=2000)
+    assert len(text) <= 2000 and text == fallback_summary(msgs, max_chars=2000)
+    assert 'edit({"path":"pkg/m199.py"})' in text and 'edit({"path":"pkg/m000.py"})' not in text
+    omitted = int(re.search(r"- … (\d+) earlier item\(s\) omitted", text).group(1))  # type: ignore[union-attr]
+    assert omitted > 100 and "FACT-9: keep me" in text
+    again = fallback_summary(msgs[:3], previous=text, max_chars=2000)
+    again_omitted = re.search(r"- … (\d+) earlier item\(s\) omitted", again)
+    assert again_omitted is not None and int(again_omitted.group(1)) > omitted
+
+
+def test_fallback_snapshot() -> None:
+    assert_snapshot("fallback_summary.md", fallback_summary(conversation()))
+
+
+def test_prompt_snapshot() -> None:
+    prompt = Summarizer().build_prompt(conversation(), previous="<completed>\n- x\n</completed>")
+    assert_snapshot(
+        "summarizer_prompt.md",
+        "\n\n".join(f"## {m.type}\n\n{text_of(m)}" for m in prompt),
+    )
+
+
+def test_render_transcript() -> None:
+    text = render_transcript(conversation()[3:6])
+    assert text == (
+        'AI: [tool call] bash({"command":"pytest tests/test_parser.py -x"})\n'
+        '[tool call] grep({"pattern":"def parse","dir":"src"})\n'
+        "Tool: [bash error] Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/x.py", line 3\n'
+        "    SECRET_ERROR_BODY = parse(x)\n"
+        "AssertionError: '1' != 1\n"
+        "Tool: [grep] src/app/parser.py:12:def parse(text):"
+    )
+
+
+def transcripts(model: ScriptedModel) -> list[str]:
+    return [p.split("<transcript>\n", 1)[1].rsplit("\n</transcript>", 1)[0] for p in model.prompts]
+
+
+@pytest.mark.parametrize("window", [1, 3, 4, 5, 6, 8, 13, 40])
+def test_chunks_cover_every_message_once_in_order(window: int) -> None:
+    msgs = conversation()
+    model = scripted(*[GOOD] * len(msgs))
+    summarizer = Summarizer(model=model, token_counter=len, input_window_tokens=window)
+    out = summarizer.summarize(msgs)
+    assert out.source == "model" and out.model_calls == len(model.received)
+    assert "\n".join(transcripts(model)) == render_transcript(msgs)
+    for text in transcripts(model):  # no tool result without its call
+        assert not text.startswith("Tool:")
+
+
+TRAJECTORY_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "trajectories"
+
+
+def load_trajectories() -> dict[str, list[BaseMessage]]:
+    if not TRAJECTORY_DIR.is_dir():
+        pytest.skip(f"no trajectories at {TRAJECTORY_DIR} (../shared is not checked out)")
+    return {
+        path.stem: messages_from_dict(json.loads(path.read_text(encoding="utf-8")))
+        for path in sorted(TRAJECTORY_DIR.glob("*.json"))
+        if path.name != "manifest.json"
+    }
+
+
+@pytest.mark.trajectories
+def test_fallback_on_real_trajectories() -> None:
+    for name, msgs in load_trajectories().items():
+        text = fallback_summary(msgs)
+        assert len(text) <= 6000, name
+        assert text == fallback_summary(msgs), name
+        assert [m.group(1) for m in re.finditer(r"^<(\w+)>$", text, re.M)] == [
+            "completed",
+            "remaining",
+            "current_state",
+            "notes",
+        ], name
+
+
+@pytest.mark.trajectories
+def test_chunked_model_summary_on_a_real_trajectory() -> None:
+    name, msgs = max(load_trajectories().items(), key=lambda kv: len(kv[1]))
+    model = scripted(*[GOOD] * len(msgs))
+    summarizer = Summarizer(model=model, input_window_tokens=8000)
+    out = summarizer.summarize(msgs)
+    assert out.source == "model" and out.model_calls > 1, name
+    assert "\n".join(transcripts(model)) == render_transcript(msgs)
+    assert all(count_tokens(p) <= 8000 for p in model.received)
