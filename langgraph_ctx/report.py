@@ -44,7 +44,7 @@ class ContextBudget:
     """Tokens kept free for the reply."""
     trigger: float = 0.95
     """Fraction of the limit above which the pipeline edits the prompt (high-water mark)."""
-    target: float = 0.75
+    target: float = 0.6
     """Fraction of the limit the pipeline cuts down to once triggered (low-water mark)."""
 
     def __post_init__(self) -> None:
@@ -57,7 +57,7 @@ class ContextBudget:
         if not 0 < self.target <= self.trigger <= 1:
             msg = (
                 f"need 0 < target <= trigger <= 1, got target={self.target}, "
-                f"trigger={self.trigger}; e.g. trigger=0.95, target=0.75"
+                f"trigger={self.trigger}; e.g. trigger=0.95, target=0.6"
             )
             raise ConfigError(msg)
 

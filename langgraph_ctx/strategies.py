@@ -77,19 +77,29 @@ def summarize_span(work: Workspace, dropped: Sequence[BaseMessage], *, kind: str
             return False
     previous = (work.ledger.get("summary") or {}).get("text")
     outcome = yield summarize([work.shown(m) for m in conversation], previous)
+    detail = {
+        "dump_ref": dump_ref,
+        "source": outcome.source,
+        "model_calls": outcome.model_calls,
+        "summarizer_input_tokens": outcome.input_tokens,
+        "error": outcome.error,
+    }
+    text = work.fit_summary(outcome.text)
+    if text is None:  # the messages stay in state, uncovered: nothing is lost
+        detail["reason"] = "no room for a summary within the limit"
+        work.decide(
+            "skip", work.tokens, message_ids=[m.id or "" for m in conversation], detail=detail
+        )
+        return False
+    if text != outcome.text:
+        detail["cut_to_chars"] = len(text)
     before = work.tokens
-    work.set_summary(outcome.text, conversation, dump_ref, outcome.source)
+    work.set_summary(text, conversation, dump_ref, outcome.source)
     work.decide(
         kind,  # type: ignore[arg-type]
         before,
         message_ids=[m.id or "" for m in conversation],
-        detail={
-            "dump_ref": dump_ref,
-            "source": outcome.source,
-            "model_calls": outcome.model_calls,
-            "summarizer_input_tokens": outcome.input_tokens,
-            "error": outcome.error,
-        },
+        detail=detail,
     )
     return True
 
@@ -110,7 +120,9 @@ class SlidingWindow:
         """Shrink until the prompt is at or under the target."""
         auto = work.auto_compact if self.summarize is None else self.summarize
         pending: list[BaseMessage] = []
-        while work.tokens > work.goal:
+        # Leave room for the summary that will land, so one summarizer call usually suffices.
+        goal = work.goal - (_summary_reserve(work) if auto else 0)
+        while work.tokens > goal:
             before = work.tokens
             dropped = work.shrink_once()
             if dropped is None:
@@ -123,13 +135,20 @@ class SlidingWindow:
                 detail={"messages": len(dropped)},
             )
             yield from work.prune()
-            if auto and work.tokens <= work.goal and pending:
+            if auto and work.tokens <= goal and pending:
                 yield from summarize_span(work, pending, kind="auto_compact")
-                pending = []
+                pending, goal = [], work.goal  # the summary has landed: the real goal again
         if auto and pending:
             yield from summarize_span(work, pending, kind="auto_compact")
         if work.tokens > work.budget.limit:
             work.drop_task()
+
+
+def _summary_reserve(work: Workspace) -> int:
+    current = work.summary_message()
+    if current is not None:
+        return work.cost(current)
+    return min(1_500, work.budget.limit // 20)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
