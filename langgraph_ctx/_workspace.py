@@ -201,6 +201,25 @@ class Workspace:
         self.tokens += self.cost(self.system_message()) - old
         self.decide("drop_memory", before, detail={"items": len(self.memory_items)})
 
+    def restore_memory(self) -> bool:
+        """Put dropped memory back if the prompt fits the limit with it (after the edits).
+
+        The `drop_memory` decision is then marked `restored`. Returns whether it came back.
+        """
+        if not self.memory_dropped:
+            return False
+        old = self.cost(self.system_message())
+        self.memory_dropped = False
+        delta = self.cost(self.system_message()) - old
+        if self.tokens + delta > self.budget.limit:
+            self.memory_dropped = True
+            return False
+        self.tokens += delta
+        for decision in self.report.decisions:
+            if decision.kind == "drop_memory":
+                decision.detail["restored"] = True
+        return True
+
     # --- stage 2: pruning ----------------------------------------------------------------
 
     def protected_from(self, turns: int) -> int:
@@ -387,12 +406,19 @@ class Workspace:
         return [self.history[i] for i in dropped]
 
     def drop_task(self) -> bool:
-        """Last resort: replace the pinned task by a short note. Returns False if no pin."""
+        """Last resort: replace the pinned task by a short note.
+
+        Returns False (and changes nothing) when no task is pinned or the note would not be
+        smaller than the task.
+        """
         if self.pin is None:
             return False
-        before = self.tokens
         task = self.history[self.pin]
-        self.tokens += self.cost(task_dropped_message()) - self.cost(self.shown(task))
+        delta = self.cost(task_dropped_message()) - self.cost(self.shown(task))
+        if delta >= 0:  # the note would not save anything: keep the task
+            return False
+        before = self.tokens
+        self.tokens += delta
         self.pin = None
         self.ledger["window"] = {
             "start_id": self.history[self.start].id,
@@ -401,6 +427,38 @@ class Workspace:
         }
         self.decide("shrink", before, message_ids=[task.id or ""], detail={"task_dropped": True})
         return True
+
+    def tokens_with_summary(self, text: str) -> int:
+        """Prompt tokens if `text` became the running summary (nothing is changed)."""
+        saved_summary, saved_hint = self.ledger.get("summary"), self.ledger.get("hint")
+        current = self.cost(self.system_message()) + self.cost(self.summary_message())
+        try:
+            self.ledger["hint"] = None  # as in set_summary
+            self.ledger["summary"] = {**(saved_summary or {}), "text": text}
+            probe = self.cost(self.system_message()) + self.cost(self.summary_message())
+        finally:
+            self.ledger["summary"], self.ledger["hint"] = saved_summary, saved_hint
+        return self.tokens - current + probe
+
+    def fit_summary(self, text: str, *, min_chars: int = 200) -> str | None:
+        """`text`, cut down so the prompt with it as the summary stays within the limit.
+
+        A summarizer bounds its output in characters, not in this budget's tokens, so a
+        summary can outgrow a small window. Cutting drops the oldest items of the largest
+        section first (deterministic). Returns None when not even `min_chars` would fit.
+        """
+        from langgraph_ctx.summarize import fallback_summary
+
+        limit = self.budget.limit
+        if self.tokens_with_summary(text) <= limit:
+            return text
+        chars = len(text)
+        while chars > min_chars:
+            chars = max(min_chars, chars * 3 // 4)
+            candidate = fallback_summary([], previous=text, max_chars=chars)
+            if self.tokens_with_summary(candidate) <= limit:
+                return candidate
+        return None
 
     def set_summary(
         self, text: str, covered: list[BaseMessage], dump_ref: str | None, source: str

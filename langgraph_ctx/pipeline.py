@@ -277,6 +277,13 @@ class ContextManager:
             if stage >= REDUCE_STAGES_FROM and not triggered:
                 continue
             yield from strategy.run(work)
+        if work.restore_memory() and work.tokens > work.budget.trigger_tokens:
+            # Memory went first, but the edits made room for it; it outranks recent history,
+            # so cut the history instead. Building again on this state then changes nothing.
+            yield from work.prune()
+            for strategy in self.strategies:
+                if strategy.stage >= REDUCE_STAGES_FROM:
+                    yield from strategy.run(work)
         return self._finish(work, tools_out)
 
     # --- helpers -------------------------------------------------------------------------
