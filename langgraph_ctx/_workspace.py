@@ -204,7 +204,8 @@ class Workspace:
     def restore_memory(self) -> bool:
         """Put dropped memory back if the prompt fits the limit with it (after the edits).
 
-        The `drop_memory` decision is then marked `restored`. Returns whether it came back.
+        The `drop_memory` decision then says so: `restored` and the tokens it took back
+        (`restored_tokens`). Returns whether it came back.
         """
         if not self.memory_dropped:
             return False
@@ -217,7 +218,7 @@ class Workspace:
         self.tokens += delta
         for decision in self.report.decisions:
             if decision.kind == "drop_memory":
-                decision.detail["restored"] = True
+                decision.detail.update(restored=True, restored_tokens=delta)
         return True
 
     # --- stage 2: pruning ----------------------------------------------------------------
@@ -441,15 +442,19 @@ class Workspace:
         return self.tokens - current + probe
 
     def fit_summary(self, text: str, *, min_chars: int = 200) -> str | None:
-        """`text`, cut down so the prompt with it as the summary stays within the limit.
+        """`text`, cut down so the prompt with it as the summary stays under the trigger.
 
         A summarizer bounds its output in characters, not in this budget's tokens, so a
-        summary can outgrow a small window. Cutting drops the oldest items of the largest
-        section first (deterministic). Returns None when not even `min_chars` would fit.
+        summary can outgrow a small window. Under the trigger, the next calls do not edit
+        again at once; when the prompt is over the trigger even without a summary, the limit
+        is the bound. Cutting drops the oldest items of the largest section first
+        (deterministic). Returns None when not even `min_chars` would fit.
         """
         from langgraph_ctx.summarize import fallback_summary
 
-        limit = self.budget.limit
+        limit = self.budget.trigger_tokens
+        if self.tokens_with_summary("") > limit:
+            limit = self.budget.limit
         if self.tokens_with_summary(text) <= limit:
             return text
         chars = len(text)
