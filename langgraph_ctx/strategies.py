@@ -212,7 +212,9 @@ class DynamicSummarization:
     threshold_tokens: int | None = None
     """Summarize once the prompt holds more tokens than this (None: no token trigger)."""
     turns: int = 5
-    """How many of the oldest turns each summarization takes."""
+    """How many of the oldest turns each summarization takes, at least: more when that is
+    what it takes to get back to `threshold_turns` (so the next call does not summarize
+    again)."""
 
     def __post_init__(self) -> None:
         if self.threshold_turns is None and self.threshold_tokens is None:
@@ -229,7 +231,10 @@ class DynamicSummarization:
         over_tokens = self.threshold_tokens is not None and work.tokens > self.threshold_tokens
         if not (over_turns or over_tokens) or len(starts) < 2:
             return
-        cut = starts[min(self.turns, len(starts) - 1)]  # the newest turn always stays
+        take = self.turns
+        if over_turns and self.threshold_turns is not None:
+            take = max(take, len(starts) - self.threshold_turns)
+        cut = starts[min(take, len(starts) - 1)]  # the newest turn always stays
         before = work.tokens
         dropped: list[BaseMessage] = []
         while work.start < cut:
