@@ -14,6 +14,8 @@ Example:
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -339,14 +341,56 @@ def _dump_refs(ledger: Mapping[str, Any] | None) -> list[str]:
 def _merge_history(
     dumps: Sequence[Sequence[BaseMessage]], live: Sequence[BaseMessage]
 ) -> list[BaseMessage]:
-    seen: set[str] = set()
-    out: list[BaseMessage] = []
-    for message in [m for dump in dumps for m in dump] + list(live):
-        key = message.id or f"__{len(out)}"
-        if key not in seen:
-            seen.add(key)
-            out.append(message)
-    return out
+    """One history from the dumps and the live messages, in the order they were written.
+
+    Each source is an ordered excerpt of the thread. A dump need not be a contiguous piece:
+    a summary leaves out the turn's pinned task, which a later dump (a hint rebuild, or the
+    removal dump) then holds between its neighbours. So every source adds "a comes before b"
+    for its consecutive messages and the merge is a topological sort of those constraints;
+    ties go to the earliest source and position. Each message appears once, live version
+    first (the state may have changed it since it was dumped), else its newest dump.
+    """
+    sources = [*dumps, live]
+    keys: list[list[str]] = []
+    version: dict[str, BaseMessage] = {}
+    rank: dict[str, tuple[int, int]] = {}
+    anonymous = 0
+    for s, source in enumerate(sources):
+        row: list[str] = []
+        in_row: set[str] = set()
+        for p, message in enumerate(source):
+            if message.id:
+                key = message.id
+            else:  # no id, nothing to match it with: a message of its own
+                key, anonymous = f"\x00{anonymous}", anonymous + 1
+            if key in in_row:
+                continue
+            row.append(key)
+            in_row.add(key)
+            version[key] = message  # later sources win: newer dumps, then live
+            rank.setdefault(key, (s, p))
+        keys.append(row)
+    after: dict[str, set[str]] = {k: set() for k in rank}
+    waiting = dict.fromkeys(rank, 0)
+    for row in keys:
+        for a, b in itertools.pairwise(row):
+            if b not in after[a]:
+                after[a].add(b)
+                waiting[b] += 1
+    ready = [(rank[k], k) for k, n in waiting.items() if n == 0]
+    heapq.heapify(ready)
+    out: list[str] = []
+    while ready:
+        _, key = heapq.heappop(ready)
+        out.append(key)
+        for nxt in after[key]:
+            waiting[nxt] -= 1
+            if waiting[nxt] == 0:
+                heapq.heappush(ready, (rank[nxt], nxt))
+    if len(out) < len(rank):  # contradictory sources (should not happen): keep what is left
+        done = set(out)
+        out += sorted((k for k in rank if k not in done), key=rank.__getitem__)
+    return [version[k] for k in out]
 
 
 def _reports(states: Any) -> list[ContextCostReport]:
