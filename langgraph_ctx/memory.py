@@ -19,14 +19,14 @@ import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool
 from langgraph.config import get_config
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_ctx._effects import Plan, arun_plan, run_plan
+from langgraph_ctx._effects import Effect, Plan, arun_plan, run_plan
 from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages import text_of
@@ -61,7 +61,8 @@ class ContextMemory:
         summarizer: A `Summarizer` or chat model; None uses the deterministic summary.
         auto_compact: Summarize what leaves the window (insured in the archive first).
         hint_threshold: Rebuild after a turn whose real prompt passed this share of the window.
-        remove_summarized: Remove summarized messages from live state (they stay in the archive).
+        remove_summarized: Remove summarized messages from live state, by id (they stay in the
+            archive, and `get_full_history` keeps them in place).
         expose_recall: The middleware gives the agent the `recall` tool.
         **manager_options: Passed to `ContextManager` (token_counter, skills, tool_policy, ...).
     """
@@ -178,10 +179,52 @@ class ContextMemory:
                 ]
         return update
 
-    def _build_update(self, result: BuildResult, output_key: str) -> dict[str, Any]:
-        update: dict[str, Any] = {output_key: result.messages, "context": result.state}
-        if self.remove_summarized and result.removable_ids:
-            update["messages"] = [RemoveMessage(id=i) for i in result.removable_ids]
+    def plan_removals(
+        self, messages: Sequence[BaseMessage], result: BuildResult, config: RunnableConfig | None
+    ) -> Plan[tuple[list[RemoveMessage], dict[str, Any]]]:
+        """With `remove_summarized`: remove the summarized messages still in `messages`.
+
+        Returns the `RemoveMessage`s (by id, only for messages present, so a later build never
+        removes twice) and the ledger to persist. Before anything goes, the span of `messages`
+        from the first to the last removed one, with one kept neighbour on each side, is
+        archived as one more dump: a summary's own dump leaves out the turn's pinned task (it
+        stays live), and this span keeps every removed message in its place in the full
+        history.
+        """
+        if not self.remove_summarized or not result.removable_ids:
+            return [], result.state
+        covered = set(result.removable_ids)
+        at = [i for i, m in enumerate(messages) if m.id and m.id in covered]
+        if not at:
+            return [], result.state
+        # One kept neighbour on each side anchors the span in the live history.
+        span = list(messages[max(0, at[0] - 1) : at[-1] + 2])
+        archive = self.archive_for(config)
+        ref = yield Effect(
+            "archive.put_messages",
+            lambda: archive.put_messages(span),
+            lambda: archive.aput_messages(span),
+        )
+        gone = {messages[i].id for i in at}
+        state = dict(result.state)
+        summary = dict(state.get("summary") or {})
+        summary["dump_refs"] = [*summary.get("dump_refs", []), ref]
+        state["summary"] = summary
+        for kind in ("pruned", "compacted"):  # their archived copies stay indexed by id
+            state[kind] = {k: v for k, v in (state.get(kind) or {}).items() if k not in gone}
+        return [RemoveMessage(id=messages[i].id or "") for i in at], state
+
+    def _plan_build_update(
+        self,
+        messages: Sequence[BaseMessage],
+        result: BuildResult,
+        config: RunnableConfig | None,
+        output_key: str,
+    ) -> Plan[dict[str, Any]]:
+        removals, ledger = yield from self.plan_removals(messages, result, config)
+        update: dict[str, Any] = {output_key: result.messages, "context": ledger}
+        if removals:
+            update["messages"] = removals
         return update
 
     # --- LangGraph nodes ---------------------------------------------------------------
@@ -200,7 +243,9 @@ class ContextMemory:
             result = yield from self.plan_build(
                 state["messages"], state.get("context"), config, tools=tools
             )
-            return self._build_update(result, output_key)
+            return (
+                yield from self._plan_build_update(state["messages"], result, config, output_key)
+            )
 
         def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
             return run_plan(plan(state, config))
@@ -347,10 +392,13 @@ def _merge_history(
     a summary leaves out the turn's pinned task, which a later dump (a hint rebuild, or the
     removal dump) then holds between its neighbours. So every source adds "a comes before b"
     for its consecutive messages and the merge is a topological sort of those constraints;
-    ties go to the earliest source and position. Each message appears once, live version
-    first (the state may have changed it since it was dumped), else its newest dump.
+    ties go to the earliest source and position (the live state's leading system messages
+    count as the first source). Each message appears once: its live version (the state may
+    have changed it since it was dumped), else its newest dump.
     """
-    sources = [*dumps, live]
+    # The live state's leading system messages are configuration that opens every history.
+    head = list(itertools.takewhile(lambda m: isinstance(m, SystemMessage), live))
+    sources = [head, *dumps, live]
     keys: list[list[str]] = []
     version: dict[str, BaseMessage] = {}
     rank: dict[str, tuple[int, int]] = {}

@@ -20,7 +20,7 @@ from langchain.agents.middleware.types import (
     ModelResponse,
 )
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
 from langgraph.types import Command
 
 from langgraph_ctx._effects import Effect, Plan, arun_plan, run_plan
@@ -89,7 +89,9 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
                 report = result.report
                 report.ok, report.error = False, f"the provider still overflowed: {again}"
                 raise ContextWindowExceededError(report.error, report) from again
-        return _with_report(response, result)
+        state_messages = list((request.state or {}).get("messages") or [])
+        removals, ledger = yield from self.memory.plan_removals(state_messages, result, None)
+        return _with_report(response, result, ledger, removals)
 
     def wrap_model_call(
         self,
@@ -118,7 +120,12 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         return await arun_plan(plan) or None
 
 
-def _with_report(response: Any, result: BuildResult) -> ExtendedModelResponse[Any]:
+def _with_report(
+    response: Any,
+    result: BuildResult,
+    ledger: dict[str, Any],
+    removals: list[RemoveMessage],
+) -> ExtendedModelResponse[Any]:
     from langgraph_ctx.memory import attach_report
 
     if isinstance(response, ExtendedModelResponse):
@@ -132,7 +139,12 @@ def _with_report(response: Any, result: BuildResult) -> ExtendedModelResponse[An
         result=[attach_report(m, report) if isinstance(m, AIMessage) else m for m in inner.result],
         structured_response=inner.structured_response,
     )
-    update: dict[str, Any] = {"context": result.state}
+    update: dict[str, Any] = {"context": ledger}
+    if removals:  # `remove_summarized`: applied after the new AI message, by id
+        update["messages"] = removals
     if command is not None and isinstance(command.update, dict):
-        update = {**command.update, **update}
+        inner_update = dict(command.update)
+        if removals and inner_update.get("messages"):
+            update["messages"] = [*inner_update.pop("messages"), *removals]
+        update = {**inner_update, **update}
     return ExtendedModelResponse(model_response=inner, command=Command(update=update))
