@@ -13,6 +13,7 @@ import gzip
 import hashlib
 import os
 import threading
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,8 @@ _SPECS: dict[str, dict[str, Any]] = {
         "sha256": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
         "pat_str": "|".join(
             [
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",  # noqa: E501
-                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",  # noqa: E501
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
                 r"""\p{N}{1,3}""",
                 r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
                 r"""\s*[\r\n]+""",
@@ -93,7 +94,7 @@ def verified_rank_bytes(name: str, *, path: Path | None = None) -> bytes:
     source = path or _ranks_path(name)
     try:
         data = gzip.decompress(source.read_bytes())
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError
         msg = f"cannot read the {name!r} ranks at {source}: {exc}. {_INSTALL_HINT}"
         raise TokenizerUnavailableError(msg) from exc
     digest = hashlib.sha256(data).hexdigest()
@@ -149,6 +150,10 @@ def encoding_name_for_model(model: str) -> str:
         name = _tiktoken_name(model)
     except KeyError:
         name = ""
+    if name == "o200k_harmony":
+        # gpt-oss: o200k_base's ranks and pattern plus chat special tokens, which we count as
+        # text anyway, so ordinary text encodes identically.
+        return "o200k_base"
     if name in _SPECS:
         return name
     lowered = model.lower()

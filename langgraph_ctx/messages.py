@@ -286,8 +286,7 @@ def repair_messages(messages: Sequence[BaseMessage]) -> RepairResult:
         if block.kind == "orphan_tool":
             tm = block.messages[0]
             actions.append(
-                f"dropped orphan tool result {tm.id or '?'} for call "
-                f"{tm.tool_call_id!r}"  # type: ignore[attr-defined]
+                f"dropped orphan tool result {tm.id or '?'} for call {tm.tool_call_id!r}"  # type: ignore[attr-defined]
             )
             continue
         out.extend(block.messages)

@@ -46,21 +46,52 @@ def _convert_message_to_dict(message: BaseMessage) -> dict[str, Any]:
     return convert(message)  # type: ignore[no-any-return]
 
 
+# Key order is kept (no sort_keys): the count encodes `json.dumps(args)`, which keeps it too.
+# One shared encoder: `json.dumps(..., default=...)` would build a new one per call.
+_KEY_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+# The `additional_kwargs` entries `_convert_message_to_dict` reads, so they change the count.
+_COUNTED_KWARGS = ("name", "tool_calls", "function_call", "audio", "__openai_role__")
+
+
 def _content_key(value: Any) -> Any:
-    if isinstance(value, str):
+    if value is None or isinstance(value, str):
         return value  # str hashes are cached by Python: O(1) after the first time
-    return json.dumps(value, sort_keys=True, default=str)
+    return _KEY_ENCODER.encode(value)
+
+
+def _calls_key(calls: Any) -> Any:
+    # What the count reads of each call: id, name and the arguments. `repr` tells apart every
+    # JSON value (1, 1.0, True, "1") and is several times cheaper than encoding them.
+    if not calls:
+        return None
+    try:
+        return tuple((c.get("id"), c.get("name"), repr(c.get("args"))) for c in calls)
+    except AttributeError:  # not a list of dicts: key on all of it
+        return _content_key(calls)
 
 
 def _message_key(message: BaseMessage) -> tuple[Any, ...]:
+    # Everything the OpenAI message dict is built from, so a changed message is recounted.
+    # Fields are read from the pydantic instance dict: `getattr(msg, "tool_calls", None)` on a
+    # message type without that field goes through pydantic's raising `__getattr__`, which
+    # made the lookup of a cached message cost more than ten microseconds.
+    fields = message.__dict__
+    kwargs = message.additional_kwargs
+    extra = (
+        tuple((k, _content_key(kwargs[k])) for k in _COUNTED_KWARGS if k in kwargs)
+        if kwargs
+        else ()
+    )
     return (
         message.type,
-        message.id,
-        _content_key(message.content),
-        getattr(message, "name", None),
-        getattr(message, "tool_call_id", None),
-        _content_key(getattr(message, "tool_calls", None) or None),
-        _content_key(message.additional_kwargs.get("function_call")),
+        fields.get("id"),
+        _content_key(fields.get("content")),
+        fields.get("name"),
+        fields.get("tool_call_id"),
+        _calls_key(fields.get("tool_calls")),
+        _calls_key(fields.get("invalid_tool_calls")),
+        extra,
     )
 
 
@@ -74,7 +105,7 @@ class TiktokenCounter:
         >>> from langchain_core.messages import HumanMessage
         >>> counter = TiktokenCounter("gpt-4o")
         >>> counter([HumanMessage("hello")])
-        9
+        8
 
     Args:
         model: OpenAI model name; picks the encoding and the per-message overheads.
@@ -148,6 +179,9 @@ class TiktokenCounter:
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
+        return self._encode_and_store(message, key)
+
+    def _encode_and_store(self, message: BaseMessage, key: tuple[Any, ...]) -> int:
         value = self._encode_message(message)
         with self._lock:
             self.encoded_messages += 1
@@ -156,14 +190,36 @@ class TiktokenCounter:
                 self._cache.popitem(last=False)
         return value
 
+    def _count_messages(self, messages: Sequence[BaseMessage]) -> int:
+        if self._cache_size == 0:
+            return sum(self.count_message(m) for m in messages)
+        keys = [_message_key(m) for m in messages]
+        total = 0
+        misses: list[int] = []
+        with self._lock:  # one lock round for all lookups: in a grown history most are hits
+            cache = self._cache
+            for i, key in enumerate(keys):
+                hit = cache.get(key)
+                if hit is None:
+                    misses.append(i)
+                else:
+                    cache.move_to_end(key)
+                    total += hit
+        for i in misses:
+            with self._lock:
+                hit = self._cache.get(keys[i])  # a repeat of an earlier miss in this list
+            total += hit if hit is not None else self._encode_and_store(messages[i], keys[i])
+        return total
+
     def count_tools(self, tools: Sequence[ToolLike]) -> int:
         """Tokens of tool schemas by OpenAI's published function-counting method."""
         if not tools:
             return 0
         from langchain_core.utils.function_calling import convert_to_openai_tool
 
-        legacy = self.model.startswith(("gpt-3.5", "gpt-4-", "gpt-4")) and not self.model.startswith(
-            ("gpt-4o", "gpt-4.1")
+        # The cookbook's gpt-3.5-turbo / gpt-4 constants; the gpt-4o family and later use 7.
+        legacy = self.model.startswith(("gpt-3.5", "gpt-4")) and not self.model.startswith(
+            ("gpt-4o", "gpt-4.1", "gpt-4.5")
         )
         total = 0
         for tool in tools:
@@ -191,10 +247,11 @@ class TiktokenCounter:
         self, messages: Sequence[BaseMessage], *, tools: Sequence[ToolLike] | None = None
     ) -> int:
         """Tokens of a prompt: messages, reply priming, and tool schemas when given."""
-        total = sum(self.count_message(m) for m in messages) + REPLY_PRIMING_TOKENS
+        total = self._count_messages(messages) + REPLY_PRIMING_TOKENS
         return total + (self.count_tools(tools) if tools else 0)
 
     def __call__(self, messages: Sequence[BaseMessage]) -> int:
+        """Tokens of `messages` with reply priming (a `TokenCounter`)."""
         return self.count(messages)
 
     def cache_clear(self) -> None:
@@ -230,7 +287,7 @@ def count_tokens(
     Example:
         >>> from langchain_core.messages import HumanMessage, SystemMessage
         >>> count_tokens([SystemMessage("Be brief."), HumanMessage("hi")])
-        16
+        15
     """
     return get_counter(model).count(messages, tools=tools)
 
@@ -278,8 +335,10 @@ class ApproximateCounter:
 
     def raw_message(self, message: BaseMessage) -> float:
         """Unscaled estimate of one message."""
-        chars = len(message.content) if isinstance(message.content, str) else len(
-            json.dumps(message.content, default=str)
+        chars = (
+            len(message.content)
+            if isinstance(message.content, str)
+            else len(json.dumps(message.content, default=str))
         )
         if isinstance(message, AIMessage) and message.tool_calls:
             chars += len(json.dumps(message.tool_calls, default=str))
@@ -292,6 +351,7 @@ class ApproximateCounter:
         return sum(self.raw_message(m) for m in messages) + REPLY_PRIMING_TOKENS
 
     def __call__(self, messages: Sequence[BaseMessage]) -> int:
+        """Calibrated estimate of `messages`, rounded up (a `TokenCounter`)."""
         return int(self.raw(messages) * self.ratio + 0.999)
 
     def calibrate(self, estimated_raw: float, actual_tokens: int) -> float:

@@ -1,0 +1,49 @@
+"""`python -m benchmarks [section ...] [--quick]`: run benchmark sections, print tables.
+
+To add a section, write a module with `run(args: argparse.Namespace) -> None` and add it to
+`SECTIONS` below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable, Sequence
+
+from benchmarks import tokens
+
+Section = Callable[[argparse.Namespace], None]
+
+SECTIONS: dict[str, Section] = {
+    "tokens": tokens.run,
+}
+"""Section name -> its `run(args)`; sections run in this order when none are named."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description="Run langgraph_ctx benchmarks and print tables."
+    )
+    parser.add_argument(
+        "sections",
+        nargs="*",
+        metavar="section",
+        help=f"sections to run (default: all): {', '.join(SECTIONS)}",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="fewer repetitions and sizes, for a fast check"
+    )
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.sections if name not in SECTIONS]
+    if unknown:
+        parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+    for name in args.sections or list(SECTIONS):
+        started = time.perf_counter()
+        print(f"\n### {name}{' (quick)' if args.quick else ''}")
+        SECTIONS[name](args)
+        print(f"\n[{name}: {time.perf_counter() - started:.1f} s]")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
