@@ -1,0 +1,731 @@
+"""`ContextManager`: prompt assembly, staged degradation, pruning, the window, auto-compaction.
+
+Numbers come from the exact `TiktokenCounter`; windows are chosen relative to measured sizes so
+each test exercises the stage it names. Property tests live in `test_pipeline_properties.py`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_ctx.archive import Archive, StoreBackend
+from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, HistoryTooLongError
+from langgraph_ctx.messages import get_tag, text_of, validate_messages
+from langgraph_ctx.pipeline import BuildResult, ContextManager
+from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.strategies import Compaction, SlidingWindow
+from langgraph_ctx.tokens import TiktokenCounter
+from tests.conftest import make_conversation
+
+COUNTER = TiktokenCounter("gpt-4o")
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def run(
+    cm: ContextManager, messages: Sequence[BaseMessage], mode: str, **kwargs: Any
+) -> BuildResult:
+    """`build` or `abuild`, so one test body covers both."""
+    if mode == "sync":
+        return cm.build(messages, **kwargs)
+    return await cm.abuild(messages, **kwargs)
+
+
+def new_archive(thread: str = "t") -> Archive:
+    return Archive(StoreBackend(InMemoryStore()), thread_id=thread)
+
+
+def dump(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    return [m.model_dump() for m in messages]
+
+
+def by_id(messages: Sequence[BaseMessage]) -> dict[str, BaseMessage]:
+    return {m.id or "": m for m in messages}
+
+
+def first_index(kinds: list[str], kind: str) -> int:
+    return kinds.index(kind)
+
+
+def assert_valid(result: BuildResult) -> None:
+    assert validate_messages(result.messages, provider="all") == []
+    assert result.report.ok
+    assert result.report.tokens <= result.report.limit
+    assert result.report.tokens == COUNTER.count(result.messages, tools=result.tools or None)
+
+
+def turn_of(messages: Sequence[BaseMessage]) -> dict[str, int]:
+    """Message id -> user turn number (1-based; 0 before the first user message)."""
+    out, turn = {}, 0
+    for m in messages:
+        if isinstance(m, HumanMessage):
+            turn += 1
+        out[m.id or ""] = turn
+    return out
+
+
+def single_turn_run(steps: int, *, task: str, output_chars: int = 1500) -> list[BaseMessage]:
+    """One user task followed by a long agent run of tool calls (no further user input)."""
+    messages: list[BaseMessage] = [
+        SystemMessage("You are a coding agent.", id="sys"),
+        HumanMessage(task, id="task"),
+    ]
+    for i in range(1, steps + 1):
+        messages.append(
+            AIMessage(
+                f"Step {i}: reading the next file.",
+                tool_calls=[{"name": "read_file", "args": {"path": f"f{i}.py"}, "id": f"c{i}"}],
+                id=f"ai{i}",
+            )
+        )
+        body = "\n".join(f"{i:03d}:{n:04d}  value = compute({n}, {i})" for n in range(200))
+        messages.append(
+            ToolMessage(body[:output_chars], tool_call_id=f"c{i}", name="read_file", id=f"t{i}")
+        )
+    return messages
+
+
+# --- staged degradation ----------------------------------------------------------------------
+
+
+def test_stages_run_in_order_memory_first() -> None:
+    messages = make_conversation(6, long_output=3000)
+    cm = ContextManager(
+        context_window_tokens=1500,
+        auto_compact=True,
+        strategies=[Compaction(min_chars=1000, keep_last=1), SlidingWindow()],
+        archive=new_archive(),
+    )
+    result = cm.build(messages, memory=["The user likes short answers. " * 20])
+    assert_valid(result)
+    kinds = result.report.kinds()
+    order = ["drop_memory", "prune", "compact", "shrink", "auto_compact"]
+    assert [first_index(kinds, k) for k in order] == sorted(first_index(kinds, k) for k in order)
+    assert kinds[0] == "drop_memory"
+    restored = bool(result.report.decisions[0].detail.get("restored"))
+    assert ("<relevant_context>" in text_of(result.messages[0])) is restored
+    # Each decision ends where the next begins; the report counts the final prompt (with
+    # the memory that came back once the edits made room, if it did).
+    decisions = result.report.decisions
+    assert decisions[0].tokens_before == result.report.tokens_in
+    for a, b in itertools.pairwise(decisions):
+        assert a.tokens_after == b.tokens_before
+    back = decisions[0].detail.get("restored_tokens", 0)
+    assert decisions[-1].tokens_after + back == result.report.tokens
+
+
+def test_memory_is_dropped_only_over_the_limit() -> None:
+    messages = make_conversation(6, long_output=2000)
+    size = COUNTER(messages)
+    memory = ["Deploys go through staging first."]
+    # Over the trigger but under the limit with memory: memory stays, history is pruned.
+    cm = ContextManager(context_window_tokens=size + 40)
+    result = cm.build(messages, memory=memory)
+    assert result.report.tokens_in <= result.report.limit
+    assert result.report.kinds() == ["prune"]
+    assert "Deploys go through staging first." in text_of(result.messages[0])
+
+
+def test_dropped_memory_comes_back_when_the_edits_made_room() -> None:
+    messages = make_conversation(6, long_output=3000)
+    memory = ["The user likes short answers. " * 20]
+    cm = ContextManager(context_window_tokens=3000)
+    result = cm.build(messages, memory=memory)
+    assert_valid(result)
+    drop = next(d for d in result.report.decisions if d.kind == "drop_memory")
+    assert drop.detail["restored"] is True
+    assert "<relevant_context>" in text_of(result.messages[0])
+    # Building again on the state changes nothing (memory is not dropped again).
+    again = cm.build(messages, memory=memory, state=result.state)
+    assert dump(again.messages) == dump(result.messages)
+    assert again.report.decisions == []
+
+
+def test_prune_attempt_one_comes_before_any_shrink() -> None:
+    messages = make_conversation(8, long_output=3000)
+    result = ContextManager(context_window_tokens=2000).build(messages)
+    assert_valid(result)
+    kinds = result.report.kinds()
+    assert "shrink" in kinds
+    prunes = [d for d in result.report.decisions if d.kind == "prune"]
+    assert prunes[0].attempt == 1
+    assert kinds.index("prune") < kinds.index("shrink")
+    attempts = [d.attempt or 0 for d in prunes]
+    assert attempts == sorted(set(attempts))  # numbered, increasing, one decision each
+
+
+# --- tool-output pruning ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("protect_turns", [0, 1, 2, 3])
+def test_protect_turns_leaves_the_last_turns_alone(protect_turns: int) -> None:
+    messages = make_conversation(6, long_output=2000)
+    size = COUNTER(messages)
+    cm = ContextManager(context_window_tokens=int(size * 0.98), protect_turns=protect_turns)
+    result = cm.build(messages)
+    assert_valid(result)
+    assert result.report.kinds() == ["prune"]  # pruning alone was enough
+    turns = turn_of(messages)
+    shown = by_id(result.messages)
+    protected_from = 6 - protect_turns + 1
+    for m in messages:
+        if isinstance(m, ToolMessage) and turns[m.id or ""] >= protected_from:
+            assert shown[m.id or ""] == m, "tool outputs in protected turns are untouched"
+    pruned = result.report.decisions[0].message_ids
+    assert pruned and all(turns[i] < protected_from for i in pruned)
+    # Pruning goes oldest first.
+    assert pruned == sorted(pruned, key=lambda i: [m.id for m in messages].index(i))
+
+
+@pytest.mark.parametrize("prune_errors", [False, True])
+def test_error_results_are_kept_unless_prune_errors(prune_errors: bool) -> None:
+    messages = make_conversation(6, long_output=2000)
+    messages = [
+        m.model_copy(update={"status": "error"}) if m.id in ("tool1_1", "tool2_1") else m
+        for m in messages
+    ]
+    cm = ContextManager(context_window_tokens=1200, prune_errors=prune_errors)
+    result = cm.build(messages)
+    assert_valid(result)
+    pruned = result.state["pruned"]
+    assert ("tool1_1" in pruned) is prune_errors
+    assert "tool3_1" in pruned  # ordinary results go either way
+    if not prune_errors:
+        shown = by_id(result.messages)
+        kept = [shown[i] for i in ("tool1_1", "tool2_1") if i in shown]
+        assert all(text_of(m) == text_of(by_id(messages)[m.id or ""]) for m in kept)
+
+
+def test_system_tool_fallbacks_are_pruned() -> None:
+    output = "\n".join(f"line {n}: build log entry number {n}" for n in range(120))
+    messages: list[BaseMessage] = [
+        SystemMessage("You are an agent.", id="sys"),
+        HumanMessage("Build the project.", id="h1"),
+        AIMessage("Running the build.", id="a1"),
+        SystemMessage(f"[tool: bash] {output}", id="fallback"),
+        AIMessage("The build finished.", id="a1b"),
+        HumanMessage("Now run the tests.", id="h2"),
+        AIMessage("Tests pass.", id="a2"),
+        HumanMessage("Thanks, summarise.", id="h3"),
+        AIMessage("Done.", id="a3"),
+    ]
+    size = COUNTER(messages)
+    result = ContextManager(context_window_tokens=int(size * 0.8)).build(messages)
+    assert result.report.kinds() == ["prune"]
+    shown = by_id(result.messages)["fallback"]
+    assert isinstance(shown, SystemMessage)
+    text = text_of(shown)
+    assert text.startswith("[tool:") and "pruned" in text and "bash" in text
+    assert f"{len(text_of(messages[3])):,} chars" in text
+    assert get_tag(shown)["pruned"] is True
+    assert text_of(messages[3]).startswith("[tool: bash] line 0")  # the input keeps it
+
+
+def test_placeholder_names_the_tool_and_the_size_and_restores_from_the_archive() -> None:
+    messages = make_conversation(6, long_output=2500)
+    archive = new_archive()
+    window = int(COUNTER(messages) * 0.98)
+    result = ContextManager(context_window_tokens=window, archive=archive).build(messages)
+    assert result.report.kinds() == ["prune"]
+    original = by_id(messages)["tool1_1"]
+    assert isinstance(original, ToolMessage)
+    shown = by_id(result.messages)["tool1_1"]
+    assert isinstance(shown, ToolMessage)
+    text = text_of(shown)
+    assert text.startswith("[pruned:")
+    assert original.name is not None and original.name in text
+    assert "2,500 chars" in text
+    assert shown.tool_call_id == original.tool_call_id and shown.name == original.name
+    assert get_tag(shown) == {"pruned": True}
+    entry = result.state["pruned"]["tool1_1"]
+    assert entry["tool"] == original.name and entry["chars"] == 2500
+    assert 'recall(ref="tool1_1")' in text
+    restored = archive.restore("tool1_1")
+    assert restored == original  # pruning is view-only and lossless
+    assert archive.restore(entry["ref"]) == original
+
+
+def test_pruned_ids_persist_in_state_and_stay_pruned() -> None:
+    messages = make_conversation(6, long_output=2000)
+    cm = ContextManager(context_window_tokens=2200)
+    first = cm.build(messages)
+    pruned = set(first.state["pruned"])
+    assert pruned
+    json.dumps(first.state)
+    later = [*messages, HumanMessage("One more question.", id="h7"), AIMessage("Yes.", id="a7")]
+    second = cm.build(later, state=first.state)
+    assert set(second.state["pruned"]) >= pruned
+    shown = by_id(second.messages)
+    for mid in pruned:
+        if mid in shown:
+            assert get_tag(shown[mid]).get("pruned") is True
+    assert "prune" not in second.report.kinds()
+
+
+def test_hysteresis_keeps_the_prefix_until_the_trigger_is_passed_again() -> None:
+    messages = make_conversation(10, long_output=1500)
+    cm = ContextManager(context_window_tokens=4000)
+    result = cm.build(messages)
+    assert result.report.decisions, "the first call edits"
+    trigger = cm.budget.trigger_tokens
+    history, state, previous = list(messages), result.state, result.messages
+    quiet = 0
+    for n in range(1, 200):
+        history += [
+            HumanMessage(f"Small follow-up number {n}?", id=f"fh{n}"),
+            AIMessage(f"Short answer {n}.", id=f"fa{n}"),
+        ]
+        result = cm.build(history, state=state)
+        if result.report.decisions:
+            assert result.report.tokens_in > trigger, "edits start only above the trigger"
+            break
+        quiet += 1
+        assert result.report.tokens <= trigger
+        assert dump(result.messages[: len(previous)]) == dump(previous), "byte-identical prefix"
+        state, previous = result.state, result.messages
+    else:
+        pytest.fail("the trigger was never passed")
+    assert quiet >= 5
+    assert result.report.tokens <= trigger
+
+
+# --- the sliding window ----------------------------------------------------------------------
+
+
+def test_window_pins_the_task_of_a_single_turn_run() -> None:
+    messages = single_turn_run(30, task="Fix the failing parser test in src/parser.py.")
+    result = ContextManager(context_window_tokens=3000).build(messages)
+    assert_valid(result)
+    assert "shrink" in result.report.kinds()
+    assert [m.id for m in result.messages[:2]] == ["sys", "task"]
+    assert result.messages[-1].id == "t30"
+    assert result.state["window"]["pin_id"] == "task"
+    # The window holds the newest steps, contiguous.
+    ids = [m.id for m in result.messages[2:]]
+    first = int(str(ids[0])[2:])
+    assert ids == [x for i in range(first, 31) for x in (f"ai{i}", f"t{i}")]
+
+
+def test_window_reports_a_task_too_large_to_keep() -> None:
+    task = "Please fix this. " + " ".join(f"requirement-{n}" for n in range(1500))
+    messages = single_turn_run(6, task=task, output_chars=600)
+    result = ContextManager(context_window_tokens=1500).build(messages)
+    assert_valid(result)
+    dropped = [d for d in result.report.decisions if d.detail.get("task_dropped")]
+    assert len(dropped) == 1 and dropped[0].kind == "shrink"
+    assert dropped[0].message_ids == ["task"]
+    assert dropped[0].saved > 0
+    assert isinstance(result.messages[1], HumanMessage), "the prompt still opens with a user turn"
+    assert "too large" in text_of(result.messages[1])
+    assert "task" not in by_id(result.messages)
+
+
+def test_a_short_task_is_never_traded_for_a_longer_note() -> None:
+    # The newest step alone is over the limit: the build fails, and the short task was kept
+    # (replacing it by the "task too large" note would only have cost tokens).
+    messages = single_turn_run(4, task="Fix it.", output_chars=6000)
+    with pytest.raises(ContextWindowExceededError) as info:
+        ContextManager(context_window_tokens=1200).build(messages)
+    decisions = info.value.report.decisions
+    assert not [d for d in decisions if d.detail.get("task_dropped")]
+    assert all(d.saved >= 0 for d in decisions if d.kind == "shrink")
+
+
+def test_parallel_tool_batches_stay_whole() -> None:
+    messages = make_conversation(8, parallel=3, long_output=700)
+    for window in (900, 1500, 2500, 4000):
+        result = ContextManager(context_window_tokens=window).build(messages)
+        assert_valid(result)
+        shown = set(by_id(result.messages))
+        for m in messages:
+            if isinstance(m, AIMessage) and m.tool_calls:
+                batch = {m.id, *(f"tool{str(m.id)[2:]}_{k}" for k in (1, 2, 3))}
+                assert batch <= shown or not (batch & shown), f"batch {m.id} split at {window}"
+
+
+# --- prompt assembly -------------------------------------------------------------------------
+
+
+def test_system_and_developer_messages_merge_into_one_base_prompt() -> None:
+    messages: list[BaseMessage] = [
+        SystemMessage("You are a support agent.", id="s1"),
+        SystemMessage(
+            "Developer: never promise refunds.",
+            additional_kwargs={"__openai_role__": "developer"},
+            id="s2",
+        ),
+        HumanMessage("Where is my order?", id="h1"),
+    ]
+    result = ContextManager(context_window_tokens=8000).build(messages)
+    systems = [m for m in result.messages if isinstance(m, SystemMessage)]
+    assert len(systems) == 1 and result.messages[0] is systems[0]
+    text = text_of(systems[0])
+    assert text.index("You are a support agent.") < text.index("never promise refunds")
+    assert systems[0].id == "s1"
+    assert [m.id for m in result.messages[1:]] == ["h1"]
+
+
+def test_a_single_system_message_passes_through_unchanged() -> None:
+    system = SystemMessage(
+        [{"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral"}}], id="s"
+    )
+    result = ContextManager(context_window_tokens=8000).build([system, HumanMessage("hi")])
+    assert result.messages[0] is system
+
+
+def test_memory_is_injected_as_relevant_context_up_to_the_limit() -> None:
+    messages = make_conversation(1)
+    items = [f"memory item {n}" for n in range(1, 6)]
+    result = ContextManager(context_window_tokens=8000, memory_search_limit=2).build(
+        messages, memory=items
+    )
+    text = text_of(result.messages[0])
+    assert "<relevant_context>\n- memory item 1\n- memory item 2\n</relevant_context>" in text
+    assert "memory item 3" not in text
+    assert text.endswith("</relevant_context>"), "memory goes last: it changes most"
+
+
+async def test_memory_is_searched_in_a_store(mode: str) -> None:
+    store = InMemoryStore()
+    store.put(("memories",), "a", {"text": "The user's name is Ada."})
+    store.put(("memories",), "b", {"content": "Ada prefers metric units."})
+    store.put(("memories",), "c", {"kind": "preference", "value": 3})
+    store.put(("elsewhere",), "d", {"text": "Not for this agent."})
+    messages = make_conversation(1)
+    cm = ContextManager(context_window_tokens=8000, store=store)
+    text = text_of((await run(cm, messages, mode)).messages[0])
+    assert "<relevant_context>" in text
+    assert "The user's name is Ada." in text and "Ada prefers metric units." in text
+    assert '{"kind": "preference", "value": 3}' in text
+    assert "Not for this agent." not in text
+    limited = ContextManager(context_window_tokens=8000, store=store, memory_search_limit=1)
+    text = text_of((await run(limited, messages, mode)).messages[0])
+    assert text.count("\n- ") == 1
+    # memory=[] given explicitly: no search, no fragment.
+    assert "<relevant_context>" not in text_of(cm.build(messages, memory=[]).messages[0])
+
+
+def test_injections_and_skills_have_stable_places() -> None:
+    cm = ContextManager(
+        context_window_tokens=8000,
+        skills=[
+            {"name": "pdf", "description": "Read & fill PDF forms", "location": "skills/pdf"},
+            {"name": "csv", "description": "Clean CSV files"},
+        ],
+        injections=["Always answer in English."],
+    )
+    messages = make_conversation(1)
+    result = cm.build(messages, injections=["Today is Monday."], memory=["Ada likes tea."])
+    text = text_of(result.messages[0])
+    assert '<available_skills count="2">' in text
+    assert text.index('name="csv"') < text.index('name="pdf"')  # sorted by name
+    assert 'location="skills/pdf">Read &amp; fill PDF forms</skill>' in text
+    order = [
+        text.index("You are a careful coding agent"),
+        text.index("<available_skills"),
+        text.index("Always answer in English."),
+        text.index("Today is Monday."),
+        text.index("<relevant_context>"),
+    ]
+    assert order == sorted(order)
+    other = cm.build(messages, injections=["Today is Tuesday."], memory=["Ada likes coffee."])
+    stable = text[: text.index("Today is Monday.")]
+    assert text_of(other.messages[0]).startswith(stable)
+
+
+@tool
+def search_docs(query: str) -> str:
+    """Search the documentation."""
+    return query
+
+
+@tool
+def delete_repo(name: str) -> str:
+    """Delete a repository for good."""
+    return name
+
+
+@tool
+def run_tests(target: str, verbose: bool = False) -> str:
+    """Run the test suite on a target path."""
+    return target
+
+
+TOOLS = [search_docs, delete_repo, run_tests]
+
+
+@pytest.mark.parametrize(
+    ("policy", "expected"),
+    [
+        (None, ["search_docs", "delete_repo", "run_tests"]),
+        ({"allow": ["run_tests", "search_docs"]}, ["search_docs", "run_tests"]),
+        ({"deny": ["delete_repo"]}, ["search_docs", "run_tests"]),
+        ({"allow": ["delete_repo"], "deny": ["delete_repo"]}, []),
+        (lambda t: not t.name.startswith("delete"), ["search_docs", "run_tests"]),
+    ],
+)
+def test_tool_policy(policy: Any, expected: list[str]) -> None:
+    cm = ContextManager(context_window_tokens=8000, tool_policy=policy)
+    result = cm.build(make_conversation(1), tools=TOOLS)
+    assert [t.name for t in result.tools] == expected
+    assert result.report.tokens == COUNTER.count(result.messages, tools=result.tools or None)
+
+
+def test_tool_policy_rejects_unknown_keys() -> None:
+    cm = ContextManager(context_window_tokens=8000, tool_policy={"only": ["x"]})
+    with pytest.raises(ConfigError, match="allow"):
+        cm.build(make_conversation(1), tools=TOOLS)
+
+
+def test_tool_schemas_are_counted_in_the_budget() -> None:
+    messages = make_conversation(2)
+    cm = ContextManager(context_window_tokens=8000)
+    without = cm.build(messages)
+    with_tools = cm.build(messages, tools=TOOLS)
+    assert with_tools.report.tokens > without.report.tokens
+    assert with_tools.report.tokens == COUNTER.count(with_tools.messages, tools=TOOLS)
+    # Tool schemas outrank history: a window that fits the history alone must now edit.
+    tight = ContextManager(context_window_tokens=int(without.report.tokens / 0.95) + 5)
+    assert tight.build(messages).report.decisions == []
+    squeezed = tight.build(messages, tools=TOOLS)
+    assert squeezed.report.decisions and squeezed.report.tokens <= squeezed.report.limit
+
+
+# --- failures --------------------------------------------------------------------------------
+
+
+def test_a_prompt_that_cannot_fit_raises_with_the_report() -> None:
+    # Mid-turn: the newest block is a tool exchange whose output alone is over the limit.
+    messages = make_conversation(3, long_output=6000)[:-1]
+    cm = ContextManager(context_window_tokens=1000)
+    with pytest.raises(ContextWindowExceededError) as info:
+        cm.build(messages)
+    exc = info.value
+    assert isinstance(exc, ContextOverflowError)
+    report = exc.report
+    assert report.ok is False and report.error and "limit is 1000" in report.error
+    assert report.kinds()[-1] == "error"
+    assert "shrink" in report.kinds(), "every stage was tried first"
+    assert report.tokens > report.limit == 1000
+
+
+def test_a_system_prompt_over_the_limit_raises() -> None:
+    system = SystemMessage("Rules. " * 800, id="sys")
+    with pytest.raises(ContextWindowExceededError) as info:
+        ContextManager(context_window_tokens=500).build([system, HumanMessage("hi")])
+    assert info.value.report.kinds()[-1] == "error"
+    assert "shorten the system prompt" in str(info.value)
+
+
+def test_history_too_long_error() -> None:
+    messages = make_conversation(3)  # 1 + 3 * 4 messages
+    with pytest.raises(HistoryTooLongError, match="max_messages=10"):
+        ContextManager(context_window_tokens=8000, max_messages=10).build(messages)
+    ContextManager(context_window_tokens=8000, max_messages=13).build(messages)
+
+
+def test_reserved_output_tokens_shrink_the_limit() -> None:
+    cm = ContextManager(context_window_tokens=4000, reserved_output_tokens=1000)
+    result = cm.build(make_conversation(1))
+    assert result.report.limit == 3000
+    assert ContextBudget(context_window_tokens=10, reserved_output_tokens=50).limit == 0
+
+
+# --- auto-compaction and summaries -----------------------------------------------------------
+
+
+async def test_auto_compact_places_an_insured_summary_after_the_base_prompt(mode: str) -> None:
+    messages = make_conversation(8, long_output=1500)
+    archive = new_archive()
+    cm = ContextManager(context_window_tokens=2500, auto_compact=True, archive=archive)
+    result = await run(cm, messages, mode)
+    assert_valid(result)
+    base, summary = result.messages[0], result.messages[1]
+    assert isinstance(base, SystemMessage) and base.id == "sys"
+    assert isinstance(summary, SystemMessage)
+    assert text_of(summary).startswith("<summary>\n<completed>")
+    assert text_of(summary).endswith("</summary>")
+    assert get_tag(summary)["kind"] == "summary"
+    compacted = [d for d in result.report.decisions if d.kind == "auto_compact"]
+    assert compacted
+    for decision in compacted:
+        ref = decision.detail["dump_ref"]
+        assert ref.startswith("lgctx:t:messages:")
+        dumped = archive.get_messages(ref)
+        originals = by_id(messages)
+        assert dumped == [originals[i] for i in decision.message_ids], "byte-for-byte insurance"
+    covered = result.state["summary"]["covered_ids"]
+    assert result.removable_ids == covered
+    assert not set(covered) & set(by_id(result.messages))
+    assert [d.tokens_after for d in compacted][-1] <= result.report.limit
+
+
+def test_without_an_archive_the_summary_has_no_dump_and_nothing_is_removable() -> None:
+    messages = make_conversation(8, long_output=1500)
+    result = ContextManager(context_window_tokens=2500, auto_compact=True).build(messages)
+    decision = next(d for d in result.report.decisions if d.kind == "auto_compact")
+    assert decision.detail["dump_ref"] is None
+    assert result.removable_ids == []
+
+
+def test_merged_summary_placement_gives_one_system_message() -> None:
+    messages = make_conversation(8, long_output=1500)
+    cm = ContextManager(context_window_tokens=2500, auto_compact=True, summary_placement="merged")
+    result = cm.build(messages)
+    assert_valid(result)
+    systems = [m for m in result.messages if isinstance(m, SystemMessage)]
+    assert len(systems) == 1 and result.messages[0] is systems[0]
+    text = text_of(systems[0])
+    assert text.startswith("You are a careful coding agent")
+    assert "<summary>\n<completed>" in text
+
+
+def test_a_summary_never_outgrows_a_small_window() -> None:
+    # A summary of many turns is larger than this whole window would allow: it is cut.
+    messages = make_conversation(12, parallel=2, long_output=600, seed=3)
+    cm = ContextManager(context_window_tokens=700, auto_compact=True)
+    result = cm.build(messages)
+    assert_valid(result)
+    decision = next(d for d in result.report.decisions if d.kind == "auto_compact")
+    summary = result.state["summary"]["text"]
+    assert decision.detail["cut_to_chars"] == len(summary)
+    assert "earlier item(s) omitted" in summary  # cut oldest items first, structure kept
+    assert summary.startswith("<completed>") and summary.endswith("</notes>")
+    assert result.report.tokens <= cm.budget.trigger_tokens, "the next call need not edit"
+    again = cm.build(messages, state=result.state)
+    assert dump(again.messages) == dump(result.messages) and again.report.decisions == []
+
+
+def test_compaction_is_lossless_and_keeps_the_newest_results() -> None:
+    messages = make_conversation(5, long_output=3000)
+    archive = new_archive()
+    cm = ContextManager(
+        context_window_tokens=4500,
+        protect_turns=5,  # nothing to prune: compaction does the work
+        strategies=[Compaction(min_chars=1000, keep_last=2, preview_chars=40), SlidingWindow()],
+        archive=archive,
+    )
+    result = cm.build(messages)
+    assert_valid(result)
+    assert result.report.kinds() == ["compact"]
+    compacted = result.state["compacted"]
+    assert compacted and "tool5_1" not in compacted and "tool4_1" not in compacted
+    shown = by_id(result.messages)
+    for mid, entry in compacted.items():
+        original = by_id(messages)[mid]
+        text = text_of(shown[mid])
+        assert text.startswith("[compacted tool output]")
+        assert f"ref: {entry['ref']}" in text and "length: 3000 chars" in text
+        assert f"preview: {text_of(original)[:40]}\n" in text
+        assert json.loads(entry["input"]) == next(
+            tc["args"]
+            for m in messages
+            if isinstance(m, AIMessage)
+            for tc in m.tool_calls
+            if tc["id"] == getattr(original, "tool_call_id", None)
+        )
+        assert archive.restore(entry["ref"]) == original
+
+
+# --- sync and async --------------------------------------------------------------------------
+
+
+def _full_manager(store: InMemoryStore, summarizer: Any = None) -> ContextManager:
+    return ContextManager(
+        context_window_tokens=3000,
+        auto_compact=True,
+        protect_turns=4,
+        strategies=[Compaction(min_chars=1000, keep_last=1), SlidingWindow()],
+        archive=new_archive(),
+        store=store,
+        memory_search_limit=2,
+        skills=[{"name": "pdf", "description": "PDF forms"}],
+        injections=["Be concise."],
+        summarizer=summarizer,
+    )
+
+
+def _summary_model() -> GenericFakeChatModel:
+    text = (
+        "<completed>\n- Read the config parser.\n</completed>\n<remaining>\n- Fix it.\n"
+        "</remaining>\n<current_state>\n- src/app/config.py\n</current_state>\n<notes>\n"
+        "- (none)\n</notes>"
+    )
+    return GenericFakeChatModel(messages=iter([AIMessage(text)] * 20))
+
+
+@pytest.mark.parametrize("with_model", [False, True])
+async def test_sync_and_async_builds_agree(mode: str, with_model: bool) -> None:
+    store = InMemoryStore()
+    store.put(("memories",), "m1", {"text": "Ada prefers metric units."})
+    messages = make_conversation(8, long_output=2000, error_every=4)
+
+    def manager() -> ContextManager:
+        return _full_manager(store, _summary_model() if with_model else None)
+
+    reference = manager().build(messages, tools=TOOLS)
+    result = await run(manager(), messages, mode, tools=TOOLS)
+    assert dump(result.messages) == dump(reference.messages)
+    assert result.state == reference.state
+    assert result.report.to_dict() == reference.report.to_dict()
+    kinds = set(result.report.kinds())
+    assert {"drop_memory", "prune", "compact", "shrink", "auto_compact"} <= kinds
+    source = next(d for d in result.report.decisions if d.kind == "auto_compact").detail["source"]
+    assert source == ("model" if with_model else "fallback")
+
+
+# --- real trajectories -----------------------------------------------------------------------
+
+
+def _call_points(history: Sequence[BaseMessage]) -> list[int]:
+    """Prefix lengths where an agent calls its model: after user input or a whole batch."""
+    points = []
+    for i in range(1, len(history) + 1):
+        last, nxt = history[i - 1], history[i] if i < len(history) else None
+        if isinstance(last, HumanMessage) or (
+            isinstance(last, ToolMessage) and not isinstance(nxt, ToolMessage)
+        ):
+            points.append(i)
+    return points
+
+
+@pytest.mark.trajectories
+def test_trajectories_replayed_call_by_call(trajectories: dict[str, list[BaseMessage]]) -> None:
+    invalid, overruns, errors, calls, edits = [], [], [], 0, 0
+    for name, messages in trajectories.items():
+        cm = ContextManager(
+            context_window_tokens=32_000, auto_compact=True, archive=new_archive(name)
+        )
+        state: dict[str, Any] | None = None
+        for n in _call_points(messages):
+            try:
+                result = cm.build(messages[:n], state=state)
+            except ContextWindowExceededError as exc:
+                errors.append((name, n, exc.report.summary_line()))
+                continue
+            calls += 1
+            edits += bool(result.report.decisions)
+            if validate_messages(result.messages, provider="all"):
+                invalid.append((name, n))
+            if result.report.tokens > 32_000:
+                overruns.append((name, n))
+            state = result.state
+    assert calls > 1000
+    assert invalid == [] and overruns == [] and errors == []
+    assert edits < calls // 10, "edits come in batches, not on every call"

@@ -1,0 +1,315 @@
+"""Property tests of `ContextManager.build` over random agent histories and small budgets.
+
+Every build either returns a prompt that is valid for OpenAI and Anthropic and fits the budget
+(by an exact recount), or raises `ContextWindowExceededError` with a failed report. Builds are
+deterministic, idempotent on their own state, never drop the system prompt, never mutate their
+input, and keep the prompt prefix stable between edits when replayed call by call.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_ctx.archive import Archive, StoreBackend
+from langgraph_ctx.errors import ContextWindowExceededError
+from langgraph_ctx.messages import text_of, validate_messages
+from langgraph_ctx.pipeline import BuildResult, ContextManager
+from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.strategies import Compaction, SlidingWindow
+from langgraph_ctx.tokens import TiktokenCounter
+from tests.strategies import histories
+
+PROPERTY_SETTINGS = settings(deadline=None)  # examples: the profile in tests/conftest.py
+
+_TIKTOKEN = TiktokenCounter("gpt-4o")
+"""Shared (cached) counter for the builds; recounts use an uncached one."""
+_RECOUNT = TiktokenCounter("gpt-4o", cache_size=0)
+
+
+def _chars_counter(messages: Sequence[BaseMessage]) -> int:
+    """A crude additive counter: 4 per message, a token per 4 characters, 8 per tool call."""
+    total = 3
+    for m in messages:
+        total += 4 + len(text_of(m)) // 4 + 8 * len(getattr(m, "tool_calls", None) or ())
+    return total
+
+
+def _len_counter(messages: Sequence[BaseMessage]) -> int:
+    return len(messages)
+
+
+@dataclass(frozen=True)
+class CounterCase:
+    name: str
+    counter: Callable[[Sequence[BaseMessage]], int]
+    recount: Callable[[Sequence[BaseMessage], list[Any]], int]
+    windows: tuple[int, int]
+
+
+def _recount_plain(counter: Callable[[Sequence[BaseMessage]], int]) -> Any:
+    def recount(messages: Sequence[BaseMessage], tools: list[Any]) -> int:
+        if not tools:
+            return counter(messages)
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        schemas = json.dumps([convert_to_openai_tool(t) for t in tools], sort_keys=True)
+        return counter(messages) + counter([SystemMessage(schemas)]) - counter([])
+
+    return recount
+
+
+COUNTERS = {
+    "tiktoken": CounterCase(
+        "tiktoken",
+        _TIKTOKEN,
+        lambda messages, tools: _RECOUNT.count(messages, tools=tools or None),
+        (300, 5000),
+    ),
+    "chars": CounterCase("chars", _chars_counter, _recount_plain(_chars_counter), (40, 1500)),
+    "len": CounterCase("len", _len_counter, _recount_plain(_len_counter), (2, 40)),
+}
+
+MEMORY = ("The user prefers tabs over spaces.", "Deploys go through staging first.", "on call")
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file from the repository.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string", "description": "File path"}},
+                "required": ["path"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a shell command.",
+            "parameters": {
+                "type": "object",
+                "properties": {"cmd": {"type": "string"}},
+                "required": ["cmd"],
+            },
+        },
+    },
+]
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One random pipeline configuration."""
+
+    counter: str
+    window: int
+    reserved: int
+    auto_compact: bool
+    compaction: bool
+    placement: str
+    tools: bool
+    memory: tuple[str, ...]
+    protect_turns: int
+    prune_errors: bool
+
+    def manager(self) -> ContextManager:
+        case = COUNTERS[self.counter]
+        strategies: list[Any] = [SlidingWindow()]
+        archive = None
+        if self.compaction:
+            strategies.insert(0, Compaction(min_chars=300, keep_last=1))
+        if self.compaction or self.auto_compact:
+            archive = Archive(StoreBackend(InMemoryStore()), thread_id="t")
+        return ContextManager(
+            budget=ContextBudget(
+                context_window_tokens=self.window, reserved_output_tokens=self.reserved
+            ),
+            token_counter=case.counter,
+            strategies=strategies,
+            archive=archive,
+            auto_compact=self.auto_compact,
+            summary_placement=self.placement,  # type: ignore[arg-type]
+            protect_turns=self.protect_turns,
+            prune_errors=self.prune_errors,
+        )
+
+    def build(
+        self, cm: ContextManager, messages: list[BaseMessage], state: Any = None
+    ) -> BuildResult:
+        return cm.build(
+            messages,
+            tools=TOOLS if self.tools else None,
+            memory=list(self.memory),
+            state=state,
+        )
+
+
+@st.composite
+def cases(
+    draw: st.DrawFn, /, counter: str | None = None, **history_options: Any
+) -> tuple[list[BaseMessage], Setup]:
+    """A history and a configuration whose window is absolute or relative to its size."""
+    history = draw(histories(**history_options))
+    name = counter or draw(st.sampled_from(sorted(COUNTERS)))
+    case = COUNTERS[name]
+    low, high = case.windows
+    if draw(st.booleans()):
+        window = draw(st.integers(low, high))
+    else:  # around the history's own size, so most builds have to edit something
+        full = case.counter(history)
+        window = max(low, int(full * draw(st.floats(0.2, 1.1))))
+    setup = Setup(
+        counter=name,
+        window=window,
+        reserved=draw(st.sampled_from([0, 0, window // 10])),
+        auto_compact=draw(st.booleans()),
+        compaction=draw(st.booleans()),
+        placement=draw(st.sampled_from(["separate", "merged"])),
+        tools=draw(st.booleans()),
+        memory=tuple(draw(st.lists(st.sampled_from(MEMORY), max_size=2))),
+        protect_turns=draw(st.integers(0, 3)),
+        prune_errors=draw(st.booleans()),
+    )
+    return history, setup
+
+
+def _dump(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    return [m.model_dump() for m in messages]
+
+
+def _state_json(state: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in state.items() if k != "last_report"}, sort_keys=True)
+
+
+def _check_result(setup: Setup, result: BuildResult, history: list[BaseMessage]) -> None:
+    """The invariants every successful build keeps."""
+    prompt = result.messages
+    assert prompt, "the prompt is never empty"
+    assert validate_messages(prompt, provider="all") == []
+    limit = ContextBudget(
+        context_window_tokens=setup.window, reserved_output_tokens=setup.reserved
+    ).limit
+    assert result.report.ok and result.report.limit == limit
+    assert result.report.tokens <= limit
+    assert result.report.tokens == COUNTERS[setup.counter].recount(prompt, result.tools)
+    assert result.report.messages_out == len(prompt)
+    system = [m for m in history if isinstance(m, SystemMessage)]
+    if system:
+        assert isinstance(prompt[0], SystemMessage)
+        assert text_of(system[0]) in text_of(prompt[0])
+    # History messages keep their order (and their ids) in the prompt.
+    position = {m.id: i for i, m in enumerate(history) if not isinstance(m, SystemMessage)}
+    shown = [position[m.id] for m in prompt if m.id in position]
+    assert shown == sorted(shown) and len(set(shown)) == len(shown)
+    json.dumps(result.state)  # JSON-able
+
+
+def _check_error(exc: ContextWindowExceededError) -> None:
+    assert exc.report.ok is False
+    assert exc.report.error
+    assert "error" in exc.report.kinds()
+    assert exc.report.tokens > exc.report.limit
+
+
+# --- one build -------------------------------------------------------------------------------
+
+
+@PROPERTY_SETTINGS
+@given(case=cases(max_turns=6))
+def test_build_fits_or_raises_and_is_valid(case: tuple[list[BaseMessage], Setup]) -> None:
+    history, setup = case
+    before = copy.deepcopy(history)
+    cm = setup.manager()
+    try:
+        result = setup.build(cm, history)
+    except ContextWindowExceededError as exc:
+        _check_error(exc)
+        assert _dump(history) == _dump(before)
+        return
+    assert _dump(history) == _dump(before), "the input is never mutated"
+    _check_result(setup, result, history)
+
+    # Deterministic: a fresh manager (fresh archive) builds the same bytes.
+    again = setup.build(setup.manager(), history)
+    assert _dump(again.messages) == _dump(result.messages)
+    assert _state_json(again.state) == _state_json(result.state)
+    assert again.report.to_dict() == result.report.to_dict()
+
+    # Idempotent: building again on its own state changes nothing.
+    state_before = copy.deepcopy(result.state)
+    rerun = setup.build(cm, history, state=result.state)
+    assert result.state == state_before, "the state passed in is never mutated"
+    assert _dump(rerun.messages) == _dump(result.messages)
+    assert _state_json(rerun.state) == _state_json(result.state)
+    assert rerun.report.tokens == result.report.tokens
+    # Memory is not part of the state: a prompt that had to drop it drops it again.
+    assert [k for k in rerun.report.kinds() if k not in ("skip", "drop_memory")] == []
+
+
+@PROPERTY_SETTINGS
+@given(case=cases(counter="tiktoken", max_turns=4, system=False))
+def test_build_without_system_prompt(case: tuple[list[BaseMessage], Setup]) -> None:
+    history, setup = case
+    try:
+        result = setup.build(setup.manager(), history)
+    except ContextWindowExceededError as exc:
+        _check_error(exc)
+        return
+    _check_result(setup, result, history)
+
+
+# --- replaying a history call by call --------------------------------------------------------
+
+
+def _call_points(history: list[BaseMessage]) -> list[int]:
+    """Prefix lengths at which an agent calls its model: after user input or a full batch."""
+    points = []
+    for i in range(1, len(history) + 1):
+        last = history[i - 1]
+        nxt = history[i] if i < len(history) else None
+        if (
+            isinstance(last, HumanMessage)
+            or (isinstance(last, ToolMessage) and not isinstance(nxt, ToolMessage))
+            or (isinstance(last, AIMessage) and not last.tool_calls and nxt is None)
+        ):
+            points.append(i)
+    return points
+
+
+@PROPERTY_SETTINGS
+@given(case=cases(min_turns=2, max_turns=6))
+def test_incremental_replay_keeps_the_prefix_between_edits(
+    case: tuple[list[BaseMessage], Setup],
+) -> None:
+    history, setup = case
+    cm = setup.manager()
+    trigger = cm.budget.trigger_tokens
+    state: dict[str, Any] | None = None
+    previous: list[BaseMessage] | None = None
+    for n in _call_points(history):
+        prefix = history[:n]
+        try:
+            result = setup.build(cm, prefix, state=state)
+        except ContextWindowExceededError as exc:
+            _check_error(exc)
+            previous = None
+            continue
+        _check_result(setup, result, prefix)
+        if result.report.tokens_in <= trigger:
+            assert result.report.decisions == [], "no edits below the trigger"
+        if previous is not None and not result.report.decisions:
+            assert _dump(result.messages[: len(previous)]) == _dump(previous), (
+                "a call without decisions extends the previous prompt"
+            )
+        previous, state = result.messages, result.state
