@@ -1,0 +1,470 @@
+"""The `langgraph-ctx` command line: argument parsing and printing only.
+
+Commands:
+
+* `demo`: a real agent with real tools over a local tree, kept inside a small window.
+* `replay FILE`: a recorded conversation replayed through an agent graph with `ContextMemory`.
+* `inspect`: what a stored thread holds (ledger, summary, reports, history lengths).
+* `restore`: one archived message, byte for byte.
+* `compact FILE`: a transcript built down to a budget, written to a new file.
+* `count FILE`: exact tokens of a transcript.
+
+The work happens in `langgraph_ctx.demo` and `langgraph_ctx._replay`. Exit codes: 0 success,
+1 a runtime failure (the prompt cannot fit, an archive entry is missing), 2 a usage error (bad
+arguments, a missing or malformed file, an unknown strategy). Errors are one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from langgraph_ctx.errors import ConfigError, LangGraphCtxError
+
+PROG = "langgraph-ctx"
+HOME = Path(".langgraph_ctx")
+"""Default folder of the database and archive, relative to the working directory."""
+
+
+class _UsageError(Exception):
+    """A usage error raised by the parser (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    # One line instead of argparse's usage block, so every bad input reads the same way.
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except _UsageError as exc:
+        return _fail(str(exc), 2)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    if not getattr(args, "handler", None):
+        parser.print_help()
+        return 2
+    from langgraph_ctx._replay import InputError
+
+    try:
+        return int(args.handler(args))
+    except (InputError, ConfigError) as exc:
+        return _fail(f"{PROG} {args.command}: {_first_line(exc)}", 2)
+    except LangGraphCtxError as exc:
+        return _fail(f"{PROG} {args.command}: {type(exc).__name__}: {_first_line(exc)}", 1)
+    except OSError as exc:
+        return _fail(f"{PROG} {args.command}: {exc}", 1)
+    except KeyboardInterrupt:
+        return _fail(f"{PROG} {args.command}: interrupted", 130)
+
+
+def _fail(message: str, code: int) -> int:
+    print(message, file=sys.stderr)
+    return code
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --- the parser ------------------------------------------------------------------------------
+
+
+def _whole(text: str, minimum: int) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected a number >= {minimum}, got {value}")
+    return value
+
+
+def _positive(text: str) -> int:
+    return _whole(text, 1)
+
+
+def _non_negative(text: str) -> int:
+    return _whole(text, 0)
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="The context-window manager for LangGraph agents, from the command line.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    demo = sub.add_parser(
+        "demo",
+        help="a real agent with real tools over a local tree, kept inside a small window",
+        description="Run an agent (list_dir, read_file, search_text, recall) over PATH with "
+        "ContextMemory in a small window, on a SQLite checkpointer and a directory archive. "
+        "Offline and deterministic unless --model is given.",
+    )
+    demo.add_argument("path", nargs="?", type=Path, help="folder to explore (default: ours)")
+    demo.add_argument("--window", type=_positive, default=6_000, help="window in tokens")
+    demo.add_argument("--model", help="provider:model for init_chat_model (default: scripted)")
+    demo.add_argument("--db", type=Path, default=HOME / "demo.sqlite", help="SQLite file")
+    demo.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
+    demo.add_argument("--thread", help="thread id (default: 'demo', reset on every run)")
+    demo.add_argument("--steps", type=_positive, default=12, help="model calls per request")
+    demo.set_defaults(handler=_demo)
+
+    replay = sub.add_parser(
+        "replay",
+        help="replay a recorded conversation through an agent graph with ContextMemory",
+        description="Replay FILE (LangChain message JSON, messages_to_dict) through a "
+        "create_agent graph with ContextMemory: the recorded AI turns come from a scripted "
+        "model and the recorded tool outputs from real tools.",
+    )
+    replay.add_argument("file", type=Path, help="recorded conversation (JSON)")
+    _budget_args(replay, window=16_000)
+    replay.add_argument("--summarizer", help="provider:model that writes summaries")
+    replay.add_argument("--db", type=Path, default=HOME / "replay.sqlite", help="SQLite file")
+    replay.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
+    replay.add_argument("--thread", help="thread id (default: replay-<file name>, reset)")
+    replay.add_argument("--report-json", type=Path, help="reports file (default: by the db)")
+    replay.add_argument("--plot", type=Path, help="draw prompt tokens per call to this PNG")
+    replay.set_defaults(handler=_replay)
+
+    inspect = sub.add_parser("inspect", help="what a stored thread holds")
+    inspect.add_argument("--db", type=Path, required=True, help="SQLite checkpoint file")
+    inspect.add_argument("--thread", required=True, help="thread id")
+    inspect.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
+    inspect.set_defaults(handler=_inspect)
+
+    restore = sub.add_parser("restore", help="print one archived message, byte for byte")
+    restore.add_argument("ref", metavar="REF_OR_MESSAGE_ID", help="lgctx:... reference or id")
+    restore.add_argument("--thread", required=True, help="thread id the entry belongs to")
+    restore.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
+    restore.add_argument("--out", type=Path, help="write the bytes to this file")
+    restore.set_defaults(handler=_restore)
+
+    compact = sub.add_parser("compact", help="build a transcript down to a budget")
+    compact.add_argument("file", type=Path, help="transcript (JSON, messages_to_dict)")
+    _budget_args(compact, window=None)
+    compact.add_argument("--out", type=Path, required=True, help="where to write the result")
+    compact.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
+    compact.add_argument("--thread", default="compact", help="archive thread for references")
+    compact.set_defaults(handler=_compact)
+
+    count = sub.add_parser("count", help="exact tokens of a transcript")
+    count.add_argument("file", type=Path, help="transcript (JSON, messages_to_dict)")
+    count.add_argument("--model", default="gpt-4o", help="model whose tokenizer to use")
+    count.add_argument("--tools", type=Path, help="JSON file of tool schemas to include")
+    count.set_defaults(handler=_count)
+    return parser
+
+
+def _budget_args(parser: argparse.ArgumentParser, *, window: int | None) -> None:
+    if window is None:
+        parser.add_argument("--window", type=_positive, required=True, help="window in tokens")
+    else:
+        parser.add_argument("--window", type=_positive, default=window, help="window in tokens")
+    parser.add_argument("--reserved", type=_non_negative, default=0, help="output tokens kept")
+    parser.add_argument("--strategies", help="strategy configs: JSON text or a JSON file")
+
+
+# --- commands ---------------------------------------------------------------------------------
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from langgraph_ctx.demo import run_demo
+
+    out = _Output()
+    with out.progress("demo agent", None) as on_call:
+        result = run_demo(
+            root=args.path,
+            window=args.window,
+            model=args.model,
+            db=args.db,
+            archive_dir=args.archive,
+            thread=args.thread,
+            steps=args.steps,
+            on_call=on_call,
+        )
+    if result.answer:
+        out.text("the agent's last answer", _clip_lines(result.answer, 14))
+    title = f"{PROG} demo: {args.model or 'scripted explorer'}, window {args.window:,} tokens"
+    return _finish(out, title, result, "demo")
+
+
+def _clip_lines(text: str, lines: int) -> str:
+    kept = text.splitlines()
+    more = len(kept) - lines
+    return "\n".join(kept[:lines] + ([f"… {more} more line(s)"] if more > 0 else []))
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from langgraph_ctx._replay import plot_run, replay
+
+    out = _Output()
+    total: list[int] = []
+    with out.progress(f"replaying {args.file.name}", total) as on_call:
+        result = replay(
+            args.file,
+            window=args.window,
+            reserved=args.reserved,
+            strategies=args.strategies,
+            summarizer=args.summarizer,
+            db=args.db,
+            archive_dir=args.archive,
+            thread=args.thread,
+            reports=args.report_json,
+            on_start=total.append,
+            on_call=on_call,
+        )
+    if args.plot and result.log.calls:
+        title = f"{args.file.name}: window {args.window:,}, reserved {args.reserved:,}"
+        result.files["plot"] = str(plot_run(args.plot, result.log, title=title))
+    title = f"{PROG} replay {args.file.name}: window {args.window:,} tokens"
+    return _finish(out, title, result, "replay")
+
+
+def _finish(out: _Output, title: str, result: Any, command: str) -> int:
+    if result.log.calls:
+        out.table(title, result.rows, result.files)
+        for note in result.notes:
+            out.note(note)
+    if result.log.error:
+        return _fail(f"{PROG} {command}: {result.log.error}", 1)
+    return 0
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from langgraph_ctx._replay import inspect_thread
+
+    data = inspect_thread(args.db, args.thread, args.archive)
+    ledger = data["ledger"]
+    summary = ledger.get("summary") or {}
+    hint = ledger.get("hint") or {}
+    window = ledger.get("window") or {}
+    full = data["full"]
+    compacted = ledger.get("compacted") or {}
+    rows = [
+        ("live messages", f"{len(data['live'])}"),
+        (
+            "full history (archive + live)",
+            f"{len(full)} messages" if full is not None else f"unavailable: {data['full_error']}",
+        ),
+        ("pruned tool outputs (view only)", f"{len(ledger.get('pruned') or {})}"),
+        (
+            "compacted tool outputs",
+            f"{len(compacted)} ({sum(int(e.get('chars', 0)) for e in compacted.values()):,} chars"
+            " in the archive)",
+        ),
+        ("window starts at", f"{window.get('start_id') or 'the beginning'}"),
+        (
+            "running summary",
+            f"{len(summary.get('text') or ''):,} chars, {summary.get('source')}, "
+            f"{summary.get('updates', 0)} update(s), covers {len(summary.get('covered_ids') or [])}"
+            f" messages, {len(summary.get('dump_refs') or [])} insurance dump(s)"
+            if summary
+            else "none",
+        ),
+        (
+            "compression hint",
+            f"yes ({len(hint.get('cleared_ids') or [])} messages cleared)" if hint else "none",
+        ),
+        ("entities", json.dumps((ledger.get("entities") or {}).get("values") or {})),
+        ("reports in the checkpoints", f"{len(data['reports'])}"),
+    ]
+    out = _Output()
+    out.table(f"thread {args.thread} in {args.db}", rows, {})
+    if summary.get("text"):
+        out.text("running summary", summary["text"])
+    if data["reports"]:
+        last = data["reports"][-1]
+        header = ["kind", "attempt", "before", "after", "saved", "messages"]
+        body = [
+            [
+                d.kind,
+                "" if d.attempt is None else str(d.attempt),
+                f"{d.tokens_before:,}",
+                f"{d.tokens_after:,}",
+                f"{d.saved:,}",
+                str(len(d.message_ids)),
+            ]
+            for d in last.decisions
+        ]
+        caption = f"last report: {last.tokens:,}/{last.limit:,} tokens, ok={last.ok}"
+        out.grid(caption, header, body or [["(no decisions)", "", "", "", "", ""]])
+    return 0
+
+
+def _restore(args: argparse.Namespace) -> int:
+    from langgraph_ctx._replay import restore_entry
+
+    data = restore_entry(args.ref, thread=args.thread, archive_dir=args.archive)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_bytes(data)
+        print(f"wrote {len(data):,} bytes to {args.out}", file=sys.stderr)
+        return 0
+    sys.stdout.write(data.decode("utf-8", "surrogatepass") + "\n")
+    return 0
+
+
+def _compact(args: argparse.Namespace) -> int:
+    from langchain_core.messages import messages_to_dict
+
+    from langgraph_ctx._replay import compact_transcript
+
+    messages, report, before = compact_transcript(
+        args.file,
+        window=args.window,
+        reserved=args.reserved,
+        strategies=args.strategies,
+        archive_dir=args.archive,
+        thread=args.thread,
+    )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(messages_to_dict(messages), indent=1, ensure_ascii=False)
+    args.out.write_text(text, encoding="utf-8")
+    kinds: dict[str, int] = {}
+    for kind in report.kinds():
+        kinds[kind] = kinds.get(kind, 0) + 1
+    done = ", ".join(f"{k} {n}" for k, n in kinds.items()) or "no edits needed"
+    print(
+        f"wrote {args.out}: {report.messages_in} messages, {before:,} tokens -> "
+        f"{len(messages)} messages, {report.tokens:,} tokens (limit {report.limit:,}); {done}; "
+        f"archive {args.archive} (thread {args.thread})"
+    )
+    return 0
+
+
+def _count(args: argparse.Namespace) -> int:
+    from langgraph_ctx._encodings import encoding_name_for_model
+    from langgraph_ctx._replay import load_tools, load_transcript
+    from langgraph_ctx.tokens import get_counter
+
+    messages = load_transcript(args.file)
+    tools = load_tools(args.tools) if args.tools else None
+    counter = get_counter(args.model)
+    total = counter.count(messages, tools=tools)
+    per_type: dict[str, list[int]] = {}
+    for message in messages:
+        per_type.setdefault(message.type, []).append(counter.count_message(message))
+    parts = ", ".join(f"{k} {len(v)} ({sum(v):,})" for k, v in per_type.items())
+    tool_part = f"; tool schemas {counter.count_tools(tools):,}" if tools else ""
+    largest = max((n for v in per_type.values() for n in v), default=0)
+    median = int(statistics.median([n for v in per_type.values() for n in v] or [0]))
+    print(
+        f"{total:,} tokens for {args.model} ({encoding_name_for_model(args.model)}): "
+        f"{len(messages)} messages: {parts}{tool_part}; per message median {median:,}, "
+        f"largest {largest:,}"
+    )
+    return 0
+
+
+# --- output ------------------------------------------------------------------------------------
+
+
+class _Output:
+    """Tables and progress with rich when it is installed, plain text otherwise."""
+
+    def __init__(self) -> None:
+        try:
+            from rich.console import Console
+        except ImportError:  # rich is optional: plain text works everywhere
+            self.console: Any = None
+        else:
+            width = None if sys.stdout.isatty() else 110
+            self.console = Console(file=sys.stdout, width=width, highlight=False)
+
+    def table(self, title: str, rows: list[tuple[str, str]], files: dict[str, str]) -> None:
+        """A two-column table, with the files in a second section."""
+        if self.console is None:
+            print(title)
+            pad = max(len(k) for k, _ in [*rows, *files.items()])
+            for key, value in [*rows, *files.items()]:
+                print(f"  {key:<{pad}}  {value}")
+            return
+        from rich.table import Table
+
+        table = Table(title=title, show_header=False, title_justify="left")
+        table.add_column(style="bold")
+        table.add_column(overflow="fold")
+        for key, value in rows:
+            table.add_row(key, value)
+        if files:
+            table.add_section()
+            for key, value in files.items():
+                table.add_row(key, value)
+        self.console.print(table)
+
+    def grid(self, title: str, header: list[str], body: list[list[str]]) -> None:
+        """A table with a header row."""
+        if self.console is None:
+            print(title)
+            for row in [header, *body]:
+                print("  " + "  ".join(f"{c:>10}" for c in row))
+            return
+        from rich.table import Table
+
+        table = Table(title=title, title_justify="left")
+        for name in header:
+            table.add_column(name, justify="left" if name == "kind" else "right")
+        for row in body:
+            table.add_row(*row)
+        self.console.print(table)
+
+    def text(self, title: str, body: str) -> None:
+        """A titled block of text."""
+        if self.console is None:
+            print(f"{title}:\n{body}")
+            return
+        from rich.markup import escape
+        from rich.panel import Panel
+
+        self.console.print(Panel(escape(body), title=title, title_align="left"))
+
+    def note(self, text: str) -> None:
+        """A side remark on stderr."""
+        print(f"note: {text}", file=sys.stderr)
+
+    @contextlib.contextmanager
+    def progress(self, label: str, total: list[int] | None) -> Iterator[Callable[[Any], None]]:
+        """A callback for each model call: a live bar on a terminal, a line per 10 calls else."""
+        if self.console is None or not sys.stderr.isatty():
+
+            def plain(stat: Any) -> None:
+                if stat.index == 1 or stat.index % 10 == 0:
+                    print(f"{label}: call {stat.index}, {_call_line(stat)}", file=sys.stderr)
+
+            yield plain
+            return
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
+        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task(label, total=None)
+
+            def live(stat: Any) -> None:
+                if total:
+                    bar.update(task, total=total[0])
+                bar.update(task, completed=stat.index, description=f"{label}: {_call_line(stat)}")
+
+            yield live
+
+
+def _call_line(stat: Any) -> str:
+    edits = ", ".join(dict.fromkeys(stat.kinds)) or "no edits"
+    return f"{stat.tokens:,}/{stat.limit:,} tokens ({edits})"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,290 @@
+"""`langgraph-ctx demo`: the tools, the scripted explorer, and the whole run, offline."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from langgraph_ctx import count_tokens
+from langgraph_ctx._explorer import ScriptedExplorer, keywords, read_view
+from langgraph_ctx.cli import main
+from langgraph_ctx.demo import make_tools, run_demo
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A small project: a package with a sub-package, a README and a binary file."""
+    root = tmp_path / "project"
+    (root / "pkg" / "store").mkdir(parents=True)
+    (root / "README.md").write_text("# Project\n\nCounts tokens and archives messages.\n")
+    (root / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00binary")
+    (root / ".hidden").write_text("secret")
+    body = "\n".join(f"    total += {i}  # count tokens" for i in range(140))
+    (root / "pkg" / "tokens.py").write_text(
+        f'"""Token counting."""\n\n\ndef count_tokens(items):\n    total = 0\n{body}\n'
+        "    return total\n\n\nclass TokenCounter:\n    pass\n"
+    )
+    lines = "\n".join(f"    save(messages, {i})  # archive" for i in range(160))
+    (root / "pkg" / "store" / "archive.py").write_text(
+        f'"""Archiving."""\n\n\ndef archive_messages(messages):\n{lines}\n    return None\n'
+    )
+    notes = "\n".join(f"Note {i}: messages are archived." for i in range(120))
+    (root / "pkg" / "notes.txt").write_text(notes + "\n")
+    for k in range(4):  # a few more modules to read
+        code = "\n".join(f"    step_{j} = helper({j}, {k})" for j in range(100 + k))
+        (root / "pkg" / f"mod{k}.py").write_text(f"def run_{k}():\n{code}\n")
+    return root
+
+
+def call(tool: Any, **args: Any) -> ToolMessage:
+    result = tool.invoke({"name": tool.name, "args": args, "id": "c1", "type": "tool_call"})
+    assert isinstance(result, ToolMessage)
+    assert result.id == "t-c1"
+    return result
+
+
+# --- tools --------------------------------------------------------------------------------------
+
+
+def test_list_dir_shows_folders_and_files(tree: Path) -> None:
+    tools = {t.name: t for t in make_tools(tree)}
+    root = call(tools["list_dir"], path=".").content
+    assert root.splitlines() == [
+        "./",
+        "dir  pkg/",
+        "file README.md  3 lines  48 bytes",
+        f"file logo.png  0 lines  {(tree / 'logo.png').stat().st_size} bytes",
+    ]
+    assert "dir  pkg/store/" in call(tools["list_dir"], path="pkg").content
+
+
+def test_read_file_numbers_lines_and_pages(tree: Path) -> None:
+    read = {t.name: t for t in make_tools(tree)}["read_file"]
+    text = call(read, path="pkg/tokens.py", start_line=1, end_line=3).content
+    assert text.splitlines()[:3] == [
+        "pkg/tokens.py (lines 1-3 of 150)",
+        '    1| """Token counting."""',
+        "    2| ",
+    ]
+    assert "[more: call read_file with start_line=4]" in text
+    long = call(read, path="pkg/tokens.py").content
+    assert "lines 1-100 of 150" in long  # one call returns at most 100 lines
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ({"path": "../outside.txt"}, "outside the folder"),
+        ({"path": "missing.py"}, "does not exist"),
+        ({"path": "logo.png"}, "binary file"),
+        ({"path": "pkg"}, "not a file"),
+        ({"path": "README.md", "start_line": 50}, "past the end"),
+    ],
+)
+def test_read_file_errors_come_back_as_error_results(
+    tree: Path, args: dict[str, Any], needle: str
+) -> None:
+    read = {t.name: t for t in make_tools(tree)}["read_file"]
+    result = call(read, **args)
+    assert result.status == "error"
+    assert needle in result.content
+
+
+def test_search_text_is_case_insensitive_and_skips_binaries(tree: Path) -> None:
+    search = {t.name: t for t in make_tools(tree)}["search_text"]
+    text = call(search, pattern="class tokencounter", path=".").content
+    assert text.splitlines() == [
+        "1 matches for /class tokencounter/ under .",
+        "pkg/tokens.py:149: class TokenCounter:",
+    ]
+    many = call(search, pattern="archive", path="pkg").content
+    assert many.startswith("281 matches for /archive/ under pkg (first 40 shown)")
+    assert call(search, pattern="(", path=".").status == "error"
+
+
+# --- the explorer -------------------------------------------------------------------------------
+
+
+def test_keywords_stem_the_request() -> None:
+    assert keywords("Find where tokens are counted.") == ["token", "count"]
+    assert keywords("Find where messages are archived.") == ["messag", "archiv"]
+    assert keywords("find it") == []
+
+
+def explorer_step(messages: list[BaseMessage], tree: Path) -> AIMessage:
+    model = ScriptedExplorer()
+    schemas = [convert_to_openai_tool(t) for t in make_tools(tree)]
+    schemas.append({"type": "function", "function": {"name": "recall", "parameters": {}}})
+    return model.respond(messages, schemas)
+
+
+def test_explorer_lists_then_reads_the_largest_files(tree: Path) -> None:
+    task = HumanMessage("Map this code base.")
+    first = explorer_step([task], tree)
+    assert first.tool_calls[0]["name"] == "list_dir"
+    listing = call({t.name: t for t in make_tools(tree)}["list_dir"], path=".")
+    ai = AIMessage("", tool_calls=[{"name": "list_dir", "args": {"path": "."}, "id": "c1"}])
+    second = explorer_step([task, ai, listing], tree)
+    assert second.tool_calls[0]["args"] == {"path": "pkg"}
+
+
+def test_explorer_does_not_repeat_what_the_summary_says_is_done(tree: Path) -> None:
+    summary = SystemMessage(
+        '<summary>\n<completed>\n- Called list_dir({"path":"."}) → ok\n</completed>\n'
+        "<current_state>\n- Last stated plan or intent: Reading a.py. Still to read: "
+        "pkg/tokens.py, pkg/notes.txt.\n</current_state>\n</summary>"
+    )
+    step = explorer_step([summary, HumanMessage("Map this code base.")], tree)
+    assert step.tool_calls[0]["name"] == "read_file"
+    assert step.tool_calls[0]["args"]["path"] == "pkg/tokens.py"
+
+
+def test_explorer_recalls_a_compacted_listing(tree: Path) -> None:
+    ai = AIMessage("", tool_calls=[{"name": "list_dir", "args": {"path": "."}, "id": "c1"}])
+    placeholder = ToolMessage(
+        '[compacted tool output]\ntool: list_dir\nref: lgctx:t:message:abc\nCall recall(ref="'
+        'lgctx:t:message:abc") to read the full output.',
+        tool_call_id="c1",
+    )
+    step = explorer_step([HumanMessage("Map this code base."), ai, placeholder], tree)
+    assert step.tool_calls[0] == {
+        "name": "recall",
+        "args": {"ref": "lgctx:t:message:abc"},
+        "id": "call_0000",
+        "type": "tool_call",
+    }
+    view = read_view([ai, placeholder])
+    assert view.hidden == {'list_dir:{"path":"."}': "lgctx:t:message:abc"}
+
+
+def test_explorer_answers_when_nothing_is_left(tree: Path) -> None:
+    reply = explorer_step([HumanMessage("Summarize what you learned.")], tree)
+    assert not reply.tool_calls
+    assert reply.content.startswith("Answer to: Summarize what you learned.")
+
+
+def test_explorer_reports_exact_prompt_tokens(tree: Path) -> None:
+    tools = make_tools(tree)
+    bound = ScriptedExplorer().bind_tools(tools)
+    prompt = [SystemMessage("Explore."), HumanMessage("Map this code base.")]
+    reply = bound.invoke(prompt)
+    schemas = [convert_to_openai_tool(t) for t in tools]
+    assert reply.usage_metadata["input_tokens"] == count_tokens(prompt, tools=schemas)
+    assert reply.id == "ai-0001"
+    assert reply.tool_calls[0]["id"] == "call_0001"
+
+
+# --- whole runs ---------------------------------------------------------------------------------
+
+
+def test_demo_on_a_small_tree(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", str(tree), "--window", "4000"]) == 0
+    out = capsys.readouterr().out
+    for label in (
+        "prompt tokens per call",
+        "decisions taken",
+        "summaries",
+        "cache-reusable share",
+        "restorable from the archive",
+        "full history",
+        ".langgraph_ctx/demo.sqlite",
+        "the agent's last answer",
+    ):
+        assert label in out
+    reports = json.loads(Path(".langgraph_ctx/demo.reports.json").read_text())
+    assert reports["root"] == str(tree.resolve())
+    calls = reports["calls"]
+    assert len(calls) > 10
+    assert all(c["tokens"] <= c["limit"] == 4000 for c in calls)
+    kinds = {d["kind"] for c in calls for d in c["report"]["decisions"] if d["message_ids"]}
+    assert {"shrink", "auto_compact"} <= kinds
+    assert kinds & {"prune", "compact"}
+    assert max(c["unmanaged_tokens"] for c in calls) > 2 * 4000
+    assert reports["events"], "a finished turn over the hint threshold rebuilds"
+    assert not list(tree.glob(".langgraph_ctx"))  # nothing written into the explored tree
+
+
+def test_demo_loses_nothing_and_repeats_itself(tree: Path) -> None:
+    first = run_demo(root=tree, window=4000)
+    assert first.log.error is None
+    check = first.check
+    assert check is not None
+    assert check.archived and check.restored == check.archived
+    assert check.missing == []
+    assert check.full_history == check.produced == len(first.log.produced)
+    again = run_demo(root=tree, window=4000)  # the default thread is reset
+    assert "was reset" in again.notes[0]
+    assert [c.report for c in again.log.calls] == [c.report for c in first.log.calls]
+    assert again.answer == first.answer
+
+
+def test_demo_steps_bound_each_request(tree: Path) -> None:
+    result = run_demo(root=tree, window=20_000, steps=2)
+    assert len(result.log.calls) <= 2 * 5
+    assert result.log.error is None
+
+
+def test_demo_on_the_default_tree(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--steps", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "langgraph_ctx" in out  # the package's own sources
+    assert "none lost" in out
+    assert Path(".langgraph_ctx/archive").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "needle"),
+    [
+        (["demo", "no-such-folder"], 2, "is not a folder"),
+        (["demo", "--model", "nosuchprovider:x"], 2, "cannot use model 'nosuchprovider:x'"),
+        (["demo", "--steps", "0"], 2, ">= 1"),
+        (["demo", "--thread", "t1", "--window", "100"], 1, "ContextWindowExceededError"),
+    ],
+)
+def test_demo_errors_are_one_line(
+    argv: list[str], code: int, needle: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == code
+    err = capsys.readouterr().err.strip()
+    assert needle in err
+    assert "\n" not in err
+    assert "Traceback" not in err
+
+
+def test_demo_refuses_to_mix_an_existing_thread(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", str(tree), "--thread", "mine", "--steps", "2"]) == 0
+    capsys.readouterr()
+    assert main(["demo", str(tree), "--thread", "mine", "--steps", "2"]) == 2
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_a_reset_thread_starts_with_an_empty_archive(tree: Path) -> None:
+    # Same ids, different content: a stale archive index would restore the earlier run's.
+    run_demo(root=tree, window=4000, steps=3)
+    result = run_demo(root=tree, window=4000)
+    assert result.check is not None
+    assert result.check.archived
+    assert result.check.restored == result.check.archived
+
+
+def test_plain_output_without_rich(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "rich.console", None)  # rich is optional
+    assert main(["demo", str(tree), "--window", "4000", "--steps", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "\n  prompt tokens per call  " in out
+    assert "│" not in out
