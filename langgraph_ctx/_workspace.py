@@ -251,6 +251,7 @@ class Workspace:
         attempt = self.prune_attempts
         if self.tokens <= self.goal:
             return
+        before = self.tokens
         stop = self.protected_from(self.protect_turns)
         picked: list[BaseMessage] = []
         saved = 0
@@ -269,10 +270,10 @@ class Workspace:
             )
             if self.tokens - saved <= self.goal:
                 break
-        if not picked:
+        if not picked:  # each attempt is a decision, also when nothing was left to prune
+            self.decide("prune", before, attempt=attempt, detail={"pruned": 0})
             return
         refs = yield from self._archive(picked)
-        before = self.tokens
         for msg in picked:
             old = self.cost(msg)
             entry: PrunedEntry = {"tool": _tool_of(msg), "chars": len(text_of(msg))}

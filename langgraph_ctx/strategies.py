@@ -122,6 +122,7 @@ class SlidingWindow:
         pending: list[BaseMessage] = []
         # Leave room for the summary that will land, so one summarizer call usually suffices.
         goal = work.goal - (_summary_reserve(work) if auto else 0)
+        summarized = False
         while work.tokens > goal:
             before = work.tokens
             dropped = work.shrink_once()
@@ -135,9 +136,12 @@ class SlidingWindow:
                 detail={"messages": len(dropped)},
             )
             yield from work.prune()
-            if auto and work.tokens <= goal and pending:
+            if auto and not summarized and work.tokens <= goal and pending:
                 yield from summarize_span(work, pending, kind="auto_compact")
+                summarized = True
                 pending, goal = [], work.goal  # the summary has landed: the real goal again
+        # Whatever left after the first summary is folded in once more at the end, so a build
+        # calls the summarizer at most twice.
         if auto and pending:
             yield from summarize_span(work, pending, kind="auto_compact")
         if work.tokens > work.budget.limit:
@@ -145,10 +149,10 @@ class SlidingWindow:
 
 
 def _summary_reserve(work: Workspace) -> int:
-    current = work.summary_message()
-    if current is not None:
-        return work.cost(current)
-    return min(1_500, work.budget.limit // 20)
+    # The summary that will land: at least today's, at most what a summarizer may write.
+    current = work.cost(work.summary_message())
+    cap = getattr(work.resources, "summary_tokens_cap", 1_024)
+    return max(current, min(cap, work.budget.limit // 10))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -15,6 +15,7 @@ every message cost one token.
 from __future__ import annotations
 
 import json
+import operator
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -25,6 +26,8 @@ from langchain_core.tools import BaseTool
 
 from langgraph_ctx._encodings import encoding_name_for_model, get_encoding
 from langgraph_ctx.errors import ConfigError
+
+_CONTENT = operator.attrgetter("content")
 
 TokenCounter = Callable[[Sequence[BaseMessage]], int]
 """Anything that counts the tokens of a message list (langchain's convention)."""
@@ -126,6 +129,7 @@ class TiktokenCounter:
         self._cache: OrderedDict[tuple[Any, ...], int] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        self._last: tuple[list[BaseMessage], list[Any], list[int]] = ([], [], [])
         self.encoded_messages = 0
         """How many messages were encoded (cache misses); benchmarks read it."""
 
@@ -193,8 +197,27 @@ class TiktokenCounter:
     def _count_messages(self, messages: Sequence[BaseMessage]) -> int:
         if self._cache_size == 0:
             return sum(self.count_message(m) for m in messages)
+        # Fast path for a history that grew: the messages (and their content objects) that
+        # the previous list held at the same positions keep their counts without a lookup, so
+        # a call costs pointer comparisons for the old part and encodes only the new one.
+        with self._lock:
+            old_messages, old_contents, old_counts = self._last
+        contents = list(map(_CONTENT, messages))  # C-level loops: pointer work only
+        n = min(len(old_messages), len(messages))
+        same = list(map(operator.is_, old_messages[:n], messages[:n]))
+        same_content = list(map(operator.is_, old_contents[:n], contents[:n]))
+        shared = min(
+            same.index(False) if False in same else n,
+            same_content.index(False) if False in same_content else n,
+        )
+        counts = old_counts[:shared] + self._lookup(messages[shared:])
+        with self._lock:
+            self._last = (list(messages), contents, counts)
+        return sum(counts)
+
+    def _lookup(self, messages: Sequence[BaseMessage]) -> list[int]:
         keys = [_message_key(m) for m in messages]
-        total = 0
+        counts: list[int] = [0] * len(keys)
         misses: list[int] = []
         with self._lock:  # one lock round for all lookups: in a grown history most are hits
             cache = self._cache
@@ -204,12 +227,12 @@ class TiktokenCounter:
                     misses.append(i)
                 else:
                     cache.move_to_end(key)
-                    total += hit
+                    counts[i] = hit
         for i in misses:
             with self._lock:
                 hit = self._cache.get(keys[i])  # a repeat of an earlier miss in this list
-            total += hit if hit is not None else self._encode_and_store(messages[i], keys[i])
-        return total
+            counts[i] = hit if hit is not None else self._encode_and_store(messages[i], keys[i])
+        return counts
 
     def count_tools(self, tools: Sequence[ToolLike]) -> int:
         """Tokens of tool schemas by OpenAI's published function-counting method."""
@@ -258,6 +281,7 @@ class TiktokenCounter:
         """Forget every cached per-message count."""
         with self._lock:
             self._cache.clear()
+            self._last = ([], [], [])
 
 
 _counters: dict[str, TiktokenCounter] = {}

@@ -623,7 +623,10 @@ def test_compaction_is_lossless_and_keeps_the_newest_results() -> None:
     )
     result = cm.build(messages)
     assert_valid(result)
-    assert result.report.kinds() == ["compact"]
+    # Attempt 1 found nothing to prune (every turn protected) and says so; compaction did it.
+    assert result.report.kinds() == ["prune", "compact"]
+    assert result.report.decisions[0].detail == {"pruned": 0}
+    assert result.report.decisions[0].message_ids == []
     compacted = result.state["compacted"]
     assert compacted and "tool5_1" not in compacted and "tool4_1" not in compacted
     shown = by_id(result.messages)
