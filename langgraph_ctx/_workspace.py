@@ -475,7 +475,7 @@ class Workspace:
         self.ledger["hint"] = None  # the running summary takes over from a rebuild hint
         self.ledger["summary"] = {
             "text": text,
-            "covered_ids": list(previous.get("covered_ids", [])) + [m.id or "" for m in covered],
+            "covered_ids": _union(previous.get("covered_ids", []), [m.id or "" for m in covered]),
             "dump_refs": list(previous.get("dump_refs", [])) + ([dump_ref] if dump_ref else []),
             "source": source,
             "updates": int(previous.get("updates", 0)) + 1,
@@ -552,3 +552,14 @@ def _estimate_compacted(work: Workspace, message: BaseMessage, preview_chars: in
         "preview": text[:preview_chars],
     }
     return work.cost(_replace_text(message, compacted_text(entry))) + 40
+
+
+def _union(old: Sequence[str], new: Sequence[str]) -> list[str]:
+    """`old`, then the ids of `new` not yet in it, in order: a message is covered once."""
+    merged = list(old)
+    seen = set(merged)
+    for message_id in new:
+        if message_id not in seen:
+            seen.add(message_id)
+            merged.append(message_id)
+    return merged

@@ -19,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langgraph_ctx._assembly import is_summary_message
 from langgraph_ctx._effects import Plan
-from langgraph_ctx._workspace import Resources
+from langgraph_ctx._workspace import Resources, _union
 from langgraph_ctx.ledger import ContextLedger, load_ledger
 from langgraph_ctx.report import Decision
 
@@ -95,7 +95,7 @@ def plan_rebuild(
     summary = ledger.get("summary") or {}
     ledger["summary"] = {
         "text": outcome.text,
-        "covered_ids": list(summary.get("covered_ids", [])) + ids,
+        "covered_ids": _union(summary.get("covered_ids", []), ids),
         "dump_refs": [*summary.get("dump_refs", []), dump_ref],
         "source": outcome.source,
         "updates": int(summary.get("updates", 0)) + 1,
