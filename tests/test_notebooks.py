@@ -1,0 +1,64 @@
+"""The notebooks run top to bottom offline, and are committed as `notebooks/_build.py` writes them.
+
+Each notebook is executed in a kernel of the interpreter running the tests (ipykernel's
+`python3` spec launches `sys.executable`), with a temporary working directory, so a run
+writes nothing into the repository. Any cell error fails the test.
+"""
+
+from __future__ import annotations
+
+import runpy
+import sys
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+from nbformat.v4 import new_code_cell
+
+NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+EXPECTED = {"quickstart", "strategies", "persistence"}
+
+
+def _build_script() -> dict[str, Any]:
+    # run_path compiles without writing a __pycache__ into the repository
+    return runpy.run_path(str(NOTEBOOK_DIR / "_build.py"))
+
+
+def test_every_notebook_is_here() -> None:
+    assert {p.stem for p in NOTEBOOKS} == EXPECTED
+
+
+def test_notebooks_are_built_from_the_script_without_outputs() -> None:
+    built = _build_script()["build"]()
+    assert set(built) == set(NOTEBOOKS)
+    for path, text in built.items():
+        assert path.read_text(encoding="utf-8") == text, f"run python notebooks/_build.py: {path}"
+        nb = nbformat.reads(text, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert all(not c.outputs and c.execution_count is None for c in code), path.name
+        assert nb.cells[0].cell_type == "markdown", "the first cell states the point"
+        assert any("assert " in c.source for c in code), "a cell proves the point"
+        assert not any("asyncio.run" in c.source for c in code)
+        for cell in code:  # %pip cells stay commented out
+            assert all(
+                not line.lstrip().startswith(("%pip", "!pip")) for line in cell.source.splitlines()
+            )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_runs(path: Path, tmp_path: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    probe = new_code_cell("import sys\nprint(sys.prefix)")
+    nb.cells.insert(0, probe)
+    client = NotebookClient(
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
+    client.execute()  # raises CellExecutionError on the first failing cell
+    kernel_prefix = "".join(o.get("text", "") for o in probe.outputs).strip()
+    assert kernel_prefix == sys.prefix, "the notebook ran in another interpreter"
