@@ -10,12 +10,15 @@ import argparse
 import time
 from collections.abc import Callable, Sequence
 
-from benchmarks import tokens
+from benchmarks import pipeline, tokens
 
 Section = Callable[[argparse.Namespace], None]
 
 SECTIONS: dict[str, Section] = {
     "tokens": tokens.run,
+    "pipeline": pipeline.run,
+    "compaction": pipeline.run_compaction,
+    "summarization": pipeline.run_summarization,
 }
 """Section name -> its `run(args)`; sections run in this order when none are named."""
 

@@ -1,0 +1,379 @@
+"""Call-by-call replay of a recorded agent run through a context-management system.
+
+For a trajectory (a list of messages), the agent is simulated call by call: before each
+`AIMessage` at index i, the system under test receives the messages added since its previous
+call (`messages[last:i]`), appends them to the history it keeps (applying its own state
+rewrites: our ledger, a middleware's state update, langmem's running summary, ...) and returns
+the prompt it would send. The replay then measures that prompt:
+
+* tokens: exact `TiktokenCounter("gpt-4o")` count of the prompt (tool schemas excluded: the
+  recorded runs carry none);
+* cache-reusable tokens: tokens of the longest run of leading messages equal (as the provider
+  sees them: role, content, name, tool-call id, tool calls) to the previous call's prompt,
+  counted message by message;
+* overrun: prompt tokens over the limit; invalid: `validate_messages(prompt)` is not empty;
+* errors: the system raised instead of returning a prompt (counted apart from overruns);
+* policy time: wall time of the system's step, in ms, recorded against the history length.
+
+Summarizer work is measured on `FactEchoModel`, a fake chat model every system gets its own
+instance of: it records each call's input and answers with the planted facts it saw.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, messages_from_dict
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import PrivateAttr
+
+from benchmarks.synthetic import FACT_RE
+from langgraph_ctx.messages import text_of, validate_messages
+from langgraph_ctx.tokens import TiktokenCounter
+
+__all__ = [
+    "TRAJECTORY_DIR",
+    "CallRecord",
+    "FactEchoModel",
+    "ReplayResult",
+    "System",
+    "load_trajectories",
+    "probe_time_at",
+    "replay",
+    "same_for_provider",
+    "time_at",
+]
+
+TRAJECTORY_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "trajectories"
+"""`../shared/data/trajectories` seen from the project root."""
+
+_COUNTER = TiktokenCounter("gpt-4o")
+
+
+def counter() -> TiktokenCounter:
+    """The one exact gpt-4o counter every system and metric shares (per-message cache)."""
+    return _COUNTER
+
+
+# --- the fake summarizer ---------------------------------------------------------------
+
+
+class FactEchoModel(BaseChatModel):
+    """A fake summarizer: answers with every planted fact (`FACT-nnnn: ...`) in its input.
+
+    One fact per line, each once, in order of first appearance; nothing else. With no fact in
+    its input it answers with an empty text. Facts are found anywhere in a line (transcript
+    renderers put `Human: ` or `<message ...>` before a message's first line), which is the
+    brief's "lines starting with FACT-" made robust to those prefixes.
+
+    Every call's input is recorded on the instance (`calls`), so summarizer calls and their
+    input tokens can be measured the same way for every system.
+    """
+
+    _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "fact-echo"
+
+    @property
+    def calls(self) -> list[list[BaseMessage]]:
+        """Inputs of every call so far."""
+        return self._calls
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self._calls.append(list(messages))
+        seen: dict[str, None] = {}
+        for message in messages:
+            for fact in FACT_RE.findall(text_of(message)):
+                seen.setdefault(fact, None)
+        reply = AIMessage("\n".join(seen))
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def input_tokens(self) -> int:
+        """Exact gpt-4o tokens of every input sent so far."""
+        return sum(counter()(call) for call in self._calls)
+
+
+def make_model(window: int) -> FactEchoModel:
+    """A fresh fake summarizer whose profile advertises `window` input tokens."""
+    return FactEchoModel(profile={"max_input_tokens": window})
+
+
+# --- systems -----------------------------------------------------------------------------
+
+
+class System(Protocol):
+    """A context-management system driven by the replay."""
+
+    name: str
+    model: FactEchoModel | None
+
+    def step(self, new_messages: list[BaseMessage]) -> list[BaseMessage]:
+        """Append the new messages to the kept history; return the prompt to send.
+
+        A system may also define `observe()`, called after each timed step for bookkeeping
+        that is not part of the policy (e.g. recording archive references).
+        """
+        ...
+
+    def recoverable_texts(self) -> Iterable[str]:
+        """Every text the full history could be read back from (live state and archive)."""
+        ...
+
+    def finish(
+        self, original: Sequence[BaseMessage], final_prompt: Sequence[BaseMessage]
+    ) -> dict[str, Any]:
+        """Extra metrics after the run (restorability, archive bytes, notes)."""
+        ...
+
+
+# --- metrics -------------------------------------------------------------------------------
+
+
+def _provider_view(message: BaseMessage) -> tuple[Any, ...]:
+    return (
+        message.type,
+        message.content,
+        getattr(message, "name", None),
+        getattr(message, "tool_call_id", None),
+        [
+            (tc.get("name"), tc.get("args"), tc.get("id"))
+            for tc in getattr(message, "tool_calls", None) or ()
+        ],
+    )
+
+
+def same_for_provider(a: BaseMessage, b: BaseMessage) -> bool:
+    """Whether two messages are sent as the same bytes (ids and metadata are not sent)."""
+    return a is b or _provider_view(a) == _provider_view(b)
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """One model call of a replay."""
+
+    history_len: int
+    ms: float
+    tokens: int = 0
+    reusable: int = 0
+    fresh: int = 0
+    overrun: bool = False
+    invalid: bool = False
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class ReplayResult:
+    """Everything measured for one system on one run."""
+
+    name: str
+    calls: list[CallRecord] = field(default_factory=list)
+    final_prompt: list[BaseMessage] = field(default_factory=list)
+    summarizer_calls: int = 0
+    summarizer_input_tokens: int = 0
+    facts_visible: int = 0
+    facts_recoverable: int = 0
+    facts_total: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+    invalid_examples: list[str] = field(default_factory=list)
+    problem_codes: Counter[str] = field(default_factory=Counter)
+    """Calls per problem code of `validate_messages` (a call counts once per code)."""
+    error_kinds: Counter[str] = field(default_factory=Counter)
+    """Calls per exception type raised by the system."""
+
+    @property
+    def total_tokens(self) -> int:
+        """Prompt tokens summed over calls."""
+        return sum(c.tokens for c in self.calls)
+
+    @property
+    def reusable_tokens(self) -> int:
+        """Cache-reusable prompt tokens summed over calls."""
+        return sum(c.reusable for c in self.calls)
+
+    @property
+    def fresh_tokens(self) -> int:
+        """Prompt tokens of messages absent from the previous prompt (never cacheable)."""
+        return sum(c.fresh for c in self.calls)
+
+    @property
+    def overruns(self) -> int:
+        """Calls whose prompt was over the limit."""
+        return sum(c.overrun for c in self.calls)
+
+    @property
+    def invalid(self) -> int:
+        """Calls whose prompt broke a provider rule."""
+        return sum(c.invalid for c in self.calls)
+
+    @property
+    def errors(self) -> int:
+        """Calls where the system raised instead of returning a prompt."""
+        return sum(c.error is not None for c in self.calls)
+
+    @property
+    def effective_cost(self) -> float:
+        """Uncached + 0.1 x cache-reusable + summarizer input tokens."""
+        uncached = self.total_tokens - self.reusable_tokens
+        return uncached + 0.1 * self.reusable_tokens + self.summarizer_input_tokens
+
+
+def replay(
+    system: System,
+    messages: Sequence[BaseMessage],
+    *,
+    limit: int,
+    facts: Sequence[str] = (),
+    measure: bool = True,
+) -> ReplayResult:
+    """Drive `system` through `messages` call by call and measure every prompt.
+
+    Args:
+        system: The system under test (fresh: it keeps state across calls).
+        messages: The recorded run; a model call happens before each `AIMessage`.
+        limit: The prompt budget in tokens (overruns are counted against it).
+        facts: Planted fact lines to look for in the final prompt and the recoverable texts.
+        measure: Measure prompts (False: record timings only).
+
+    Returns:
+        The per-call records and run totals.
+    """
+    count = counter()
+    result = ReplayResult(name=system.name, facts_total=len(facts))
+    previous: list[BaseMessage] = []
+    last = 0
+    prompt: list[BaseMessage] = []
+    for i, message in enumerate(messages):
+        if i == 0 or not isinstance(message, AIMessage):
+            continue
+        new = list(messages[last:i])
+        last = i
+        start = time.perf_counter()
+        try:
+            prompt = system.step(new)
+        except Exception as exc:  # a refusal or a crash of the system: recorded, not fatal
+            ms = (time.perf_counter() - start) * 1000
+            result.calls.append(CallRecord(i, ms, error=f"{type(exc).__name__}: {exc}"[:300]))
+            result.error_kinds[type(exc).__name__] += 1
+            continue
+        ms = (time.perf_counter() - start) * 1000
+        observe = getattr(system, "observe", None)
+        if observe is not None:  # the harness's own bookkeeping, outside the timed step
+            observe()
+        record = CallRecord(i, ms)
+        if measure:
+            record.tokens = count(prompt)
+            reusable = 0
+            for a, b in zip(previous, prompt, strict=False):
+                if not same_for_provider(a, b):
+                    break
+                reusable += count.count_message(b)
+            record.reusable = reusable
+            before = {m.id for m in previous if m.id}
+            record.fresh = sum(
+                count.count_message(m) for m in prompt if m.id not in before or not m.id
+            )
+            record.overrun = record.tokens > limit
+            problems = validate_messages(prompt)
+            record.invalid = bool(problems)
+            result.problem_codes.update({p.code for p in problems})
+            if problems and len(result.invalid_examples) < 3:
+                result.invalid_examples.append(f"call@{i}: {problems[0]}")
+        previous = prompt
+        result.calls.append(record)
+    result.final_prompt = list(prompt)
+    model = system.model
+    if model is not None:
+        result.summarizer_calls = len(model.calls)
+        result.summarizer_input_tokens = model.input_tokens()
+    if facts:
+        shown = "\n".join(text_of(m) for m in prompt)
+        result.facts_visible = sum(f in shown for f in facts)
+        stored = "\n".join(system.recoverable_texts())
+        result.facts_recoverable = sum(f in stored for f in facts)
+    result.extra = system.finish(messages, prompt)
+    return result
+
+
+def _nearest(indices: Sequence[int], size: int, around: int) -> list[int] | None:
+    nearest = sorted(indices, key=lambda i: abs(i - size))[:around]
+    if not nearest or abs(nearest[0] - size) > max(10, size // 10):
+        return None
+    return nearest
+
+
+def time_at(result: ReplayResult, size: int, *, around: int = 15) -> float | None:
+    """Median policy ms of the `around` calls whose history length is nearest `size`.
+
+    None when the run never got within 10% of `size`.
+    """
+    by_len = {c.history_len: c.ms for c in result.calls if c.error is None}
+    nearest = _nearest(list(by_len), size, around)
+    return None if nearest is None else statistics.median(by_len[i] for i in nearest)
+
+
+def probe_time_at(
+    make: Callable[[], System], messages: Sequence[BaseMessage], size: int, *, around: int = 15
+) -> float | None:
+    """Median policy ms of a stateless system's call at the `around` AI turns nearest `size`.
+
+    Only for systems whose prompt depends on the history alone (no state carried between
+    calls), where one fresh call at position i costs what the i-th call of a replay costs.
+    """
+    turns = [i for i, m in enumerate(messages) if i > 0 and isinstance(m, AIMessage)]
+    nearest = _nearest(turns, size, around)
+    if nearest is None:
+        return None
+    times = []
+    for i in nearest:
+        system = make()
+        history = list(messages[:i])
+        start = time.perf_counter()
+        system.step(history)
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times)
+
+
+# --- data ----------------------------------------------------------------------------------
+
+
+def load_trajectories(limit: int | None = None) -> list[tuple[str, list[BaseMessage]]]:
+    """The recorded runs of `../shared/data/trajectories`, smallest first; [] when absent.
+
+    Messages get deterministic ids (`<file stem>-<index>`) where they have none, as a graph's
+    `add_messages` would give them ids; middlewares that assign ids in place then leave the
+    shared message objects alone.
+    """
+    if not TRAJECTORY_DIR.is_dir():
+        return []
+    runs: list[tuple[str, list[BaseMessage]]] = []
+    for path in sorted(TRAJECTORY_DIR.glob("*.json")):
+        if path.name == "manifest.json":
+            continue
+        messages = messages_from_dict(json.loads(path.read_text()))
+        for i, m in enumerate(messages):
+            if m.id is None:
+                m.id = f"{path.stem}-{i:05d}"
+        runs.append((path.stem, messages))
+    runs.sort(key=lambda run: (len(run[1]), run[0]))
+    if limit is not None and limit < len(runs):
+        # Spread the sample over sizes instead of taking only the shortest runs.
+        step = len(runs) / limit
+        runs = [runs[int(k * step + step / 2)] for k in range(limit)]
+    return runs
