@@ -130,6 +130,15 @@ class ContextCostReport:
         """The decision kinds in order (handy in tests and tables)."""
         return [d.kind for d in self.decisions]
 
+    def edits(self) -> list[Decision]:
+        """Decisions that changed the prompt (an empty pruning attempt or a skip did not)."""
+        return [
+            d
+            for d in self.decisions
+            if d.kind not in ("skip", "error")
+            and (d.message_ids or d.tokens_before != d.tokens_after)
+        ]
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""
         return asdict(self)

@@ -254,7 +254,7 @@ def test_build_fits_or_raises_and_is_valid(case: tuple[list[BaseMessage], Setup]
     assert _state_json(rerun.state) == _state_json(result.state)
     assert rerun.report.tokens == result.report.tokens
     # Memory is not part of the state: a prompt that had to drop it drops it again.
-    assert [k for k in rerun.report.kinds() if k not in ("skip", "drop_memory")] == []
+    assert [d.kind for d in rerun.report.edits() if d.kind != "drop_memory"] == []
 
 
 @PROPERTY_SETTINGS
@@ -308,7 +308,7 @@ def test_incremental_replay_keeps_the_prefix_between_edits(
         _check_result(setup, result, prefix)
         if result.report.tokens_in <= trigger:
             assert result.report.decisions == [], "no edits below the trigger"
-        if previous is not None and not result.report.decisions:
+        if previous is not None and not result.report.edits():
             assert _dump(result.messages[: len(previous)]) == _dump(previous), (
                 "a call without decisions extends the previous prompt"
             )
