@@ -29,7 +29,6 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_ctx._effects import Effect, Plan, arun_plan, run_plan
 from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.messages import text_of
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.rebuild import plan_rebuild
 from langgraph_ctx.report import ContextCostReport
@@ -133,7 +132,6 @@ class ContextMemory:
     ) -> Plan[BuildResult]:
         """The pipeline build for one model call of a thread."""
         manager = self.manager if not harder else self._harder()
-        ledger = reconcile_ledger(messages, ledger)
         return manager.plan(messages, tools=tools, state=ledger, archive=self.archive_for(config))
 
     def _harder(self) -> ContextManager:
@@ -331,37 +329,6 @@ class ContextMemory:
     async def arestore(self, ref_or_message_id: str, config: RunnableConfig) -> BaseMessage:
         """Async twin of `restore`."""
         return await self.archive_for(config).arestore(ref_or_message_id)
-
-
-def reconcile_ledger(
-    messages: Sequence[BaseMessage], ledger: Mapping[str, Any] | None
-) -> Mapping[str, Any] | None:
-    """The ledger without pruned/compacted entries whose message left the state or changed.
-
-    Entries are keyed by message id and describe the content they replaced. After a user
-    edit (`update_state` with the same id) or a removal, such an entry would show the model
-    a placeholder of text that no longer exists (or name a message that does not). The
-    check is cheap: the length, and the preview of a compacted entry, must still match.
-    """
-    if not ledger or not (ledger.get("pruned") or ledger.get("compacted")):
-        return ledger
-    texts = {m.id: text_of(m) for m in messages if m.id}
-
-    def current(message_id: str, entry: Mapping[str, Any]) -> bool:
-        text = texts.get(message_id)
-        if text is None:
-            return False
-        if "chars" in entry and len(text) != entry["chars"]:
-            return False
-        return text.startswith(str(entry.get("preview", "")))
-
-    pruned = dict(ledger.get("pruned") or {})
-    compacted = dict(ledger.get("compacted") or {})
-    kept_pruned = {k: v for k, v in pruned.items() if current(k, v)}
-    kept_compacted = {k: v for k, v in compacted.items() if current(k, v)}
-    if len(kept_pruned) == len(pruned) and len(kept_compacted) == len(compacted):
-        return ledger
-    return {**ledger, "pruned": kept_pruned, "compacted": kept_compacted}
 
 
 def _backend(archive: Any, store: BaseStore | None) -> ArchiveBackend | BaseStore:

@@ -31,7 +31,7 @@ from langgraph_ctx._assembly import (
 from langgraph_ctx._effects import Effect, Plan, arun_plan, run_plan
 from langgraph_ctx._workspace import Resources, SummaryPlacement, Workspace
 from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, HistoryTooLongError
-from langgraph_ctx.ledger import ContextLedger, load_ledger
+from langgraph_ctx.ledger import ContextLedger, load_ledger, reconcile_ledger
 from langgraph_ctx.messages import ensure_ids, text_of
 from langgraph_ctx.report import ContextBudget, ContextCostReport
 from langgraph_ctx.strategies import (
@@ -239,8 +239,8 @@ class ContextManager:
                 "; summarize or archive older turns first, or raise max_messages"
             )
             raise HistoryTooLongError(msg)
-        ledger = load_ledger(dict(state) if state else None)
         msgs = ensure_ids(messages)
+        ledger = load_ledger(dict(reconcile_ledger(msgs, state) or {}) if state else None)
         base, history = _split_base(msgs, ledger)
         tools_out = filter_tools(tools, self.tool_policy)
         items = list(memory) if memory is not None else (yield from self._search_memory(history))

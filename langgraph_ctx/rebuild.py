@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_ctx._assembly import is_summary_message
 from langgraph_ctx._effects import Plan
@@ -25,8 +25,9 @@ from langgraph_ctx.report import Decision
 
 HINT_NOTE = (
     "The session was rebuilt to free context: {count} earlier messages were archived and "
-    "compressed into the summary below. Steps under <completed> are finished: do not repeat "
-    "them. Continue from <current_state> and <remaining>."
+    "compressed into the summary below; the last request and its answer are kept as they "
+    "were. Steps under <completed> are finished: do not repeat them. Continue from "
+    "<current_state> and <remaining>."
 )
 """The note that opens every compression hint (`{count}` is the number of messages cleared)."""
 
@@ -85,13 +86,17 @@ def plan_rebuild(
         return None
     if resources.dump_messages is None or resources.summarize is None:
         return _skip(ledger, prompt_tokens, "no archive: nothing is cleared without its dump")
-    try:
+    kept = _final_exchange(history, last_ai)
+    cleared_messages = [m for m in history if m not in kept]
+    if not cleared_messages:
+        return None
+    try:  # the dump holds the kept pair too, so the archive alone gives the order
         dump_ref = yield resources.dump_messages(history)
     except Exception as exc:
         return _skip(ledger, prompt_tokens, f"insurance dump failed: {exc}")
     previous = (ledger.get("summary") or {}).get("text")
-    outcome = yield resources.summarize(history, previous)
-    ids = [m.id or "" for m in history]
+    outcome = yield resources.summarize(cleared_messages, previous)
+    ids = [m.id or "" for m in cleared_messages]
     summary = ledger.get("summary") or {}
     ledger["summary"] = {
         "text": outcome.text,
@@ -126,6 +131,18 @@ def plan_rebuild(
     )
     _append_decision(ledger, decision)
     return RebuildResult(remove_ids=ids, state=dict(ledger), decision=decision)
+
+
+def _final_exchange(history: Sequence[BaseMessage], answer: AIMessage) -> list[BaseMessage]:
+    """The last user request and the final answer, kept live so the thread still reads well.
+
+    The next prompt then opens with a user message (as Anthropic requires) and the state's
+    last message is still the answer the caller expects in `result["messages"][-1]`.
+    """
+    if not history or history[-1] is not answer:
+        return []
+    request = next((m for m in reversed(history) if isinstance(m, HumanMessage)), None)
+    return [request, answer] if request is not None else []
 
 
 def _leading(message: BaseMessage) -> bool:

@@ -118,6 +118,8 @@ class SlidingWindow:
 
     def run(self, work: Workspace) -> Plan[None]:
         """Shrink until the prompt is at or under the target."""
+        if work.tokens <= work.goal:  # earlier stages (pruning, compaction) were enough
+            return
         auto = work.auto_compact if self.summarize is None else self.summarize
         pending: list[BaseMessage] = []
         # Leave room for the summary that will land, so one summarizer call usually suffices.

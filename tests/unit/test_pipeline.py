@@ -654,7 +654,8 @@ def _full_manager(store: InMemoryStore, summarizer: Any = None) -> ContextManage
         context_window_tokens=3000,
         auto_compact=True,
         protect_turns=4,
-        strategies=[Compaction(min_chars=1000, keep_last=1), SlidingWindow()],
+        # keep_last=3: compaction cannot reach the target alone, so the window moves too.
+        strategies=[Compaction(min_chars=1000, keep_last=3), SlidingWindow()],
         archive=new_archive(),
         store=store,
         memory_search_limit=2,
