@@ -20,11 +20,13 @@ from langgraph_ctx.ledger import ContextLedger, PrunedEntry
 from langgraph_ctx.messages import (
     TAG_KEY,
     Block,
+    derived_id,
     get_tag,
     is_error_result,
     is_tool_output,
     split_blocks,
     text_of,
+    with_id,
 )
 from langgraph_ctx.report import ContextBudget, ContextCostReport, Decision
 from langgraph_ctx.tokens import TokenCounter
@@ -52,6 +54,8 @@ class Workspace:
 
     history: list[BaseMessage]
     base: list[BaseMessage]
+    base_offset: int = 0
+    """Position of `history[0]` in the list the build was given (for derived ids)."""
     ledger: ContextLedger
     budget: ContextBudget
     counter: TokenCounter
@@ -75,6 +79,9 @@ class Workspace:
     def __post_init__(self) -> None:
         self._empty = self.counter([])
         self._restore_window()
+        for i in self.window_indices():  # only what the prompt shows needs an id
+            self.history[i] = with_id(self.history[i], self.base_offset + i)
+        self.reconcile()
         self.tokens = self.count_full()
         self.report = ContextCostReport(
             limit=self.budget.limit,
@@ -91,7 +98,7 @@ class Workspace:
         if not start_id:
             return
         for i in range(len(self.history) - 1, -1, -1):  # the window is near the end
-            if self.history[i].id == start_id:
+            if self._id_at(i) == start_id:
                 self.start = i
                 break
         else:  # the message left the state: show everything and let the budget decide again
@@ -99,9 +106,33 @@ class Workspace:
             return
         if pin_id:
             for i in range(self.start - 1, -1, -1):
-                if self.history[i].id == pin_id:
+                if self._id_at(i) == pin_id:
                     self.pin = i
                     break
+
+    def _id_at(self, index: int) -> str:
+        message = self.history[index]
+        return message.id or derived_id(message, self.base_offset + index)
+
+    def reconcile(self) -> None:
+        """Keep ledger entries only for messages in view whose text is still what was replaced.
+
+        Entries describe the content they replaced. After a user edit (`update_state` with the
+        same id), a removal or a fork, a stale entry would show a placeholder of text that no
+        longer exists; entries of messages that left the view are done with (the archive's
+        index still maps their ids to references). This also keeps the ledger as small as the
+        window.
+        """
+        in_view = {self.history[i].id: self.history[i] for i in self.window_indices()}
+        for key in ("pruned", "compacted"):
+            entries: dict[str, Any] = self.ledger[key]  # type: ignore[literal-required]
+            kept = {
+                mid: entry
+                for mid, entry in entries.items()
+                if mid in in_view and _still_describes(entry, in_view[mid])
+            }
+            if len(kept) != len(entries):
+                self.ledger[key] = kept  # type: ignore[literal-required]
 
     @property
     def goal(self) -> int:
@@ -486,6 +517,16 @@ class Workspace:
 
 
 # --- placeholders -----------------------------------------------------------------------
+
+
+def _still_describes(entry: Mapping[str, Any], message: BaseMessage) -> bool:
+    tag = get_tag(message)
+    if tag.get("pruned") or tag.get("compacted"):
+        return True  # our own placeholder fed back as history
+    text = text_of(message)
+    if "chars" in entry and len(text) != entry["chars"]:
+        return False
+    return text.startswith(str(entry.get("preview", "")))
 
 
 def _tool_of(message: BaseMessage) -> str:

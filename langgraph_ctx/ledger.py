@@ -8,12 +8,7 @@ checkpointed state trip `LANGGRAPH_STRICT_MSGPACK`; this is dicts, lists, string
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
-
-from langchain_core.messages import BaseMessage
-
-from langgraph_ctx.messages import text_of
 
 
 class PrunedEntry(TypedDict, total=False):
@@ -107,34 +102,3 @@ def merge_ledger(left: dict[str, Any] | None, right: dict[str, Any] | None) -> d
     merged = dict(left or {})
     merged.update(right or {})
     return merged
-
-
-def reconcile_ledger(
-    messages: Sequence[BaseMessage], ledger: Mapping[str, Any] | None
-) -> Mapping[str, Any] | None:
-    """The ledger without pruned/compacted entries whose message left the state or changed.
-
-    Entries are keyed by message id and describe the content they replaced. After a user
-    edit (`update_state` with the same id) or a removal, such an entry would show the model
-    a placeholder of text that no longer exists (or name a message that does not). The
-    check is cheap: the length, and the preview of a compacted entry, must still match.
-    """
-    if not ledger or not (ledger.get("pruned") or ledger.get("compacted")):
-        return ledger
-    texts = {m.id: text_of(m) for m in messages if m.id}
-
-    def current(message_id: str, entry: Mapping[str, Any]) -> bool:
-        text = texts.get(message_id)
-        if text is None:
-            return False
-        if "chars" in entry and len(text) != entry["chars"]:
-            return False
-        return text.startswith(str(entry.get("preview", "")))
-
-    pruned = dict(ledger.get("pruned") or {})
-    compacted = dict(ledger.get("compacted") or {})
-    kept_pruned = {k: v for k, v in pruned.items() if current(k, v)}
-    kept_compacted = {k: v for k, v in compacted.items() if current(k, v)}
-    if len(kept_pruned) == len(pruned) and len(kept_compacted) == len(compacted):
-        return ledger
-    return {**ledger, "pruned": kept_pruned, "compacted": kept_compacted}

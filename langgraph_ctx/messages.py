@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -24,6 +25,8 @@ from langchain_core.messages import (
 )
 
 from langgraph_ctx.errors import InvalidMessagesError
+
+_MESSAGE_ID = operator.attrgetter("id")
 
 TAG_KEY = "langgraph_ctx"
 """Key under `additional_kwargs` that marks messages langgraph_ctx wrote or changed."""
@@ -325,20 +328,28 @@ def message_fingerprint(message: BaseMessage) -> str:
     return hashlib.sha256(raw.encode()).hexdigest()
 
 
-def ensure_ids(messages: Iterable[BaseMessage]) -> list[BaseMessage]:
+def ensure_ids(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Return the messages with ids, deriving missing ones from position and content.
 
     Derived ids are deterministic (`lgctx-<hash>`), so building twice from the same list
     gives the same ids and the same prompt. Messages that already have ids are returned as is.
     """
-    out: list[BaseMessage] = []
-    for i, msg in enumerate(messages):
-        if msg.id:
-            out.append(msg)
-        else:
-            digest = hashlib.sha256(f"{i}:{message_fingerprint(msg)}".encode()).hexdigest()
-            out.append(msg.model_copy(update={"id": f"lgctx-{digest[:24]}"}))
-    return out
+    if all(map(_MESSAGE_ID, messages)):  # the usual case in graph state: no copy per message
+        return list(messages)
+    return [with_id(msg, i) for i, msg in enumerate(messages)]
+
+
+def derived_id(message: BaseMessage, position: int) -> str:
+    """The id a message without one gets: deterministic from its position and content."""
+    digest = hashlib.sha256(f"{position}:{message_fingerprint(message)}".encode()).hexdigest()
+    return f"lgctx-{digest[:24]}"
+
+
+def with_id(message: BaseMessage, position: int) -> BaseMessage:
+    """`message` itself when it has an id, else a copy with its `derived_id`."""
+    if message.id:
+        return message
+    return message.model_copy(update={"id": derived_id(message, position)})
 
 
 def get_tag(message: BaseMessage) -> dict[str, Any]:

@@ -31,8 +31,8 @@ from langgraph_ctx._assembly import (
 from langgraph_ctx._effects import Effect, Plan, arun_plan, run_plan
 from langgraph_ctx._workspace import Resources, SummaryPlacement, Workspace
 from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, HistoryTooLongError
-from langgraph_ctx.ledger import ContextLedger, load_ledger, reconcile_ledger
-from langgraph_ctx.messages import ensure_ids, text_of
+from langgraph_ctx.ledger import ContextLedger, load_ledger
+from langgraph_ctx.messages import text_of, with_id
 from langgraph_ctx.report import ContextBudget, ContextCostReport
 from langgraph_ctx.strategies import (
     REDUCE_STAGES_FROM,
@@ -239,9 +239,8 @@ class ContextManager:
                 "; summarize or archive older turns first, or raise max_messages"
             )
             raise HistoryTooLongError(msg)
-        msgs = ensure_ids(messages)
-        ledger = load_ledger(dict(reconcile_ledger(msgs, state) or {}) if state else None)
-        base, history = _split_base(msgs, ledger)
+        ledger = load_ledger(dict(state) if state else None)
+        base, history = _split_base(list(messages), ledger)
         tools_out = filter_tools(tools, self.tool_policy)
         items = list(memory) if memory is not None else (yield from self._search_memory(history))
         archive = archive if archive is not None else self.archive
@@ -249,6 +248,7 @@ class ContextManager:
         work = Workspace(
             history=history,
             base=base,
+            base_offset=len(messages) - len(history),
             ledger=ledger,
             budget=self.budget,
             counter=self.token_counter,
@@ -289,6 +289,7 @@ class ContextManager:
     # --- helpers -------------------------------------------------------------------------
 
     def _finish(self, work: Workspace, tools: list[Any]) -> BuildResult:
+        work.reconcile()  # the persisted ledger names only what the prompt shows
         prompt = work.render()
         work.tokens = work.count_full()
         report = work.report
@@ -375,7 +376,7 @@ def _split_base(
                     "updates": 0,
                 }
         elif is_base_system(msg):
-            base.append(msg)
+            base.append(with_id(msg, i))
         else:
             break
         i += 1
