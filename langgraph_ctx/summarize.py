@@ -304,7 +304,9 @@ def _fit(sections: Mapping[str, _Section], max_chars: int) -> str:
         return total
 
     while rendered_length() > max_chars and any(sizes.values()):
-        name = max(SUMMARY_SECTIONS, key=lambda n: sizes[n])  # ties: the earliest section
+        # Notes (facts, ids) go last; otherwise the largest section, ties to the earliest.
+        candidates = [n for n in SUMMARY_SECTIONS if n != "notes" and sizes[n]] or ["notes"]
+        name = max(candidates, key=lambda n: sizes[n])
         dropped = sections[name].lines.popleft()
         sections[name].omitted += 1
         sizes[name] -= len(dropped) + 1
@@ -715,17 +717,19 @@ class Summarizer:
             prompt = self.build_prompt(chunk, previous=running, max_chars_per_message=clip)
             prompt_tokens = self._count(prompt)
             problems: list[str] = []
+            text: str | None = None
             for _ in range(attempts):
                 calls, tokens = calls + 1, tokens + prompt_tokens
                 reply = yield prompt
-                if isinstance(reply, BaseException):
+                if isinstance(reply, BaseException):  # a failure may pass: try again
                     problems.append(_describe(reply))
                     continue
                 text, problem = _validate(reply, max_chars=self.max_output_chars)
-                if text is not None:
-                    running = text
-                    break
-                problems.append(problem or "invalid output")
+                if text is None:  # the model answered, unusably: asking again costs the same
+                    problems.append(problem or "invalid output")
+                break
+            if text is not None:
+                running = text
             else:
                 tried = "; ".join(f"attempt {i}: {p}" for i, p in enumerate(problems, 1))
                 error = f"summarizer model failed on chunk {chunk_no} ({tried})"
