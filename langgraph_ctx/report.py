@@ -42,10 +42,14 @@ class ContextBudget:
     """The model's input window in tokens."""
     reserved_output_tokens: int = 0
     """Tokens kept free for the reply."""
-    trigger: float = 0.95
+    trigger: float = 0.9
     """Fraction of the limit above which the pipeline edits the prompt (high-water mark)."""
-    target: float = 0.6
+    target: float = 0.25
     """Fraction of the limit the pipeline cuts down to once triggered (low-water mark)."""
+    summary_target: float = 0.1
+    """Fraction of the limit the window cuts down to when what leaves it is summarized
+    (auto-compaction): the summary carries the rest, and a short prompt is cheap for many
+    calls until the next edit."""
 
     def __post_init__(self) -> None:
         if self.context_window_tokens < 0 or self.reserved_output_tokens < 0:
@@ -54,10 +58,11 @@ class ContextBudget:
                 f"{self.context_window_tokens} and {self.reserved_output_tokens}"
             )
             raise ConfigError(msg)
-        if not 0 < self.target <= self.trigger <= 1:
+        if not 0 < self.summary_target <= self.trigger or not 0 < self.target <= self.trigger <= 1:
             msg = (
-                f"need 0 < target <= trigger <= 1, got target={self.target}, "
-                f"trigger={self.trigger}; e.g. trigger=0.95, target=0.6"
+                "need 0 < target <= trigger <= 1 and 0 < summary_target <= trigger, got "
+                f"target={self.target}, summary_target={self.summary_target}, "
+                f"trigger={self.trigger}; e.g. trigger=0.9, target=0.25, summary_target=0.1"
             )
             raise ConfigError(msg)
 
@@ -75,6 +80,11 @@ class ContextBudget:
     def target_tokens(self) -> int:
         """Prompt size edits cut down to."""
         return int(self.limit * self.target)
+
+    @property
+    def summary_target_tokens(self) -> int:
+        """Prompt size the window cuts down to when it summarizes what leaves."""
+        return int(self.limit * self.summary_target)
 
 
 @dataclass(kw_only=True, slots=True)

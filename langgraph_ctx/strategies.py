@@ -76,7 +76,8 @@ def summarize_span(work: Workspace, dropped: Sequence[BaseMessage], *, kind: str
             work.decide("skip", work.tokens, detail={"reason": f"insurance dump failed: {exc}"})
             return False
     previous = (work.ledger.get("summary") or {}).get("text")
-    outcome = yield summarize([work.shown(m) for m in conversation], previous)
+    # The summarizer reads the originals, not placeholders: what it does not see is lost.
+    outcome = yield summarize(list(conversation), previous)
     detail = {
         "dump_ref": dump_ref,
         "source": outcome.source,
@@ -122,8 +123,10 @@ class SlidingWindow:
             return
         auto = work.auto_compact if self.summarize is None else self.summarize
         pending: list[BaseMessage] = []
-        # Leave room for the summary that will land, so one summarizer call usually suffices.
-        goal = work.goal - (_summary_reserve(work) if auto else 0)
+        # What leaves is summarized: cut to the (lower) summary target, leaving room for the
+        # summary that will land, so one summarizer call usually suffices.
+        final_goal = min(work.goal, work.budget.summary_target_tokens) if auto else work.goal
+        goal = final_goal - (_summary_reserve(work) if auto else 0)
         summarized = False
         while work.tokens > goal:
             before = work.tokens
@@ -141,7 +144,7 @@ class SlidingWindow:
             if auto and not summarized and work.tokens <= goal and pending:
                 yield from summarize_span(work, pending, kind="auto_compact")
                 summarized = True
-                pending, goal = [], work.goal  # the summary has landed: the real goal again
+                pending, goal = [], final_goal  # the summary has landed: the real goal again
         # Whatever left after the first summary is folded in once more at the end, so a build
         # calls the summarizer at most twice.
         if auto and pending:
