@@ -33,7 +33,7 @@ from langgraph_ctx.errors import (
     TokenizerUnavailableError,
 )
 from langgraph_ctx.extract import EntityExtractor
-from langgraph_ctx.memory import ContextMemory, attach_report
+from langgraph_ctx.memory import ContextMemory, afull_history, attach_report, full_history
 from langgraph_ctx.messages import (
     Block,
     Problem,
@@ -112,11 +112,13 @@ __all__ = [
     "TokenCounter",
     "TokenizerUnavailableError",
     "Turn",
+    "afull_history",
     "attach_report",
     "check_messages",
     "context_window_for",
     "count_tokens",
     "fallback_summary",
+    "full_history",
     "make_recall_tool",
     "prime_tiktoken_cache",
     "register_strategy",

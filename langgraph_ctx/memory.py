@@ -299,18 +299,18 @@ class ContextMemory:
         )
 
     def get_full_history(self, graph: Any, config: RunnableConfig) -> list[BaseMessage]:
-        """The thread's complete history: archived dumps, then live messages, by id."""
+        """The thread's complete history, in order: live state plus archive (`full_history`)."""
         values = graph.get_state(config).values
-        archive = self.archive_for(config)
-        dumps = [archive.get_messages(ref) for ref in _dump_refs(values.get("context"))]
-        return _merge_history(dumps, values.get("messages", []))
+        return full_history(
+            values.get("messages", []), values.get("context"), self.archive_for(config)
+        )
 
     async def aget_full_history(self, graph: Any, config: RunnableConfig) -> list[BaseMessage]:
         """Async twin of `get_full_history`."""
         values = (await graph.aget_state(config)).values
-        archive = self.archive_for(config)
-        dumps = [await archive.aget_messages(ref) for ref in _dump_refs(values.get("context"))]
-        return _merge_history(dumps, values.get("messages", []))
+        return await afull_history(
+            values.get("messages", []), values.get("context"), self.archive_for(config)
+        )
 
     def get_reports(self, graph: Any, config: RunnableConfig) -> list[ContextCostReport]:
         """Every distinct report the thread's checkpoints hold, oldest first."""
@@ -343,6 +343,32 @@ def _backend(archive: Any, store: BaseStore | None) -> ArchiveBackend | BaseStor
         f"{type(archive).__name__}"
     )
     raise ConfigError(msg)
+
+
+def full_history(
+    messages: Sequence[BaseMessage], ledger: Mapping[str, Any] | None, archive: Archive
+) -> list[BaseMessage]:
+    """Rebuild a thread's complete original history from its live state and its archive.
+
+    Every message that left the live state did so only after landing in an insurance dump
+    named in the ledger; the dumps and the live messages are merged in the order they were
+    written, each message once (its live version when it is still live).
+
+    Args:
+        messages: The thread's live messages (`state["messages"]`).
+        ledger: The thread's ledger (`state["context"]`).
+        archive: The thread's archive.
+    """
+    dumps = [archive.get_messages(ref) for ref in _dump_refs(ledger)]
+    return _merge_history(dumps, messages)
+
+
+async def afull_history(
+    messages: Sequence[BaseMessage], ledger: Mapping[str, Any] | None, archive: Archive
+) -> list[BaseMessage]:
+    """Async twin of `full_history`."""
+    dumps = [await archive.aget_messages(ref) for ref in _dump_refs(ledger)]
+    return _merge_history(dumps, messages)
 
 
 def _dump_refs(ledger: Mapping[str, Any] | None) -> list[str]:
