@@ -34,6 +34,40 @@ from langgraph_ctx.tokens import TokenCounter
 SummaryPlacement = Literal["separate", "merged"]
 
 
+class RenderCache:
+    """A bounded map from a rendering's inputs to the message rendered (same key, same object).
+
+    Rendering is deterministic, so reusing an earlier object changes no byte of a prompt; it
+    lets a counter that remembers the previous prompt recognise the unchanged prefix cheaply.
+    """
+
+    def __init__(self, size: int = 4_096) -> None:
+        self.size = size
+        self._items: dict[Any, Any] = {}
+
+    def get(self, key: Any, make: Callable[[], Any]) -> Any:
+        """The message rendered for `key`, made by `make()` the first time."""
+        hit = self._items.get(key)
+        if hit is None:
+            if len(self._items) >= self.size:
+                self._items.clear()
+            hit = self._items[key] = make()
+        return hit
+
+    def placeholder(
+        self, key: Any, entry: Mapping[str, Any], make: Callable[[], BaseMessage]
+    ) -> BaseMessage:
+        """The placeholder for a ledger entry: reused while the entry is unchanged."""
+        hit = self._items.get(key)
+        if hit is not None and hit[0] == entry:
+            return hit[1]  # type: ignore[no-any-return]
+        if len(self._items) >= self.size:
+            self._items.clear()
+        message = make()
+        self._items[key] = (dict(entry), message)
+        return message
+
+
 @dataclass(kw_only=True)
 class Resources:
     """What a build may use for I/O, as effect factories (None when not configured)."""
@@ -56,6 +90,9 @@ class Workspace:
     base: list[BaseMessage]
     base_offset: int = 0
     """Position of `history[0]` in the list the build was given (for derived ids)."""
+    render_cache: RenderCache = field(default_factory=lambda: RenderCache())
+    """Messages this pipeline rendered before, reused so that equal messages are the same
+    objects from call to call (the token counter then skips them by identity)."""
     ledger: ContextLedger
     budget: ContextBudget
     counter: TokenCounter
@@ -153,7 +190,11 @@ class Workspace:
             fragments.append(f"<summary>\n{summary['text']}\n</summary>")
         if self.memory_items and not self.memory_dropped:
             fragments.append(render_memory(self.memory_items))
-        return merge_system(self.base, fragments)
+        key = ("system", tuple((m.id, text_of(m)) for m in self.base), tuple(fragments))
+        system: SystemMessage | None = self.render_cache.get(
+            key, lambda: merge_system(self.base, fragments)
+        )
+        return system
 
     def summary_message(self) -> SystemMessage | None:
         """The running summary as its own system message (separate placement)."""
@@ -163,28 +204,30 @@ class Workspace:
         if (self.ledger.get("hint") or {}).get("text"):
             return None  # the compression hint carries the summary
         text = summary["text"]
-        digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-        return SystemMessage(
-            content=f"<summary>\n{text}\n</summary>",
-            id=f"lgctx-summary-{digest}",
-            additional_kwargs={
-                TAG_KEY: {
-                    "kind": "summary",
-                    "covered": len(summary.get("covered_ids", [])),
-                    "dump_refs": list(summary.get("dump_refs", [])),
-                }
-            },
+        covered = len(summary.get("covered_ids", []))
+        refs = tuple(summary.get("dump_refs", []))
+        message: SystemMessage = self.render_cache.get(
+            ("summary", text, covered, refs), lambda: _summary_message(text, covered, refs)
         )
+        return message
 
     def shown(self, message: BaseMessage) -> BaseMessage:
         """How a history message appears in the prompt (placeholder when pruned/compacted)."""
         mid = message.id or ""
         compacted = self.ledger["compacted"].get(mid)
         if compacted is not None:
-            return _replace_text(message, compacted_text(compacted), compacted=True)
+            return self.render_cache.placeholder(
+                ("compacted", mid),
+                compacted,
+                lambda: _replace_text(message, compacted_text(compacted), compacted=True),
+            )
         pruned = self.ledger["pruned"].get(mid)
         if pruned is not None:
-            return _replace_text(message, pruned_text(mid, pruned), pruned=True)
+            return self.render_cache.placeholder(
+                ("pruned", mid),
+                pruned,
+                lambda: _replace_text(message, pruned_text(mid, pruned), pruned=True),
+            )
         return message
 
     def window_indices(self) -> list[int]:
@@ -208,7 +251,12 @@ class Workspace:
 
     def cost(self, message: BaseMessage | None) -> int:
         """Tokens one message adds to a prompt."""
-        return 0 if message is None else self.counter([message]) - self._empty
+        if message is None:
+            return 0
+        count_message = getattr(self.counter, "count_message", None)
+        if count_message is not None:  # the cached per-message count, no list bookkeeping
+            return int(count_message(message))
+        return self.counter([message]) - self._empty
 
     def count_full(self) -> int:
         """Exact count of the rendered prompt, tool schemas included."""
@@ -537,6 +585,17 @@ def _tool_of(message: BaseMessage) -> str:
     if text.startswith("[tool:"):
         return text[6 : text.find("]")].strip() if "]" in text else "tool"
     return "tool"
+
+
+def _summary_message(text: str, covered: int, dump_refs: Sequence[str]) -> SystemMessage:
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return SystemMessage(
+        content=f"<summary>\n{text}\n</summary>",
+        id=f"lgctx-summary-{digest}",
+        additional_kwargs={
+            TAG_KEY: {"kind": "summary", "covered": covered, "dump_refs": list(dump_refs)}
+        },
+    )
 
 
 def pruned_text(message_id: str, entry: Mapping[str, Any]) -> str:

@@ -29,7 +29,7 @@ from langgraph_ctx._assembly import (
     render_skills,
 )
 from langgraph_ctx._effects import Effect, Plan, arun_plan, run_plan
-from langgraph_ctx._workspace import Resources, SummaryPlacement, Workspace
+from langgraph_ctx._workspace import RenderCache, Resources, SummaryPlacement, Workspace
 from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, HistoryTooLongError
 from langgraph_ctx.ledger import ContextLedger, load_ledger
 from langgraph_ctx.messages import text_of, with_id
@@ -160,6 +160,7 @@ class ContextManager:
         self.protect_turns = protect_turns
         self.prune_errors = prune_errors
         self.max_messages = max_messages
+        self._render_cache = RenderCache()
 
     # --- public entry points -----------------------------------------------------------
 
@@ -249,6 +250,7 @@ class ContextManager:
             history=history,
             base=base,
             base_offset=len(messages) - len(history),
+            render_cache=self._render_cache,
             ledger=ledger,
             budget=self.budget,
             counter=self.token_counter,

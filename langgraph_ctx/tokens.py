@@ -211,8 +211,9 @@ class TiktokenCounter:
             same_content.index(False) if False in same_content else n,
         )
         counts = old_counts[:shared] + self._lookup(messages[shared:])
-        with self._lock:
-            self._last = (list(messages), contents, counts)
+        if len(messages) > 1:  # a one-message count must not evict the remembered prompt
+            with self._lock:
+                self._last = (list(messages), contents, counts)
         return sum(counts)
 
     def _lookup(self, messages: Sequence[BaseMessage]) -> list[int]:
