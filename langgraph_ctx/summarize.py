@@ -161,6 +161,7 @@ _ERROR_PHRASES = (
     "internal server error",
 )
 _CHARS_PER_TOKEN = 4  # output bound in characters, so any token counter (even `len`) works
+_DEFAULT_INPUT_WINDOW = 16_000
 _ENORMOUS_FACTOR = 3  # outputs over 3x the bound ignored the instructions: reject, do not trim
 
 
@@ -606,7 +607,7 @@ class Summarizer:
 
     model: BaseChatModel | None = None
     """The chat model that writes summaries; `None` uses `fallback_summary` only."""
-    max_output_tokens: int = 1024
+    max_output_tokens: int = 2048
     """Bound on the summary's size, enforced on the text at 4 characters per token, for model
     and fallback summaries alike. The model itself is not bound (providers name the setting
     differently); set a provider-side limit on the model too if you want one."""
@@ -615,10 +616,11 @@ class Summarizer:
     finish in a daemon thread."""
     retries: int = 2
     """Extra attempts per chunk after a failed one."""
-    input_window_tokens: int = 16_000
+    input_window_tokens: int | None = 16_000
     """Largest prompt (system prompt, previous summary and transcript) sent in one call; longer
     spans are summarized chunk by chunk. A single block larger than this is sent alone with each
-    message's text clipped."""
+    message's text clipped. `None`: the model's own window (`profile["max_input_tokens"]` less
+    `max_output_tokens`), or 16,000 when the model has no profile."""
     token_counter: TokenCounter | None = None
     """Counts prompt tokens; `None` uses the exact gpt-4o tiktoken counter."""
     redact: Callable[[str], str] | None = None
@@ -634,7 +636,12 @@ class Summarizer:
         checks = [
             ("max_output_tokens", self.max_output_tokens, self.max_output_tokens > 0, "> 0"),
             ("retries", self.retries, self.retries >= 0, ">= 0; use 0 for a single attempt"),
-            ("input_window_tokens", self.input_window_tokens, self.input_window_tokens > 0, "> 0"),
+            (
+                "input_window_tokens",
+                self.input_window_tokens,
+                self.input_window_tokens is None or self.input_window_tokens > 0,
+                "> 0, or None for the model's own window",
+            ),
             (
                 "timeout_seconds",
                 self.timeout_seconds,
@@ -646,6 +653,17 @@ class Summarizer:
             if not ok:
                 msg = f"Summarizer({name}={value!r}): {name} must be {rule}"
                 raise ConfigError(msg)
+
+    @property
+    def input_window(self) -> int:
+        """The input bound in force (see `input_window_tokens`)."""
+        if self.input_window_tokens is not None:
+            return self.input_window_tokens
+        profile = getattr(self.model, "profile", None) or {}
+        window = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+        if isinstance(window, int) and window > self.max_output_tokens:
+            return window - self.max_output_tokens
+        return _DEFAULT_INPUT_WINDOW
 
     @property
     def max_output_chars(self) -> int:
@@ -699,6 +717,7 @@ class Summarizer:
         if self.model is None or not messages:
             return self._fallback(messages, previous, model_calls=0, error=None, input_tokens=0)
         blocks = split_blocks(messages)
+        window = self.input_window
         attempts, calls, tokens = 1 + self.retries, 0, 0
         running, start, chunk_no = previous, 0, 0
         while start < len(blocks):
@@ -707,13 +726,13 @@ class Summarizer:
             end, size = start, 0
             while end < len(blocks):
                 cost = self._count(list(blocks[end].messages))
-                if end > start and overhead + size + cost > self.input_window_tokens:
+                if end > start and overhead + size + cost > window:
                     break
                 end, size = end + 1, size + cost
             chunk = [m for b in blocks[start:end] for m in b.messages]
             clip = None
-            if overhead + size > self.input_window_tokens:  # one block alone is too large
-                clip = max(200, (self.input_window_tokens * 3) // len(chunk))
+            if overhead + size > window:  # one block alone is too large
+                clip = max(200, (window * 3) // len(chunk))
             prompt = self.build_prompt(chunk, previous=running, max_chars_per_message=clip)
             prompt_tokens = self._count(prompt)
             problems: list[str] = []
