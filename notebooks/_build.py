@@ -530,8 +530,8 @@ STRATEGIES: list[Cell] = [
         ## Cache-reusable share
 
         Of the prompt tokens of calls 2..n, the share that repeats the previous prompt's prefix.
-        Our edits happen in batches (trigger at 95% of the limit, cut to 60%), so between edits
-        the prefix stays byte-identical. The anchor's share counts its invalid prompts too (a
+        Our edits happen in batches (trigger at 90% of the limit, cut to 25%, or to 10% when what
+        leaves the window is summarized), so between edits the prefix stays byte-identical. The anchor's share counts its invalid prompts too (a
         prompt with no conversation left repeats the previous one perfectly).
         """
     ),
@@ -765,33 +765,45 @@ PERSISTENCE: list[Cell] = [
         """
         ## Restore from the archive
 
-        The ledger's `compacted` entries name the tool outputs the prompt shows as placeholders.
-        The archive folder holds them (files named by their sha256); `memory.restore` reads one
-        back by message id or by reference, verified, equal to the message in the checkpoint.
-        This process reads back what the first process archived too.
+        Every `compact` decision in the reports names the tool outputs it moved to the archive,
+        with their references. (The ledger's `compacted` entries name only those the prompt
+        still shows as placeholders: once an output leaves the window, the ledger is done with
+        it, the archive is not.) The archive folder holds them (files named by their sha256);
+        `memory.restore` reads one back by message id or by reference, verified, equal to the
+        message in the checkpoint. This process reads back what the first process archived too.
         """
     ),
     code(
         """
         originals = {m.id: m for m in head.values["messages"]}
-        compacted = {**before["context"]["compacted"], **head.values["context"]["compacted"]}
+        archived = {}  # message id -> (reference, the process whose build compacted it)
+        for n, report in enumerate(reports):
+            by = "process 1" if n < len(reports_before) else "process 2"
+            for decision in report.decisions:
+                if decision.kind == "compact":
+                    for message_id, ref in zip(decision.message_ids, decision.detail["refs"], strict=True):
+                        archived[message_id] = (ref, by)
+        shown = {**before["context"]["compacted"], **head.values["context"]["compacted"]}
         print("archive files:", sum(1 for p in ARCHIVE.rglob("*") if p.is_file()))
+        print("compacted outputs still shown as placeholders:", sorted(shown))
         restored = {}
-        for message_id, entry in compacted.items():
+        for message_id, (ref, by) in archived.items():
             restored[message_id] = memory.restore(message_id, config)
-            by = "process 1" if message_id in before["context"]["compacted"] else "process 2"
-            print(f"{message_id}: {entry['chars']:,} chars, archived by {by} as {entry['ref'][:40]}...")
+            size = len(restored[message_id].content)
+            print(f"{message_id}: {size:,} chars, archived by {by} as {ref[:40]}...")
         first = next(iter(restored.values()))
         print(first.content[:200])
         """
     ),
     code(
         """
-        assert compacted, "something was compacted"
-        for message_id, entry in compacted.items():
+        assert archived, "something was compacted"
+        for message_id, (ref, _) in archived.items():
             assert restored[message_id] == originals[message_id]
             assert restored[message_id].content == originals[message_id].content
-            assert memory.restore(entry["ref"], config) == originals[message_id]
+            assert memory.restore(ref, config) == originals[message_id]
+        for message_id, entry in shown.items():  # a placeholder names the same reference
+            assert entry["ref"] == archived[message_id][0]
         """
     ),
     md(

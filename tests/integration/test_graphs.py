@@ -26,6 +26,7 @@ from langgraph_ctx import ContextMemory
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.memory import REPORT_KEY
+from langgraph_ctx.report import ContextBudget
 from langgraph_ctx.state import ContextReactState, ContextState
 from tests.conftest import load_trajectories
 from tests.integration._agents import (
@@ -121,17 +122,19 @@ async def test_create_agent_long_turn_with_recall(
     checkpointer_backend: CheckpointerBackend, mode: str
 ) -> None:
     # One long turn, compaction without summaries: compacted outputs stay in view (as
-    # placeholders with their references) for the model to recall.
+    # placeholders with their references) for the model to recall. Marks 0.95/0.6: a cut to
+    # 60% keeps several placeholders in the window (a deep cut would keep the newest block only).
     script = long_turn_script(10, recall=True)
+    budget = ContextBudget(context_window_tokens=14_000, trigger=0.95, target=0.6)
     if mode == "sync":
         with checkpointer_backend.open() as saver:
             # No usage reported: no hint rebuild clears the history; compaction does the work.
             agent, memory, model, seen, config = run_create_agent(
-                script, 14_000, saver, usage=False, auto_compact=False
+                script, 14_000, saver, usage=False, auto_compact=False, budget=budget
             )
             kinds = assert_agent_run(agent, memory, model, seen, config)
     else:
-        memory = ContextMemory(context_window_tokens=14_000, auto_compact=False)
+        memory = ContextMemory(budget=budget, auto_compact=False)
         model = script.model()
         config = thread()
         async with checkpointer_backend.aopen() as saver:

@@ -22,6 +22,7 @@ from langgraph_ctx import ContextMemory
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.messages import get_tag, validate_messages
 from langgraph_ctx.rebuild import HINT_NOTE
+from langgraph_ctx.report import ContextBudget
 from tests.integration._agents import (
     Script,
     ScriptedChatModel,
@@ -108,8 +109,10 @@ def test_restart_between_turns_continues_the_ledger(
 def test_update_state_edits_reach_the_next_prompt(checkpointer: Any) -> None:
     """Mid-turn (paused before the tools run), the user edits a compacted output and the task."""
     script = long_turn_script(10)
-    # Compaction without summaries: compacted outputs stay in view while the turn goes on.
-    memory = ContextMemory(context_window_tokens=14_000, auto_compact=False)
+    # Compaction without summaries: compacted outputs stay in view while the turn goes on
+    # (marks 0.95/0.6: a cut to 60% leaves room for them next to the newest blocks).
+    budget = ContextBudget(context_window_tokens=14_000, trigger=0.95, target=0.6)
+    memory = ContextMemory(budget=budget, auto_compact=False)
     model = script.model()
     agent = agent_for(memory, model, script, checkpointer, interrupt_before=["tools"])
     config = thread()
@@ -147,14 +150,25 @@ def test_update_state_edits_reach_the_next_prompt(checkpointer: Any) -> None:
 def test_update_state_removals_keep_the_ledger_consistent(checkpointer: Any) -> None:
     """At a turn boundary the user deletes an old tool exchange the ledger refers to."""
     script = synthetic_script(turns=8, recall=False)
-    memory = ContextMemory(context_window_tokens=5_000)
+    # The ledger names only what the prompt shows, so the edits must leave pruned and
+    # compacted outputs in view: marks 0.95/0.7, a cut to 70% that pruning the first turn
+    # cannot reach alone and compacting one more output does, with no window move.
+    memory = ContextMemory(
+        budget=ContextBudget(context_window_tokens=5_000, trigger=0.95, target=0.7)
+    )
     model = script.model()
     agent = agent_for(memory, model, script, checkpointer)
     config = thread()
-    seen = drive(agent, script.inputs[:6], config)
+    seen, done = Seen(), 0
+    # Turn by turn until the ledger refers to pruned and compacted outputs.
+    while not (
+        (ledger := agent.get_state(config).values.get("context") or {}).get("pruned")
+        and ledger.get("compacted")
+    ):
+        assert done < len(script.inputs) - 2, "nothing was pruned and compacted in time"
+        drive(agent, script.inputs[done : done + 1], config, seen)
+        done += 1
     values = agent.get_state(config).values
-    ledger = values["context"]
-    assert ledger["pruned"] and ledger["compacted"]
     # The whole exchange of the first pruned output: the AI call and all of its results.
     target = next(iter(ledger["pruned"]))
     messages = values["messages"]
@@ -166,12 +180,14 @@ def test_update_state_removals_keep_the_ledger_consistent(checkpointer: Any) -> 
 
     live = memory.get_live_context(agent, config)
     assert validate_messages([SystemMessage(script.system or ""), *live.messages]) == []
-    drive(agent, script.inputs[6:], config, seen)
+    assert not set(doomed) & {m.id for m in live.messages}
+    drive(agent, script.inputs[done:], config, seen)
     check_prompts(model, memory)
     ledger = agent.get_state(config).values["context"]
     assert not set(doomed) & set(ledger["pruned"]) and not set(doomed) & set(ledger["compacted"])
+    assert not set(doomed) & set((ledger.get("summary") or {}).get("covered_ids", []))
     check_ledger(memory, agent, config)
-    # The deleted messages were summarized (and dumped) earlier: still in the full history.
+    # Everything else the thread held is still in the full history (summarized or not).
     history_ids = {m.id for m in memory.get_full_history(agent, config)}
     assert set(seen.order) - set(doomed) <= history_ids
 
@@ -181,7 +197,10 @@ def test_update_state_removals_keep_the_ledger_consistent(checkpointer: Any) -> 
 
 def test_fork_from_an_earlier_checkpoint_stays_consistent(checkpointer: Any) -> None:
     script = synthetic_script(turns=8, recall=False)
-    memory = ContextMemory(context_window_tokens=5_000)
+    # Marks 0.95/0.6: the final window still shows compacted outputs next to the summary.
+    memory = ContextMemory(
+        budget=ContextBudget(context_window_tokens=5_000, trigger=0.95, target=0.6)
+    )
     agent = agent_for(memory, script.model(), script, checkpointer)
     config = thread()
     drive(agent, script.inputs, config)

@@ -15,8 +15,10 @@ import pytest
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from langgraph.store.memory import InMemoryStore
+from pydantic import Field
 
 from langgraph_ctx.archive import Archive, StoreBackend
 from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, HistoryTooLongError
@@ -135,7 +137,10 @@ def test_memory_is_dropped_only_over_the_limit() -> None:
     size = COUNTER(messages)
     memory = ["Deploys go through staging first."]
     # Over the trigger but under the limit with memory: memory stays, history is pruned.
-    cm = ContextManager(context_window_tokens=size + 40)
+    # Marks 0.95/0.6: a cut to 60% is what pruning the unprotected outputs alone reaches.
+    cm = ContextManager(
+        budget=ContextBudget(context_window_tokens=size + 40, trigger=0.95, target=0.6)
+    )
     result = cm.build(messages, memory=memory)
     assert result.report.tokens_in <= result.report.limit
     assert result.report.kinds() == ["prune"]
@@ -177,7 +182,9 @@ def test_prune_attempt_one_comes_before_any_shrink() -> None:
 def test_protect_turns_leaves_the_last_turns_alone(protect_turns: int) -> None:
     messages = make_conversation(6, long_output=2000)
     size = COUNTER(messages)
-    cm = ContextManager(context_window_tokens=int(size * 0.98), protect_turns=protect_turns)
+    # Marks 0.95/0.6: pruning the unprotected turns alone reaches a 60% target.
+    budget = ContextBudget(context_window_tokens=int(size * 0.98), trigger=0.95, target=0.6)
+    cm = ContextManager(budget=budget, protect_turns=protect_turns)
     result = cm.build(messages)
     assert_valid(result)
     assert result.report.kinds() == ["prune"]  # pruning alone was enough
@@ -200,15 +207,24 @@ def test_error_results_are_kept_unless_prune_errors(prune_errors: bool) -> None:
         m.model_copy(update={"status": "error"}) if m.id in ("tool1_1", "tool2_1") else m
         for m in messages
     ]
-    cm = ContextManager(context_window_tokens=1200, prune_errors=prune_errors)
+    # The ledger names only what the prompt shows, so the window must keep the pruned turns
+    # in view: marks 0.95/0.6 on a window of the history's size cut to 60%, which pruning
+    # reaches (with prune_errors) or pruning plus dropping the first turn reaches (without).
+    size = COUNTER(messages)
+    budget = ContextBudget(context_window_tokens=int(size * 0.97), trigger=0.95, target=0.6)
+    cm = ContextManager(budget=budget, prune_errors=prune_errors)
     result = cm.build(messages)
     assert_valid(result)
     pruned = result.state["pruned"]
     assert ("tool1_1" in pruned) is prune_errors
     assert "tool3_1" in pruned  # ordinary results go either way
+    # Error results are never pruned, in any attempt (also in turns that left the window).
+    attempts = [i for d in result.report.decisions if d.kind == "prune" for i in d.message_ids]
+    assert ("tool1_1" in attempts) is prune_errors and ("tool2_1" in attempts) is prune_errors
     if not prune_errors:
         shown = by_id(result.messages)
         kept = [shown[i] for i in ("tool1_1", "tool2_1") if i in shown]
+        assert kept, "an error result stayed in view"
         assert all(text_of(m) == text_of(by_id(messages)[m.id or ""]) for m in kept)
 
 
@@ -240,8 +256,11 @@ def test_system_tool_fallbacks_are_pruned() -> None:
 def test_placeholder_names_the_tool_and_the_size_and_restores_from_the_archive() -> None:
     messages = make_conversation(6, long_output=2500)
     archive = new_archive()
-    window = int(COUNTER(messages) * 0.98)
-    result = ContextManager(context_window_tokens=window, archive=archive).build(messages)
+    # Marks 0.95/0.6: pruning alone reaches the target, so tool1_1 stays in view as a placeholder.
+    budget = ContextBudget(
+        context_window_tokens=int(COUNTER(messages) * 0.98), trigger=0.95, target=0.6
+    )
+    result = ContextManager(budget=budget, archive=archive).build(messages)
     assert result.report.kinds() == ["prune"]
     original = by_id(messages)["tool1_1"]
     assert isinstance(original, ToolMessage)
@@ -263,7 +282,8 @@ def test_placeholder_names_the_tool_and_the_size_and_restores_from_the_archive()
 
 def test_pruned_ids_persist_in_state_and_stay_pruned() -> None:
     messages = make_conversation(6, long_output=2000)
-    cm = ContextManager(context_window_tokens=3000)  # pruning alone fits
+    # Marks 0.95/0.6: pruning alone fits, and the next turn stays under the trigger.
+    cm = ContextManager(budget=ContextBudget(context_window_tokens=3000, trigger=0.95, target=0.6))
     first = cm.build(messages)
     pruned = set(first.state["pruned"])
     assert pruned
@@ -504,7 +524,9 @@ def test_tool_schemas_are_counted_in_the_budget() -> None:
     assert with_tools.report.tokens > without.report.tokens
     assert with_tools.report.tokens == COUNTER.count(with_tools.messages, tools=TOOLS)
     # Tool schemas outrank history: a window that fits the history alone must now edit.
-    tight = ContextManager(context_window_tokens=int(without.report.tokens / 0.95) + 5)
+    trigger = 0.95
+    window = int(without.report.tokens / trigger) + 5  # just over the history alone
+    tight = ContextManager(budget=ContextBudget(context_window_tokens=window, trigger=trigger))
     assert tight.build(messages).report.decisions == []
     squeezed = tight.build(messages, tools=TOOLS)
     assert squeezed.report.decisions and squeezed.report.tokens <= squeezed.report.limit
@@ -619,7 +641,8 @@ def test_compaction_is_lossless_and_keeps_the_newest_results() -> None:
     messages = make_conversation(5, long_output=3000)
     archive = new_archive()
     cm = ContextManager(
-        context_window_tokens=4500,
+        # Marks 0.95/0.6: compacting all but the newest two outputs reaches the target.
+        budget=ContextBudget(context_window_tokens=4500, trigger=0.95, target=0.6),
         protect_turns=5,  # nothing to prune: compaction does the work
         strategies=[Compaction(min_chars=1000, keep_last=2, preview_chars=40), SlidingWindow()],
         archive=archive,
@@ -649,6 +672,75 @@ def test_compaction_is_lossless_and_keeps_the_newest_results() -> None:
         assert archive.restore(entry["ref"]) == original
 
 
+@pytest.mark.parametrize(("window", "turns"), [(5_000, 10), (32_000, 48)])
+@pytest.mark.parametrize("auto_compact", [False, True])
+def test_a_summarizing_window_cuts_to_the_summary_target(
+    window: int, turns: int, auto_compact: bool
+) -> None:
+    # Every turn protected: nothing to prune, the window does the work.
+    messages = make_conversation(turns, long_output=2500)
+    budget = ContextBudget(
+        context_window_tokens=window, trigger=0.9, target=0.25, summary_target=0.1
+    )
+    assert COUNTER(messages) > budget.trigger_tokens
+    cm = ContextManager(budget=budget, auto_compact=auto_compact, protect_turns=turns)
+    result = cm.build(messages)
+    assert_valid(result)
+    kinds = result.report.kinds()
+    assert "shrink" in kinds, "the window moved"
+    summary = [m for m in result.messages if get_tag(m).get("kind") == "summary"]
+    if auto_compact:
+        # What left is summarized, so the window cuts deeper: to the summary target, with the
+        # summary on top.
+        assert "auto_compact" in kinds and len(summary) == 1
+        summary_tokens = COUNTER(summary) - COUNTER([])
+        assert result.report.tokens <= budget.summary_target_tokens + summary_tokens
+    else:
+        # Nothing carries what left: the window stops at the first fit under the target.
+        assert not summary and "auto_compact" not in kinds
+        assert budget.summary_target_tokens < result.report.tokens <= budget.target_tokens
+
+
+class RecordingChatModel(GenericFakeChatModel):
+    """A fake chat model that keeps every prompt it receives."""
+
+    received: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.received.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def test_the_summarizer_reads_the_originals_of_pruned_and_compacted_outputs() -> None:
+    messages = make_conversation(8, long_output=2000)
+    model = RecordingChatModel(messages=iter([AIMessage(SUMMARY_TEXT)] * 5))
+    cm = ContextManager(
+        context_window_tokens=3000,
+        auto_compact=True,
+        protect_turns=4,  # turns 1-4 are pruned, then compaction takes turns 5-7
+        strategies=[Compaction(min_chars=1000, keep_last=1), SlidingWindow()],
+        archive=new_archive(),
+        summarizer=model,
+    )
+    result = cm.build(messages)
+    assert_valid(result)
+    touched = {
+        kind: {i for d in result.report.decisions if d.kind == kind for i in d.message_ids}
+        for kind in ("prune", "compact", "auto_compact")
+    }
+    # Outputs shown as placeholders, then summarized when they left the window.
+    pruned = touched["prune"] & touched["auto_compact"]
+    compacted = touched["compact"] & touched["auto_compact"]
+    assert pruned and compacted
+    assert model.received, "the summarizer model was called"
+    sent = "\n".join(text_of(m) for prompt in model.received for m in prompt)
+    originals = by_id(messages)
+    for mid in sorted(pruned | compacted):
+        assert text_of(originals[mid]) in sent, f"{mid} reached the summarizer as a placeholder"
+    assert "[pruned:" not in sent and "[compacted tool output]" not in sent
+    assert result.state["summary"]["source"] == "model"
+
+
 # --- sync and async --------------------------------------------------------------------------
 
 
@@ -668,13 +760,15 @@ def _full_manager(store: InMemoryStore, summarizer: Any = None) -> ContextManage
     )
 
 
+SUMMARY_TEXT = (
+    "<completed>\n- Read the config parser.\n</completed>\n<remaining>\n- Fix it.\n"
+    "</remaining>\n<current_state>\n- src/app/config.py\n</current_state>\n<notes>\n"
+    "- (none)\n</notes>"
+)
+
+
 def _summary_model() -> GenericFakeChatModel:
-    text = (
-        "<completed>\n- Read the config parser.\n</completed>\n<remaining>\n- Fix it.\n"
-        "</remaining>\n<current_state>\n- src/app/config.py\n</current_state>\n<notes>\n"
-        "- (none)\n</notes>"
-    )
-    return GenericFakeChatModel(messages=iter([AIMessage(text)] * 20))
+    return GenericFakeChatModel(messages=iter([AIMessage(SUMMARY_TEXT)] * 20))
 
 
 @pytest.mark.parametrize("with_model", [False, True])

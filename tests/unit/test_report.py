@@ -21,23 +21,28 @@ def test_limit_is_window_minus_reserved_never_below_zero(window: int, reserved: 
     assert budget.limit >= 0
 
 
-@given(window=tokens, reserved=tokens, a=fractions, b=fractions)
+@given(window=tokens, reserved=tokens, a=fractions, b=fractions, c=fractions)
 def test_target_never_above_trigger_never_above_limit(
-    window: int, reserved: int, a: float, b: float
+    window: int, reserved: int, a: float, b: float, c: float
 ) -> None:
+    # The contract: 0 < target <= trigger <= 1 and 0 < summary_target <= trigger (the summary
+    # target may sit above or below the target).
     budget = ContextBudget(
         context_window_tokens=window,
         reserved_output_tokens=reserved,
-        trigger=max(a, b),
+        trigger=max(a, b, c),
         target=min(a, b),
+        summary_target=c,
     )
     assert 0 <= budget.target_tokens <= budget.trigger_tokens <= budget.limit
+    assert 0 <= budget.summary_target_tokens <= budget.trigger_tokens
 
 
 def test_budget_defaults_and_example() -> None:
     budget = ContextBudget(context_window_tokens=32_000, reserved_output_tokens=4_000)
     assert budget.limit == 28_000
     assert 0 < budget.target_tokens < budget.trigger_tokens < budget.limit
+    assert 0 < budget.summary_target_tokens <= budget.target_tokens  # summaries cut deeper
     marks = ContextBudget(context_window_tokens=32_000, trigger=0.9, target=0.5)
     assert (marks.limit, marks.trigger_tokens, marks.target_tokens) == (32_000, 28_800, 16_000)
     with pytest.raises(AttributeError):
@@ -53,6 +58,10 @@ def test_budget_defaults_and_example() -> None:
         ({"target": 0.0}, "0 < target"),
         ({"target": -0.1}, "target=-0.1"),
         ({"trigger": 1.5}, "trigger <= 1"),
+        ({"summary_target": 0.0}, "0 < summary_target"),
+        ({"summary_target": 0.95}, "summary_target <= trigger"),
+        # The default summary target (0.1) is above a trigger this low: say so, do not clamp.
+        ({"trigger": 0.05, "target": 0.05}, "summary_target=0.1"),
     ],
 )
 def test_budget_config_errors(kwargs: dict[str, float], match: str) -> None:
