@@ -126,7 +126,9 @@ class SlidingWindow:
         # What leaves is summarized: cut to the (lower) summary target, leaving room for the
         # summary that will land, so one summarizer call usually suffices.
         final_goal = min(work.goal, work.budget.summary_target_tokens) if auto else work.goal
-        goal = final_goal - (_summary_reserve(work) if auto else 0)
+        # The reserve never takes more than half the goal: in a small window the summary gets
+        # cut to fit instead of the window being emptied to make room for it.
+        goal = final_goal - (min(_summary_reserve(work), final_goal // 2) if auto else 0)
         summarized = False
         while work.tokens > goal:
             before = work.tokens
