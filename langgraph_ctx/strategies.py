@@ -64,6 +64,16 @@ def summarize_span(work: Workspace, dropped: Sequence[BaseMessage], *, kind: str
             "skip", work.tokens, detail={"reason": "only the previous summary would be summarized"}
         )
         return False
+    if work.tokens - work.cost(work.summary_message()) > work.budget.trigger_tokens:
+        # The kept window alone is over the trigger: the next call would cut and summarize
+        # again, and again (thrash). The messages stay in state, uncovered: nothing is lost.
+        work.decide(
+            "skip",
+            work.tokens,
+            message_ids=[m.id or "" for m in conversation],
+            detail={"reason": "the kept window alone is over the trigger"},
+        )
+        return False
     summarize = work.resources.summarize
     if summarize is None:
         work.decide(kind, work.tokens, detail={"skipped": "no summarizer configured"})  # type: ignore[arg-type]

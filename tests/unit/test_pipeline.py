@@ -830,3 +830,23 @@ def test_trajectories_replayed_call_by_call(trajectories: dict[str, list[BaseMes
     assert calls > 1000
     assert invalid == [] and overruns == [] and errors == []
     assert edits < calls // 10, "edits come in batches, not on every call"
+
+
+def test_no_summary_when_the_kept_window_alone_is_over_the_trigger() -> None:
+    # One huge newest tool output: whatever leaves, the prompt stays over the trigger, so a
+    # summary now would be followed by another on every call. The report says why not.
+    messages = make_conversation(3, long_output=200)[:-1]  # the model is called after a tool
+    last = messages[-1]
+    assert isinstance(last, ToolMessage)
+    messages[-1] = last.model_copy(update={"content": "x " * 2_500})
+    window = 3_400
+    cm = ContextManager(
+        budget=ContextBudget(context_window_tokens=window, trigger=0.5, target=0.4),
+        auto_compact=True,
+    )
+    result = cm.build(messages)
+    skips = [d for d in result.report.decisions if d.kind == "skip"]
+    assert skips and skips[-1].detail["reason"] == "the kept window alone is over the trigger"
+    assert "auto_compact" not in result.report.kinds()
+    assert result.state["summary"] is None
+    assert result.report.tokens <= cm.budget.limit
