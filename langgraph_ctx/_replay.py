@@ -1,11 +1,10 @@
 """Replay machinery behind `langgraph-ctx replay` and `demo`: drive a real agent, record it.
 
 A run is a `create_agent` agent with `ContextMemory(...).middleware()` and a SQLite
-checkpointer. `run_turns` feeds it one user turn at a time and watches the graph's update
-stream: each model call's `context_cost` report (on the AI message), the prompt the model
-received (through a callback, so any chat model works), and the rebuilds after a turn.
-`check_run` then proves nothing was lost: every archived message restores byte for byte and
-the full history (archive dumps plus live state) holds every message the run produced.
+checkpointer. `run_turns` (in `_runs.py`) feeds it one user turn at a time and records each
+model call's `context_cost` report, the prompt the model received and the rebuilds after a
+turn; `check_run` then proves nothing was lost: every archived message restores byte for byte
+and the full history (archive dumps plus live state) holds every message the run produced.
 
 A recorded conversation is replayed by `ScriptedChatModel` (the recorded AI turns, in order)
 and `replay_tools` (one real tool per recorded tool name, answering each call with its
@@ -18,20 +17,15 @@ import contextlib
 import json
 import re
 import sqlite3
-import statistics
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
-    RemoveMessage,
-    SystemMessage,
     ToolMessage,
     messages_from_dict,
 )
@@ -41,17 +35,19 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, create_model
 
 from langgraph_ctx._explorer import OfflineChatModel
+from langgraph_ctx._runs import (
+    CallStat,
+    InputError,
+    RunCheck,
+    RunLog,
+    check_run,
+    run_turns,
+    summary_rows,
+    write_reports,
+)
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.errors import ArchiveError
-from langgraph_ctx.tokens import TiktokenCounter, get_counter
-
-MODEL_NODE = "model"
-"""The model node of a `create_agent` graph."""
-
-
-class InputError(ValueError):
-    """A file or option the user gave cannot be used; the message says why and what to do."""
-
+from langgraph_ctx.tokens import TiktokenCounter
 
 # --- inputs -------------------------------------------------------------------------------
 
@@ -346,395 +342,6 @@ class CheckpointView:
 @dataclass
 class _Values:
     values: dict[str, Any]
-
-
-# --- running and recording ------------------------------------------------------------------
-
-
-@dataclass
-class CallStat:
-    """One model call as the run saw it."""
-
-    index: int
-    """1-based call number."""
-    report: dict[str, Any]
-    """The call's `context_cost` report."""
-    unmanaged: int = 0
-    """Tokens the prompt would have had with the whole history and no management."""
-    cached: int = 0
-    """Tokens of the prefix this prompt shares with the previous one (cache-reusable)."""
-
-    @property
-    def tokens(self) -> int:
-        """Prompt tokens the pipeline sent."""
-        return int(self.report.get("tokens") or 0)
-
-    @property
-    def limit(self) -> int:
-        """The budget limit."""
-        return int(self.report.get("limit") or 0)
-
-    @property
-    def kinds(self) -> list[str]:
-        """Kinds of the decisions that changed something, in order.
-
-        A pruning attempt that found nothing to prune is in the report but is not counted.
-        """
-        return [str(d.get("kind")) for d in self.decisions]
-
-    @property
-    def decisions(self) -> list[dict[str, Any]]:
-        """The report's decisions that changed something."""
-        return [
-            d
-            for d in self.report.get("decisions") or []
-            if d.get("kind") != "prune" or d.get("message_ids")
-        ]
-
-
-@dataclass
-class RunLog:
-    """What a run did, in order."""
-
-    calls: list[CallStat] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    """Rebuilds and skips after a turn: `{"after_call", "kind", "tokens", "cleared", ...}`."""
-    produced: dict[str, BaseMessage] = field(default_factory=dict)
-    """Every message that entered the thread, by id (newest version)."""
-    removed: set[str] = field(default_factory=set)
-    """Ids removed from live state."""
-    turns: int = 0
-    error: str | None = None
-    """Why the run stopped early."""
-
-
-class _PromptRecorder(BaseCallbackHandler):
-    """Records every agent model call's prompt and tool schemas (not the summarizer's)."""
-
-    def __init__(self) -> None:
-        self.prompts: list[tuple[list[BaseMessage], list[Any]]] = []
-
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any],
-        messages: list[list[BaseMessage]],
-        *,
-        tags: list[str] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        if any(t.startswith("langgraph_ctx") for t in tags or ()):
-            return
-        params = kwargs.get("invocation_params") or {}
-        self.prompts.append((list(messages[0]), list(params.get("tools") or [])))
-
-
-def run_turns(
-    agent: Any,
-    turns: Iterable[list[BaseMessage]],
-    config: RunnableConfig,
-    *,
-    counter: TiktokenCounter | None = None,
-    system_prompt: str | None = None,
-    on_call: Callable[[CallStat], None] | None = None,
-) -> RunLog:
-    """Invoke the agent once per turn (streaming updates) and record every model call.
-
-    A `ContextWindowExceededError` (or any error) stops the run; `RunLog.error` says why.
-    """
-    counter = counter or get_counter("gpt-4o")
-    recorder = _PromptRecorder()
-    given = config.get("callbacks")
-    config = {**config, "callbacks": [*(given if isinstance(given, list) else []), recorder]}
-    log = RunLog()
-    history: list[str] = []  # ids in arrival order
-    base = [SystemMessage(system_prompt)] if system_prompt else []
-    previous: list[Any] | None = None
-    for turn in turns:
-        log.turns += 1
-        for msg in turn:
-            _arrive(log, history, msg)
-        try:
-            for update in agent.stream({"messages": turn}, config, stream_mode="updates"):
-                for node, values in (update or {}).items():
-                    if not isinstance(values, dict):
-                        continue
-                    arrived = list(values.get("messages") or [])
-                    if node == MODEL_NODE:
-                        for msg in arrived:
-                            if not isinstance(msg, AIMessage):
-                                continue
-                            report = msg.response_metadata.get("context_cost")
-                            if not report:
-                                continue
-                            prompt = recorder.prompts[-1] if recorder.prompts else ([], [])
-                            before = base + [log.produced[i] for i in history]
-                            stat = CallStat(len(log.calls) + 1, dict(report))
-                            stat.unmanaged = counter.count(before, tools=prompt[1] or None)
-                            stat.cached = _shared_prefix(counter, previous, prompt)
-                            previous = list(prompt)
-                            log.calls.append(stat)
-                            if on_call is not None:
-                                on_call(stat)
-                    for msg in arrived:
-                        _arrive(log, history, msg)
-                    _after_turn(log, node, values)
-        except Exception as exc:  # the run stops; the table shows what happened until then
-            log.error = _one_line(exc)
-            break
-    return log
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
-
-
-def _arrive(log: RunLog, history: list[str], msg: BaseMessage) -> None:
-    if isinstance(msg, RemoveMessage):
-        log.removed.add(msg.id or "")
-        return
-    if msg.id is None:
-        return
-    if msg.id not in log.produced:
-        history.append(msg.id)
-    log.produced[msg.id] = msg
-
-
-def _after_turn(log: RunLog, node: str, values: Mapping[str, Any]) -> None:
-    if node == MODEL_NODE or "context" not in values:
-        return
-    report = (values.get("context") or {}).get("last_report") or {}
-    for decision in report.get("decisions") or []:
-        reason = str((decision.get("detail") or {}).get("reason") or "")
-        if decision.get("kind") == "rebuild" or reason.startswith("rebuild:"):
-            log.events.append(
-                {
-                    "after_call": len(log.calls),
-                    "kind": decision["kind"],
-                    "tokens": decision.get("tokens_before"),
-                    "cleared": len(decision.get("message_ids") or []),
-                    "detail": decision.get("detail") or {},
-                }
-            )
-
-
-def _key(message: BaseMessage) -> str:
-    # What a provider sees of a message: role, content, tool calls, tool call id, name.
-    calls = [(c["name"], c.get("args"), c.get("id")) for c in getattr(message, "tool_calls", [])]
-    parts = [message.type, message.content, calls, getattr(message, "tool_call_id", None)]
-    return json.dumps([*parts, message.name], sort_keys=True, default=str)
-
-
-def _shared_prefix(
-    counter: TiktokenCounter,
-    previous: list[Any] | None,
-    prompt: tuple[list[BaseMessage], list[Any]],
-) -> int:
-    """Tokens of the longest common prefix (tools, then messages) of two prompts."""
-    if previous is None:
-        return 0
-    old_messages, old_tools = previous
-    messages, tools = prompt
-    if json.dumps(old_tools, sort_keys=True) != json.dumps(tools, sort_keys=True):
-        return 0
-    same = 0
-    for old, new in zip(old_messages, messages, strict=False):
-        if _key(old) != _key(new):
-            break
-        same += 1
-    shared = counter.count_tools(tools) if tools else 0
-    return shared + sum(counter.count_message(m) for m in messages[:same])
-
-
-# --- checking and summarizing ------------------------------------------------------------------
-
-
-@dataclass
-class RunCheck:
-    """Proof that nothing was lost."""
-
-    archived: int = 0
-    """Messages found in the archive index."""
-    restored: int = 0
-    """Of those, restored byte for byte."""
-    full_history: int = 0
-    """Messages in the full history rebuilt from archive dumps plus live state."""
-    produced: int = 0
-    """Messages the run produced."""
-    missing: list[str] = field(default_factory=list)
-    """Produced ids the full history lacks."""
-    in_order: bool = True
-    """The full history lists the produced messages in the order they arrived."""
-    live: int = 0
-    """Messages in live state at the end."""
-    ledger: dict[str, Any] = field(default_factory=dict)
-    """The final ledger."""
-
-
-def check_run(memory: Any, graph: Any, config: RunnableConfig, log: RunLog) -> RunCheck:
-    """Restore every archived message of the run and rebuild the full history."""
-    check = RunCheck(produced=len(log.produced))
-    archive = memory.archive_for(config)
-    for mid, original in log.produced.items():
-        try:
-            ref = archive.lookup(mid)
-            if ref is None:
-                continue
-            check.archived += 1
-            if encode_message(archive.restore(ref)) == encode_message(original):
-                check.restored += 1
-        except ArchiveError:
-            continue
-    full = memory.get_full_history(graph, config)
-    ids = {m.id for m in full}
-    check.full_history = len(full)
-    check.missing = [i for i in log.produced if i not in ids]
-    arrived = {mid: n for n, mid in enumerate(log.produced)}
-    positions = [arrived[m.id] for m in full if m.id in arrived]
-    check.in_order = positions == sorted(positions)
-    values = graph.get_state(config).values
-    check.live = len(values.get("messages") or [])
-    check.ledger = dict(values.get("context") or {})
-    return check
-
-
-_ORDER = ("drop_memory", "prune", "compact", "shrink", "auto_compact", "summarize", "extract")
-
-
-def summary_rows(log: RunLog, check: RunCheck | None = None) -> list[tuple[str, str]]:
-    """The final table as (label, value) rows."""
-    calls = log.calls
-    rows = [("turns / model calls", f"{log.turns} / {len(calls)}")]
-    if calls:
-        tokens, limit = [c.tokens for c in calls], calls[-1].limit
-        median, biggest = int(statistics.median(tokens)), max(c.unmanaged for c in calls)
-        spread = f"min {min(tokens):,} · median {median:,} · max {max(tokens):,}"
-        rows.append(("prompt tokens per call", f"{spread} (limit {limit:,})"))
-        rows.append(("calls over the limit", str(sum(1 for t in tokens if t > limit))))
-        ratio = f"{biggest / max(limit, 1):.1f}x the limit"
-        rows.append(("unmanaged history (largest)", f"{biggest:,} tokens ({ratio})"))
-    kinds = Counter(k for c in calls for k in c.kinds)
-    kinds.update(e["kind"] for e in log.events if e["kind"] == "rebuild")
-    taken = [f"{k} {kinds[k]}" for k in (*_ORDER, "rebuild", "skip", "error") if kinds.get(k)]
-    rows.append(("decisions taken", " · ".join(taken) or "none (everything fit)"))
-    decisions = [d for c in calls for d in c.decisions]
-    archived = sum(len(d.get("message_ids") or []) for d in decisions if d["kind"] == "compact")
-    rows.append(
-        ("compactions", f"{kinds['compact']} ({_plural(archived, 'tool output')} archived)")
-    )
-    summary = (check.ledger.get("summary") if check else None) or {}
-    about = f" (running summary: {len(summary.get('text') or ''):,} chars, {summary.get('source')})"
-    count = kinds["auto_compact"] + kinds["summarize"] + kinds["rebuild"]
-    rows.append(("summaries", f"{count}{about if summary.get('text') else ''}"))
-    rebuilds = [e for e in log.events if e["kind"] == "rebuild"]
-    if rebuilds:
-        cleared = _plural(sum(e["cleared"] for e in rebuilds), "message")
-        rows.append(("rebuilds from a hint", f"{len(rebuilds)} ({cleared} cleared)"))
-    if total := sum(c.tokens for c in calls[1:]):
-        share = sum(c.cached for c in calls[1:]) / total
-        rows.append(("cache-reusable share", f"{share:.0%} of prompt tokens (calls 2..n)"))
-    if check is not None:
-        ok = "ok" if check.restored == check.archived else "MISMATCH"
-        restored = f"{check.restored}/{_plural(check.archived, 'archived message')} byte for byte"
-        restored += f" ({ok})"
-        if not check.archived:
-            restored = "no message was archived one by one"
-        rows.append(("restorable from the archive", restored))
-        lost = f"{len(check.missing)} MISSING" if check.missing else "none lost"
-        order = "in order" if check.in_order else "OUT OF ORDER"
-        full = f"{check.full_history}/{check.produced} messages, {lost}, {order}"
-        rows.append(("full history (archive + live)", f"{full}; {check.live} live"))
-    if log.error:
-        rows.append(("stopped early", log.error))
-    return rows
-
-
-# --- reports and plot ---------------------------------------------------------------------------
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def write_reports(path: str | Path, log: RunLog, *, meta: Mapping[str, Any]) -> Path:
-    """Every call's report, the rebuild events and run metadata, as JSON."""
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    payload = {
-        **meta,
-        "calls": [
-            {
-                "call": c.index,
-                "tokens": c.tokens,
-                "limit": c.limit,
-                "unmanaged_tokens": c.unmanaged,
-                "cache_reusable_tokens": c.cached,
-                "report": c.report,
-            }
-            for c in log.calls
-        ],
-        "events": log.events,
-        "error": log.error,
-    }
-    out.write_text(json.dumps(payload, indent=2, ensure_ascii=False, default=str), "utf-8")
-    return out
-
-
-_MARKS = {
-    "prune": (".", "tab:purple"),
-    "compact": ("v", "tab:orange"),
-    "shrink": ("|", "tab:gray"),
-    "auto_compact": ("s", "tab:green"),
-    "summarize": ("D", "tab:olive"),
-}
-
-
-def plot_run(path: str | Path, log: RunLog, *, title: str) -> Path:
-    """Prompt tokens per call against the limit, with the events marked (PNG, Agg).
-
-    The whole history (what an unmanaged agent would send) is drawn up to the top of the
-    chart; each decision kind gets its own row of marks above the limit, and rebuilds are
-    dashed vertical lines.
-    """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        msg = "--plot needs matplotlib: pip install 'langgraph-ctx[plot]'"
-        raise InputError(msg) from exc
-    calls = log.calls
-    limit = max([c.limit for c in calls] + [1])
-    top = limit * (1.25 + 0.08 * len(_MARKS))
-    xs = [c.index for c in calls]
-    fig, ax = plt.subplots(figsize=(11, 4.8))
-    ax.plot(xs, [c.unmanaged for c in calls], ":", color="tab:red", label="whole history")
-    ax.plot(xs, [c.tokens for c in calls], "-", color="tab:blue", label="prompt sent")
-    ax.axhline(limit, color="black", linewidth=1, label=f"limit {limit:,}")
-    for row, (kind, (marker, color)) in enumerate(_MARKS.items()):
-        hits = [c.index for c in calls if kind in c.kinds]
-        if hits:
-            y = limit * (1.1 + 0.08 * row)
-            ax.scatter(hits, [y] * len(hits), marker=marker, color=color, label=kind, zorder=3)
-    for i, event in enumerate(e for e in log.events if e["kind"] == "rebuild"):
-        ax.axvline(event["after_call"] + 0.5, color="tab:brown", linestyle="--", linewidth=1,
-                   label="rebuild" if i == 0 else None)  # fmt: skip
-    biggest = max([c.unmanaged for c in calls] + [0])
-    if biggest > top:
-        ax.annotate(f"whole history reaches {biggest:,}", (0.99, 0.97), xycoords="axes fraction",
-                    ha="right", va="top", fontsize=8, color="tab:red")  # fmt: skip
-    ax.set_ylim(0, top)
-    ax.set_xlabel("model call")
-    ax.set_ylabel("prompt tokens")
-    ax.set_title(title)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-    fig.tight_layout()
-    out = Path(path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
 
 
 # --- whole runs ---------------------------------------------------------------------------------

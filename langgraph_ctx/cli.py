@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
-    from langgraph_ctx._replay import InputError
+    from langgraph_ctx._runs import InputError
 
     try:
         return int(args.handler(args))
@@ -208,7 +208,8 @@ def _clip_lines(text: str, lines: int) -> str:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from langgraph_ctx._replay import plot_run, replay
+    from langgraph_ctx._replay import replay
+    from langgraph_ctx._runs import plot_run
 
     out = _Output()
     total: list[int] = []

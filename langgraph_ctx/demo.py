@@ -21,7 +21,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from pydantic import BaseModel, Field
 
-from langgraph_ctx._replay import CallStat, InputError, RunResult, execute, init_model
+from langgraph_ctx._replay import RunResult, execute, init_model
+from langgraph_ctx._runs import CallStat, InputError
 
 DEFAULT_WINDOW = 6_000
 """The demo's context window in tokens."""
