@@ -263,22 +263,18 @@ class ContextManager:
             protect_turns=self.protect_turns,
             prune_errors=self.prune_errors,
         )
-        builtins_done = False
-        triggered = False
-        for strategy in [*self.strategies, None]:
-            stage = strategy.stage if strategy is not None else 10**6
-            if stage > STAGE_DROP_MEMORY and not builtins_done:
-                builtins_done = True
-                if work.tokens > work.budget.limit:
-                    work.drop_memory()
-                triggered = work.tokens > work.budget.trigger_tokens
-                if triggered:  # stage STAGE_PRUNE: the first pruning attempt
-                    yield from work.prune()
-            if strategy is None:
-                break
-            if stage >= REDUCE_STAGES_FROM and not triggered:
-                continue
+        early = [s for s in self.strategies if s.stage <= STAGE_DROP_MEMORY]
+        later = [s for s in self.strategies if s.stage > STAGE_DROP_MEMORY]
+        for strategy in early:  # extraction, dynamic summarization: every call
             yield from strategy.run(work)
+        if work.tokens > work.budget.limit:  # stage 25: retrieved memory goes first
+            work.drop_memory()
+        triggered = work.tokens > work.budget.trigger_tokens
+        if triggered:  # stage 30: the first pruning attempt
+            yield from work.prune()
+        for strategy in later:
+            if strategy.stage < REDUCE_STAGES_FROM or triggered:
+                yield from strategy.run(work)
         if work.restore_memory() and work.tokens > work.budget.trigger_tokens:
             # Memory went first, but the edits made room for it; it outranks recent history,
             # so cut the history instead. Building again on this state then changes nothing.

@@ -12,12 +12,12 @@ that the session was rebuilt and finished steps must not be repeated.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langgraph_ctx._assembly import is_summary_message
+from langgraph_ctx._assembly import is_base_system, is_summary_message
 from langgraph_ctx._effects import Plan
 from langgraph_ctx._workspace import Resources, _union
 from langgraph_ctx.ledger import ContextLedger, load_ledger
@@ -80,14 +80,14 @@ def plan_rebuild(
         return None  # already rebuilt after this call
     if last_ai.tool_calls:
         return _skip(ledger, prompt_tokens, "the turn is not finished (pending tool calls)")
-    history = [m for m in messages if not isinstance(m, SystemMessage) or not _leading(m)]
-    history = [m for m in history if not is_summary_message(m) and m.id]
+    # Base system prompts are configuration, not history: they are never cleared.
+    history = [m for m in messages if not is_base_system(m) and not is_summary_message(m) and m.id]
     if not history:
         return None
     if resources.dump_messages is None or resources.summarize is None:
         return _skip(ledger, prompt_tokens, "no archive: nothing is cleared without its dump")
-    kept = _final_exchange(history, last_ai)
-    cleared_messages = [m for m in history if m not in kept]
+    kept = {m.id for m in _final_exchange(history, last_ai)}
+    cleared_messages = [m for m in history if m.id not in kept]
     if not cleared_messages:
         return None
     try:  # the dump holds the kept pair too, so the archive alone gives the order
@@ -145,11 +145,6 @@ def _final_exchange(history: Sequence[BaseMessage], answer: AIMessage) -> list[B
     return [request, answer] if request is not None else []
 
 
-def _leading(message: BaseMessage) -> bool:
-    # Base system prompts are configuration, not history: they are never cleared.
-    return not str(message.content).startswith("[tool:")
-
-
 def _skip(ledger: ContextLedger, tokens: int, reason: str) -> RebuildResult:
     decision = Decision(
         kind="skip",
@@ -162,8 +157,6 @@ def _skip(ledger: ContextLedger, tokens: int, reason: str) -> RebuildResult:
 
 
 def _append_decision(ledger: ContextLedger, decision: Decision) -> None:
-    from dataclasses import asdict
-
     report = dict(ledger.get("last_report") or {})
     report["decisions"] = [*report.get("decisions", []), asdict(decision)]
     ledger["last_report"] = report
