@@ -26,7 +26,7 @@ from langgraph.config import get_config
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_ctx._effects import Effect, Plan, arun_plan, run_plan
+from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.pipeline import BuildResult, ContextManager
@@ -197,12 +197,7 @@ class ContextMemory:
             return [], result.state
         # One kept neighbour on each side anchors the span in the live history.
         span = list(messages[max(0, at[0] - 1) : at[-1] + 2])
-        archive = self.archive_for(config)
-        ref = yield Effect(
-            "archive.put_messages",
-            lambda: archive.put_messages(span),
-            lambda: archive.aput_messages(span),
-        )
+        ref = yield self.manager.dump_effect(self.archive_for(config), span)
         gone = {messages[i].id for i in at}
         state = dict(result.state)
         summary = dict(state.get("summary") or {})

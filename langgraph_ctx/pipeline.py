@@ -12,8 +12,9 @@ shrink, auto-compacting at the first fit -> `ContextWindowExceededError` with th
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,9 @@ class ContextManager:
         tool_policy: Predicate on tools, or `{"allow": [...]}` / `{"deny": [...]}`.
         summarizer: A `Summarizer` or a chat model used to summarize; None uses the
             deterministic fallback summary when a summary is needed.
+        redact: Text -> text, applied to everything a summary is made from (the summarizer's
+            prompt and the fallback's input) and to every insurance dump before it is written,
+            so a secret it removes reaches neither. Same as `Summarizer(redact=...)`.
         extractor: An `EntityExtractor` for the entity-extraction strategy.
         auto_compact: Summarize what leaves the window (and insure it in the archive first).
         summary_placement: `"separate"` (a system message after the base prompt) or
@@ -117,6 +121,7 @@ class ContextManager:
         injections: Sequence[str] | None = None,
         tool_policy: ToolPolicy | None = None,
         summarizer: Any = None,
+        redact: Callable[[str], str] | None = None,
         extractor: Any = None,
         auto_compact: bool = False,
         summary_placement: SummaryPlacement = "separate",
@@ -153,7 +158,7 @@ class ContextManager:
         self.skills = coerce_skills(skills)
         self.injections = list(injections or ())
         self.tool_policy = tool_policy
-        self.summarizer = _coerce_summarizer(summarizer)
+        self.summarizer = _coerce_summarizer(summarizer, redact)
         self.extractor = extractor
         self.auto_compact = auto_compact
         self.summary_placement: SummaryPlacement = summary_placement
@@ -330,15 +335,24 @@ class ContextManager:
         )
         return [_memory_text(item.value) for item in items]
 
+    def dump_effect(self, archive: Any, messages: Sequence[BaseMessage]) -> Effect:
+        """The effect writing `messages` to `archive` as one insurance dump; returns its ref.
+
+        The one place a dump is written: with a redaction hook set, the dump holds the redacted
+        copies (what the summary was made from), never the secret.
+        """
+        dump = self.summarizer.redact_messages(messages)
+        return Effect(
+            "archive.put_messages",
+            lambda: archive.put_messages(dump),
+            lambda: archive.aput_messages(dump),
+        )
+
     def _resources(self, archive: Any) -> Resources:
         resources = Resources()
         if archive is not None:
             resources.archive_messages = lambda msgs: _archive_effect(archive, msgs)
-            resources.dump_messages = lambda msgs: Effect(
-                "archive.put_messages",
-                lambda: archive.put_messages(msgs),
-                lambda: archive.aput_messages(msgs),
-            )
+            resources.dump_messages = lambda msgs: self.dump_effect(archive, msgs)
         summarizer = self.summarizer
         resources.summarize = lambda msgs, prev: Effect(
             "summarizer",
@@ -400,14 +414,22 @@ def _archive_effect(archive: Any, messages: list[BaseMessage]) -> Effect:
     return Effect("archive.put_message", run, arun)
 
 
-def _coerce_summarizer(summarizer: Any) -> Any:
+def _coerce_summarizer(summarizer: Any, redact: Callable[[str], str] | None) -> Any:
     from langgraph_ctx.summarize import Summarizer
 
     if summarizer is None:
-        return Summarizer()
-    if isinstance(summarizer, Summarizer):
+        return Summarizer(redact=redact)
+    if hasattr(summarizer, "invoke") and not isinstance(summarizer, Summarizer):
+        return Summarizer(model=summarizer, redact=redact)
+    if not isinstance(summarizer, Summarizer):
+        msg = f"summarizer must be a Summarizer or a chat model, got {type(summarizer).__name__}"
+        raise ConfigError(msg)
+    if redact is None or summarizer.redact is redact:
         return summarizer
-    if hasattr(summarizer, "invoke"):
-        return Summarizer(model=summarizer)
-    msg = f"summarizer must be a Summarizer or a chat model, got {type(summarizer).__name__}"
-    raise ConfigError(msg)
+    if summarizer.redact is not None:
+        msg = (
+            "redact= is given twice, to ContextManager and to its Summarizer, with different "
+            "functions; give it in one place"
+        )
+        raise ConfigError(msg)
+    return dataclasses.replace(summarizer, redact=redact)

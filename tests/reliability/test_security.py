@@ -1,0 +1,327 @@
+"""Security: one thread never reads another's archive, references never escape the archive root,
+archive files are owner-only, and a redaction hook keeps a planted secret out of everything a
+summary is made from and out of every insurance dump.
+
+The graph tests run real `create_agent` graphs on a real checkpointer; only the chat models are
+scripted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+from pydantic import Field
+
+from langgraph_ctx import ContextManager, ContextMemory, Summarizer
+from langgraph_ctx.archive import NAMESPACE_ROOT, Archive, ArchiveRef, DirectoryBackend
+from langgraph_ctx.errors import ArchiveAccessError, ArchiveError, ConfigError
+from langgraph_ctx.messages import text_of
+from langgraph_ctx.recall import make_recall_tool
+from tests.conftest import make_conversation
+from tests.integration._agents import Script, check_prompts, drive
+from tests.integration._agents import _without_report as without_report
+
+SECRET = "sk-live-PLANTED-7f3Kq9xW"
+"""A credential planted in user input, tool-call arguments and tool outputs."""
+
+
+def redact(text: str) -> str:
+    return text.replace(SECRET, "[REDACTED]")
+
+
+def thread(**extra: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:12]}", **extra}}
+
+
+class RecordingSummarizerModel(GenericFakeChatModel):
+    """A summarizer model that records every prompt and answers a well-formed summary."""
+
+    received: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.received.append(list(messages))
+        n = len(self.received)
+        text = (
+            f"<completed>\n- step {n}\n</completed>\n<remaining>\n- continue\n</remaining>\n"
+            "<current_state>\n- working\n</current_state>\n<notes>\n- none\n</notes>"
+        )
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+
+
+def planted_script(turns: int = 8) -> Script:
+    """A generated coding-agent run with the secret in every user turn, in tool-call arguments
+    and in every tool output."""
+    planted: list[BaseMessage] = []
+    for m in make_conversation(turns, parallel=2, long_output=2_500, error_every=7, seed=5):
+        if isinstance(m, HumanMessage):
+            m = m.model_copy(update={"content": f"{text_of(m)}\nMy token is {SECRET}."})
+        elif isinstance(m, ToolMessage):
+            m = m.model_copy(update={"content": f"export API_KEY={SECRET}\n{text_of(m)}"})
+        elif isinstance(m, AIMessage) and m.tool_calls:
+            calls = [{**tc, "args": {**tc["args"], "token": SECRET}} for tc in m.tool_calls]
+            m = m.model_copy(update={"tool_calls": calls})
+        planted.append(m)
+    return Script.from_messages(planted)
+
+
+def dump_entries(store: InMemoryStore) -> list[bytes]:
+    """The raw bytes of every insurance dump (`messages` entries) in the store."""
+    entries: list[bytes] = []
+    for namespace in store.list_namespaces(prefix=(NAMESPACE_ROOT,)):
+        if namespace[-1] != "messages":
+            continue
+        for item in store.search(namespace, limit=10_000):
+            entries.append(json.dumps(item.value).encode())
+    return entries
+
+
+# --- the redaction hook ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("summarizer", ["model", "fallback"])
+@pytest.mark.parametrize("remove_summarized", [False, True])
+def test_a_planted_secret_reaches_neither_the_summarizer_nor_the_dump(
+    summarizer: str, remove_summarized: bool
+) -> None:
+    script = planted_script()
+    store = InMemoryStore()
+    model = RecordingSummarizerModel(messages=iter(()))
+    memory = ContextMemory(
+        context_window_tokens=5_000,
+        archive=store,
+        summarizer=model if summarizer == "model" else None,
+        redact=redact,
+        remove_summarized=remove_summarized,
+    )
+    agent_model = script.model(usage_counter=memory.manager.token_counter)
+    agent = create_agent(
+        agent_model,
+        script.tools(),
+        system_prompt=script.system,
+        middleware=[memory.middleware()],
+        checkpointer=InMemorySaver(),
+    )
+    config = thread()
+    seen = drive(agent, script.inputs, config)
+    check_prompts(agent_model, memory)
+
+    ledger = agent.get_state(config).values["context"]
+    summary = ledger["summary"]
+    assert summary["dump_refs"], "no summary was written: the test proves nothing"
+    assert SECRET not in summary["text"]
+    assert "[REDACTED]" in "".join(e.decode() for e in dump_entries(store))
+    if summarizer == "model":
+        assert model.received, "the summarizer model was never asked"
+        for prompt in model.received:
+            assert all(SECRET not in text_of(m) for m in prompt)
+    for entry in dump_entries(store):
+        assert SECRET.encode() not in entry
+    for ref in summary["dump_refs"]:
+        for m in memory.archive_for(config).get_messages(ref):
+            assert SECRET not in json.dumps(m.model_dump())
+
+    # Nothing else is lost: every message is still in the full history, in order, byte for
+    # byte; the ones that only the dumps hold come back redacted (that is what redaction is for).
+    history = {m.id: m for m in memory.get_full_history(agent, config)}
+    assert [i for i in history if i in seen.messages] == seen.order
+    live = {m.id for m in agent.get_state(config).values["messages"]}
+    for mid in seen.order:
+        original = seen.messages[mid]
+        if mid not in live:
+            original = memory.manager.summarizer.redact_messages([original])[0]
+        assert without_report(history[mid]) == without_report(original), mid
+    if remove_summarized:
+        assert set(seen.order) - live, "no message left the live state: the test proves nothing"
+
+
+def test_the_manager_redaction_hook_and_the_summarizers_are_one_setting() -> None:
+    assert ContextManager(context_window_tokens=1_000, redact=redact).summarizer.redact is redact
+    own = Summarizer(redact=redact)
+    assert ContextManager(context_window_tokens=1_000, summarizer=own).summarizer is own
+    assert (
+        ContextManager(context_window_tokens=1_000, summarizer=own, redact=redact).summarizer.redact
+        is redact
+    )
+    with pytest.raises(ConfigError, match="redact= is given twice"):
+        ContextManager(context_window_tokens=1_000, summarizer=own, redact=str.upper)
+
+
+def test_a_summarizer_with_its_own_hook_also_redacts_the_dump() -> None:
+    store = InMemoryStore()
+    archive = Archive.from_config(store, thread())
+    cm = ContextManager(
+        context_window_tokens=2_000,
+        archive=archive,
+        auto_compact=True,
+        summarizer=Summarizer(redact=redact),
+    )
+    history = make_conversation(6, parallel=2, long_output=1_500, seed=2)
+    history = [
+        m.model_copy(update={"content": f"{text_of(m)} {SECRET}"})
+        if isinstance(m, HumanMessage)
+        else m
+        for m in history
+    ]
+    result = cm.build(history)
+    assert "summarize" in result.report.kinds() or "auto_compact" in result.report.kinds()
+    assert result.state["summary"]["dump_refs"]
+    assert all(SECRET.encode() not in e for e in dump_entries(store))
+    assert SECRET not in result.state["summary"]["text"]
+
+
+# --- another thread's or user's references ---------------------------------------------------
+
+
+def first_dump_ref(agent: Any, config: RunnableConfig) -> str:
+    return str(agent.get_state(config).values["context"]["summary"]["dump_refs"][0])
+
+
+@pytest.mark.parametrize("scope", ["thread", "user"])
+async def test_recall_and_restore_refuse_another_threads_references(scope: str) -> None:
+    script = Script.from_messages(make_conversation(4, parallel=2, long_output=4_000, seed=1))
+    memory = ContextMemory(context_window_tokens=6_000)
+    agent = create_agent(
+        script.model(),
+        script.tools(),
+        system_prompt=script.system,
+        middleware=[memory.middleware()],
+        checkpointer=InMemorySaver(),
+    )
+    owner = thread(user_id="alice")
+    drive(agent, script.inputs, owner)
+    ref = first_dump_ref(agent, owner)
+    assert memory.archive_for(owner).read(ref)  # the owner reads it
+    planted = HumanMessage(SECRET, id="planted")
+    memory.archive_for(owner).put_message(planted)  # indexed by id in the owner's archive
+    assert memory.restore("planted", owner) == planted
+
+    if scope == "thread":
+        intruder = thread(user_id="alice")
+    else:  # the same thread id under another user
+        intruder = {"configurable": {**owner["configurable"], "user_id": "mallory"}}
+    with pytest.raises(ArchiveAccessError, match="belongs to"):
+        memory.restore(ref, intruder)
+    with pytest.raises(ArchiveAccessError, match="belongs to"):
+        await memory.arestore(ref, intruder)
+    with pytest.raises(ArchiveError):  # ids are looked up in the caller's own index only
+        memory.restore("planted", intruder)
+
+    # The recall tool reads the archive of the thread that calls it.
+    tool = make_recall_tool(memory.archive_for(intruder))
+    call = {"name": "recall", "args": {"ref": ref}, "id": "c1", "type": "tool_call"}
+    answer = tool.invoke(call)
+    assert answer.status == "error" and "belongs to" in text_of(answer)
+    assert SECRET not in text_of(answer)
+    answer = await tool.ainvoke(call)
+    assert answer.status == "error"
+    own = make_recall_tool(memory.archive_for(owner)).invoke(call)
+    assert own.status == "success"
+
+
+def test_a_forged_reference_for_another_scope_is_refused(tmp_path: Path) -> None:
+    backend = DirectoryBackend(tmp_path / "archive")
+    alice = Archive(backend, thread_id="t1", user_id="alice")
+    ref = alice.put_text(SECRET)
+    parsed = ArchiveRef.parse(ref)
+    for thread_id, user_id in [("t2", "alice"), ("t1", "bob"), ("t1", None)]:
+        other = Archive(backend, thread_id=thread_id, user_id=user_id)
+        with pytest.raises(ArchiveAccessError):
+            other.get_text(ref)
+        # Forging the owner's scope into the reference does not help either: the scope checked
+        # is the archive's own, never the reference's.
+        forged = str(
+            ArchiveRef(thread=other._thread, kind="text", digest=parsed.digest, user=other._user)
+        )
+        with pytest.raises(ArchiveError):
+            other.get_text(forged)
+    assert alice.get_text(ref) == SECRET
+
+
+# --- directory archives -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "thread_id",
+    ["../escape", "../../etc/passwd", "/abs/path", "a/../../b", "..", ".", "~root", "nul\x00byte"],
+)
+def test_hostile_thread_ids_stay_inside_the_root(tmp_path: Path, thread_id: str) -> None:
+    root = tmp_path / "archive"
+    archive = Archive(DirectoryBackend(root), thread_id=thread_id, user_id="../u")
+    ref = archive.put_text("hello")
+    assert archive.get_text(ref) == "hello"
+    files = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert files and all(p.resolve().is_relative_to(root.resolve()) for p in files)
+
+
+@pytest.mark.parametrize(
+    "namespace",
+    [
+        (NAMESPACE_ROOT, "..", "text"),
+        (NAMESPACE_ROOT, "/etc", "text"),
+        (NAMESPACE_ROOT, "t", "..", ".."),
+        ("..", "..", "x"),
+        (NAMESPACE_ROOT, "a/b", "text"),
+    ],
+)
+def test_directory_backend_refuses_paths_out_of_the_root(
+    tmp_path: Path, namespace: tuple[str, ...]
+) -> None:
+    backend = DirectoryBackend(tmp_path / "archive")
+    with pytest.raises(ArchiveAccessError, match="refusing"):
+        backend.put(namespace, "k", b"data")
+    with pytest.raises(ArchiveAccessError, match="refusing"):
+        backend.get(namespace, "k")
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_symlink_out_of_the_root_is_refused(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "archive"
+    archive = Archive(DirectoryBackend(root), thread_id="t1")
+    archive.put_text("first")  # creates the thread's folders
+    thread_dir = root / NAMESPACE_ROOT / "t1"
+    (thread_dir / "text").rename(thread_dir / "text-old")
+    (thread_dir / "text").symlink_to(outside, target_is_directory=True)
+    with pytest.raises(ArchiveAccessError, match="outside the archive root"):
+        archive.put_text(SECRET)
+    assert list(outside.iterdir()) == []
+
+
+def test_archive_files_and_folders_are_owner_only(tmp_path: Path) -> None:
+    old = os.umask(0o000)  # the most permissive umask: the modes must not depend on it
+    try:
+        root = tmp_path / "archive"
+        memory = ContextMemory(context_window_tokens=6_000, archive=root)
+        script = Script.from_messages(make_conversation(4, parallel=2, long_output=4_000, seed=1))
+        agent = create_agent(
+            script.model(),
+            script.tools(),
+            system_prompt=script.system,
+            middleware=[memory.middleware()],
+            checkpointer=InMemorySaver(),
+        )
+        drive(agent, script.inputs, thread())
+    finally:
+        os.umask(old)
+    files = [p for p in root.rglob("*") if p.is_file()]
+    folders = [p for p in root.rglob("*") if p.is_dir()]
+    assert files, "nothing was archived: the test proves nothing"
+    for p in files:
+        assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
+    for p in folders:
+        assert stat.S_IMODE(p.stat().st_mode) == 0o700, p
+    assert not [p for p in root.rglob(".tmp-*")], "no temporary file is left behind"
