@@ -20,10 +20,13 @@ from langgraph_ctx.ledger import ContextLedger, PrunedEntry
 from langgraph_ctx.messages import (
     TAG_KEY,
     Block,
+    check_unique_ids,
     derived_id,
     get_tag,
     is_error_result,
     is_tool_output,
+    needs_repair,
+    repair_messages,
     split_blocks,
     text_of,
     with_id,
@@ -113,19 +116,51 @@ class Workspace:
     prune_attempts: int = field(init=False, default=0)
     _empty: int = field(init=False, default=0)
 
+    repairs: list[str] = field(default_factory=list)
+    """Ledger parts left out on load (`repair_ledger`); reported as a `repair` decision."""
+
     def __post_init__(self) -> None:
         self._empty = self.counter([])
+        messages_in = len(self.history) + len(self.base)
         self._restore_window()
         for i in self.window_indices():  # only what the prompt shows needs an id
             self.history[i] = with_id(self.history[i], self.base_offset + i)
+        check_unique_ids([self.history[i] for i in self.window_indices()])
+        repaired = self._repair_view()
         self.reconcile()
         self.tokens = self.count_full()
         self.report = ContextCostReport(
             limit=self.budget.limit,
             tokens=self.tokens,
             tokens_in=self.tokens,
-            messages_in=len(self.history) + len(self.base),
+            messages_in=messages_in,
         )
+        if repaired is not None or self.repairs:
+            actions, ids = repaired or ([], [])
+            detail: dict[str, Any] = {}
+            if actions:
+                detail["messages"] = actions
+            if self.repairs:
+                detail["ledger"] = list(self.repairs)
+            self.decide("repair", self.tokens, message_ids=ids, detail=detail)
+
+    def _repair_view(self) -> tuple[list[str], list[str]] | None:
+        """Make the shown history valid for the providers; the state keeps every message.
+
+        Orphan tool results and second answers to one call leave the prompt, and a call
+        without an answer gets an error result (`repair_messages`). Deterministic, so the
+        prompt stays the same bytes from call to call. Returns the actions and the ids of the
+        messages involved, or None when the history needed nothing.
+        """
+        view = self.history[self.start :]
+        if not needs_repair(view):
+            return None
+        result = repair_messages(view)
+        kept = {id(m) for m in result.messages}
+        touched = [m.id or "" for m in view if id(m) not in kept]
+        touched += [m.id or "" for m in result.messages if get_tag(m).get("repair")]
+        self.history[self.start :] = result.messages
+        return result.actions, touched
 
     # --- the view -------------------------------------------------------------------------
 
@@ -352,7 +387,12 @@ class Workspace:
         if not picked:  # each attempt is a decision, also when nothing was left to prune
             self.decide("prune", before, attempt=attempt, detail={"pruned": 0})
             return
-        refs = yield from self._archive(picked)
+        detail: dict[str, Any] = {"protected_turns": self.protect_turns}
+        try:
+            refs = yield from self._archive(picked)
+        except Exception as exc:  # pruning is view-only: the outputs stay whole in state
+            refs = {}
+            detail["archive_error"] = f"{type(exc).__name__}: {exc}"
         for msg in picked:
             old = self.cost(msg)
             entry: PrunedEntry = {"tool": _tool_of(msg), "chars": len(text_of(msg))}
@@ -365,7 +405,7 @@ class Workspace:
             before,
             attempt=attempt,
             message_ids=[m.id or "" for m in picked],
-            detail={"protected_turns": self.protect_turns},
+            detail=detail,
         )
 
     def _archive(self, messages: list[BaseMessage]) -> Plan[dict[str, str]]:
@@ -421,8 +461,17 @@ class Workspace:
                 break
         if not picked:
             return
-        refs = yield from self._archive([self.history[i] for i in picked])
         before = self.tokens
+        try:
+            refs = yield from self._archive([self.history[i] for i in picked])
+        except Exception as exc:  # nothing is compacted without its archive copy
+            self.decide(
+                "skip",
+                before,
+                message_ids=[self.history[i].id or "" for i in picked],
+                detail={"reason": f"compaction: archive write failed: {type(exc).__name__}: {exc}"},
+            )
+            return
         for i in picked:
             msg = self.history[i]
             old = self.cost(self.shown(msg))

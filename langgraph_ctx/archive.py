@@ -251,7 +251,8 @@ class Archive:
     Entries live in namespace `("langgraph_ctx", [user,] thread, kind)` under the sha256 of
     their canonical bytes. Reads verify that sha256, refuse references of other threads or
     users, and restore messages equal (`==`) to the originals and byte-identical when
-    re-encoded.
+    re-encoded. A backend that fails (a lost connection, a full disk) raises `ArchiveError`
+    naming the operation, the entry and the cause (chained as `__cause__`).
 
     Args:
         backend: An `ArchiveBackend`, or a LangGraph `BaseStore` (wrapped in `StoreBackend`).
@@ -420,6 +421,16 @@ class Archive:
 
     # drivers --------------------------------------------------------------------------
 
+    def _failed(self, op: _Put | _Get, exc: Exception) -> ArchiveError:
+        """A backend failure (lost connection, full disk...) as an `ArchiveError` naming it."""
+        what = "write" if isinstance(op, _Put) else "read"
+        where = "/".join((*op.namespace, op.key))
+        msg = (
+            f"archive backend {type(self.backend).__name__} failed to {what} {where} "
+            f"(thread {self.thread_id!r}): {type(exc).__name__}: {exc}"
+        )
+        return ArchiveError(msg)
+
     def _run(self, flow: _Flow[T]) -> T:
         result: bytes | None = None
         while True:
@@ -427,11 +438,16 @@ class Archive:
                 op = flow.send(result)
             except StopIteration as stop:
                 return cast(T, stop.value)
-            if isinstance(op, _Put):
-                self.backend.put(op.namespace, op.key, op.data)
-                result = None
-            else:
-                result = self.backend.get(op.namespace, op.key)
+            try:
+                if isinstance(op, _Put):
+                    self.backend.put(op.namespace, op.key, op.data)
+                    result = None
+                else:
+                    result = self.backend.get(op.namespace, op.key)
+            except ArchiveError:
+                raise
+            except Exception as exc:
+                raise self._failed(op, exc) from exc
 
     async def _arun(self, flow: _Flow[T]) -> T:
         result: bytes | None = None
@@ -440,11 +456,16 @@ class Archive:
                 op = flow.send(result)
             except StopIteration as stop:
                 return cast(T, stop.value)
-            if isinstance(op, _Put):
-                await self.backend.aput(op.namespace, op.key, op.data)
-                result = None
-            else:
-                result = await self.backend.aget(op.namespace, op.key)
+            try:
+                if isinstance(op, _Put):
+                    await self.backend.aput(op.namespace, op.key, op.data)
+                    result = None
+                else:
+                    result = await self.backend.aget(op.namespace, op.key)
+            except ArchiveError:
+                raise
+            except Exception as exc:
+                raise self._failed(op, exc) from exc
 
     # public API -------------------------------------------------------------------------
 

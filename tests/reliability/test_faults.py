@@ -1,0 +1,552 @@
+"""Fault injection: the summarizer, the archive, the process and the database fail mid-run.
+
+Every fault runs through a real LangGraph graph (a hand-built `StateGraph` with the context
+node, or `create_agent` with the middleware) on a real checkpointer; only the chat models are
+fakes. Each test shows that nothing is lost: after the fault the thread's full history
+(live state plus archive dumps) holds every message the run committed, byte for byte, every
+prompt the model got is valid for OpenAI and Anthropic and within the budget, and the ledger
+names only messages that exist in the live state or the archive.
+
+A process that dies is simulated by `ProcessDied`, a `BaseException`: like a `kill -9`, no
+`except Exception` in the library or in LangGraph can swallow it. The thread is then resumed
+by a fresh graph, memory and model (a new process) on the same checkpointer storage and the
+same archive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_ctx import ContextMemory
+from langgraph_ctx._backends import Namespace, StoreBackend
+from langgraph_ctx.archive import encode_message
+from langgraph_ctx.errors import ArchiveError, ContextWindowExceededError
+from langgraph_ctx.messages import text_of, validate_messages
+from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.state import ContextState
+from langgraph_ctx.strategies import Compaction, SlidingWindow
+from langgraph_ctx.summarize import Summarizer
+from tests.integration._agents import (
+    Script,
+    ScriptedChatModel,
+    Seen,
+    adrive,
+    check_history,
+    check_ledger,
+    check_prompts,
+    drive,
+    long_turn_script,
+    synthetic_script,
+)
+from tests.integration.conftest import CheckpointerBackend
+
+WINDOW = 4_500
+"""Small enough that pruning, compaction and summaries all happen in an 8-turn run."""
+
+
+class ProcessDied(BaseException):
+    """The process dies here (a `BaseException`, so no `except Exception` swallows it)."""
+
+
+# --- fixtures -----------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def storage(request: pytest.FixtureRequest, tmp_path: Path) -> CheckpointerBackend:
+    """Checkpointer storage: one in-memory saver, or a SQLite file reopened per "process"."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    if request.param == "memory":
+        return CheckpointerBackend("memory", _memory=InMemorySaver())
+    return CheckpointerBackend("sqlite", str(tmp_path / "checkpoints.sqlite"))
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def thread() -> RunnableConfig:
+    return {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:12]}"}}
+
+
+# --- fakes --------------------------------------------------------------------------------
+
+
+class FaultyBackend:
+    """An `ArchiveBackend` over an `InMemoryStore` whose writes and reads fail on demand.
+
+    `fail_put` / `fail_get` make every write / read raise `ConnectionError` (sync and async);
+    `die_at_put` kills the process right after the n-th successful write lands.
+    """
+
+    def __init__(self) -> None:
+        self.inner = StoreBackend(InMemoryStore())
+        self.fail_put = False
+        self.fail_get = False
+        self.die_at_put: int | None = None
+        self.puts = 0
+        self.keys: set[tuple[Namespace, str]] = set()
+
+    def put(self, namespace: Namespace, key: str, data: bytes) -> None:
+        if self.fail_put:
+            msg = "archive store unreachable (injected write fault)"
+            raise ConnectionError(msg)
+        self.inner.put(namespace, key, data)
+        self.puts += 1
+        self.keys.add((namespace, key))
+        if self.die_at_put == self.puts:
+            self.die_at_put = None
+            msg = f"the process died right after archive write #{self.puts}"
+            raise ProcessDied(msg)
+
+    def get(self, namespace: Namespace, key: str) -> bytes | None:
+        if self.fail_get:
+            msg = "archive store unreachable (injected read fault)"
+            raise ConnectionError(msg)
+        return self.inner.get(namespace, key)
+
+    async def aput(self, namespace: Namespace, key: str, data: bytes) -> None:
+        await asyncio.sleep(0)
+        self.put(namespace, key, data)
+
+    async def aget(self, namespace: Namespace, key: str) -> bytes | None:
+        await asyncio.sleep(0)
+        return self.get(namespace, key)
+
+
+GOOD_SUMMARY = (
+    "<completed>\n- span {digest}: {count} characters of transcript read.\n</completed>\n"
+    "<remaining>\n- Continue with the user's request.\n</remaining>\n"
+    "<current_state>\n- Nothing pending.\n</current_state>\n<notes>\n- none\n</notes>"
+)
+
+
+class SummaryModel(BaseChatModel):
+    """Stands in for the summarizer's LLM: a valid summary (a digest of its prompt), or a fault.
+
+    Faults: `raise` (every call), `timeout` (sleeps `delay` seconds), `empty`, `garbage` (an
+    unclosed section), `non_text` (an image block only), `enormous` (far over the bound).
+    `die_at` kills the process on that call (1-based).
+    """
+
+    fault: str = "none"
+    delay: float = 0.6
+    die_at: int | None = None
+    calls: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "fault-injecting-summarizer"
+
+    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+        if self.die_at == self.calls:
+            msg = f"the process died inside summarizer call #{self.calls}"
+            raise ProcessDied(msg)
+        transcript = text_of(messages[-1])
+        if self.fault == "raise":
+            msg = "summarizer provider unreachable (injected fault)"
+            raise ConnectionError(msg)
+        if self.fault == "empty":
+            return AIMessage("")
+        if self.fault == "garbage":
+            return AIMessage("<completed>\n- half a section, never closed\n<remaining>\n???")
+        if self.fault == "non_text":
+            image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+            return AIMessage(content=[image])
+        if self.fault == "enormous":
+            filler = "\n".join(f"- step {i}: " + "x" * 60 for i in range(200))
+            return AIMessage(f"<completed>\n{filler}\n</completed>\n<remaining>\n</remaining>")
+        digest = hashlib.sha256(transcript.encode()).hexdigest()[:12]
+        return AIMessage(GOOD_SUMMARY.format(digest=digest, count=len(transcript)))
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        self.calls += 1
+        if self.fault == "timeout":
+            time.sleep(self.delay)
+        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
+
+    async def _agenerate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        self.calls += 1
+        if self.fault == "timeout":
+            await asyncio.sleep(self.delay)
+        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
+
+
+class DyingSummarizer(Summarizer):
+    """A `Summarizer` whose process dies right after its n-th summary came back."""
+
+    def _tick(self) -> None:
+        calls = getattr(self, "calls", 0) + 1
+        object.__setattr__(self, "calls", calls)
+        if calls == getattr(self, "die_at", None):
+            msg = f"the process died right after summary #{calls} came back"
+            raise ProcessDied(msg)
+
+    def summarize(self, messages: Sequence[BaseMessage], *, previous: str | None = None) -> Any:
+        outcome = super().summarize(messages, previous=previous)
+        self._tick()
+        return outcome
+
+    async def asummarize(
+        self, messages: Sequence[BaseMessage], *, previous: str | None = None
+    ) -> Any:
+        outcome = await super().asummarize(messages, previous=previous)
+        self._tick()
+        return outcome
+
+
+# --- the graph and the checks ---------------------------------------------------------------
+
+
+def hand_built(
+    memory: ContextMemory,
+    model: ScriptedChatModel,
+    tools: list[Any],
+    *,
+    context_node: Any = None,
+) -> StateGraph[Any]:
+    """context -> model -> tools -> context ... -> after_turn, as a user would write it."""
+    bound = model.bind_tools(tools)
+
+    def call_model(state: ContextState) -> dict[str, Any]:
+        return {"messages": [bound.invoke(state["llm_input_messages"])]}
+
+    async def acall_model(state: ContextState) -> dict[str, Any]:
+        return {"messages": [await bound.ainvoke(state["llm_input_messages"])]}
+
+    builder = StateGraph(ContextState)
+    builder.add_node("context", context_node or memory.node(tools=tools))
+    builder.add_node("model", RunnableLambda(call_model, afunc=acall_model))
+    builder.add_node("tools", ToolNode(tools))
+    builder.add_node("after_turn", memory.after_turn_node())
+    builder.add_edge(START, "context")
+    builder.add_edge("context", "model")
+    builder.add_conditional_edges(
+        "model", tools_condition, {"tools": "tools", "__end__": "after_turn"}
+    )
+    builder.add_edge("tools", "context")
+    builder.add_edge("after_turn", END)
+    return builder
+
+
+def inputs_of(script: Script) -> list[Any]:
+    """The turns of a script; the first one carries the system prompt into the state."""
+    return [{"messages": [script.system_message(), script.inputs[0]]}, *script.inputs[1:]]
+
+
+def decisions(memory: ContextMemory, graph: Any, config: RunnableConfig) -> list[dict[str, Any]]:
+    """Every decision of every report the thread's checkpoints hold."""
+    from dataclasses import asdict
+
+    return [asdict(d) for r in memory.get_reports(graph, config) for d in r.decisions]
+
+
+def assert_intact(
+    memory: ContextMemory,
+    graph: Any,
+    config: RunnableConfig,
+    seen: Seen,
+    models: Sequence[ScriptedChatModel],
+) -> None:
+    """Nothing lost, every prompt valid and within budget, the ledger consistent."""
+    for model in models:
+        if model.prompts:
+            check_prompts(model, memory)
+            assert all(validate_messages(p, provider="all") == [] for p in model.prompts)
+    check_history(memory, graph, config, seen)
+    check_ledger(memory, graph, config)
+
+
+def committed(graph: Any, config: RunnableConfig) -> Seen:
+    """Every message any checkpoint of the thread holds (what the run durably produced)."""
+    seen = Seen()
+    for snapshot in reversed(list(graph.get_state_history(config))):
+        seen.add(snapshot.values)
+    return seen
+
+
+# --- 1. the summarizer fails -------------------------------------------------------------------
+
+SUMMARIZER_FAULTS = {
+    # fault: what the report must say about why the fallback took over
+    "raise": "ConnectionError: summarizer provider unreachable",
+    "timeout": "did not answer within 0.2s",
+    "empty": "empty output",
+    "garbage": "malformed output",
+    "non_text": "empty output",
+    "enormous": "enormous output",
+}
+
+
+@pytest.mark.parametrize("fault", list(SUMMARIZER_FAULTS))
+async def test_summarizer_fault_falls_back_to_the_deterministic_summary(
+    storage: CheckpointerBackend, fault: str
+) -> None:
+    """The summarizer's model fails on every attempt: the fallback summary takes its place.
+
+    The graph removes what it summarizes (`remove_summarized`) and rebuilds after large turns,
+    so a summary that did not happen would lose messages.
+    """
+    script = synthetic_script(turns=8, recall=False)
+    summary_model = SummaryModel(fault=fault)
+    summarizer = Summarizer(
+        model=summary_model,
+        timeout_seconds=0.2,
+        retries=0 if fault == "timeout" else 1,
+        max_output_tokens=256,
+    )
+    memory = ContextMemory(
+        context_window_tokens=WINDOW, summarizer=summarizer, remove_summarized=True
+    )
+    model = script.model(usage_counter=memory.manager.token_counter)
+    config = thread()
+    graph_mode = "async" if fault in ("timeout", "garbage") else "sync"  # both drivers
+    with storage.open() as saver:
+        graph = hand_built(memory, model, script.tools()).compile(checkpointer=saver)
+        if graph_mode == "sync":
+            drive(graph, inputs_of(script), config)
+    if graph_mode == "async":
+        async with storage.aopen() as saver:
+            graph = hand_built(memory, model, script.tools()).compile(checkpointer=saver)
+            await adrive(graph, inputs_of(script), config)
+    with storage.open() as saver:
+        graph = hand_built(memory, model, script.tools()).compile(checkpointer=saver)
+        seen = committed(graph, config)
+        assert_intact(memory, graph, config, seen, [model])
+        summaries = [
+            d for d in decisions(memory, graph, config) if d["kind"] in ("auto_compact", "rebuild")
+        ]
+        values = graph.get_state(config).values
+    assert summary_model.calls > 0 and summaries, "the summarizer was never asked"
+    for d in summaries:  # the report says the fallback wrote it, and why
+        assert d["detail"]["source"] == "fallback", d
+        assert SUMMARIZER_FAULTS[fault] in d["detail"]["error"], d["detail"]["error"]
+    summary = values["context"]["summary"]
+    assert summary["source"] == "fallback"
+    assert "<completed>" in summary["text"] and "<remaining>" in summary["text"]
+    assert not any(bad in summary["text"] for bad in ("ConnectionError", "x" * 60, "???"))
+    # Nothing left the live state without a summary covering it (and its dump).
+    live = {m.id for m in values["messages"]}
+    removed = set(seen.order) - live
+    assert removed, "nothing was removed: the test proves nothing"
+    assert removed <= set(summary["covered_ids"])
+
+
+# --- 2. the archive fails ---------------------------------------------------------------------
+
+
+async def test_archive_write_failure_removes_and_compacts_nothing(
+    storage: CheckpointerBackend, mode: str
+) -> None:
+    """From turn 4 on every archive write fails: no compaction, no summary, no removal without
+    its archive copy; each build says why it skipped, and the model calls still fit."""
+    script = synthetic_script(turns=8, recall=False)
+    backend = FaultyBackend()
+    memory = ContextMemory(context_window_tokens=WINDOW, archive=backend, remove_summarized=True)
+    model = script.model()
+    tools = script.tools()
+    config = thread()
+    inputs = inputs_of(script)
+    healthy, broken = inputs[:3], inputs[3:]
+    if mode == "sync":
+        with storage.open() as saver:
+            graph = hand_built(memory, model, tools).compile(checkpointer=saver)
+            drive(graph, healthy, config)
+            before = graph.get_state(config).values
+            history_before = memory.get_full_history(graph, config)
+            n_reports = len(memory.get_reports(graph, config))
+            backend.fail_put = True
+            drive(graph, broken, config)
+    else:
+        async with storage.aopen() as saver:
+            graph = hand_built(memory, model, tools).compile(checkpointer=saver)
+            await adrive(graph, healthy, config)
+            before = (await graph.aget_state(config)).values
+            history_before = await memory.aget_full_history(graph, config)
+            n_reports = len(await memory.aget_reports(graph, config))
+            backend.fail_put = True
+            await adrive(graph, broken, config)
+    backend.fail_put = False  # reads work; the views below read the archive
+    with storage.open() as saver:
+        graph = hand_built(memory, model, tools).compile(checkpointer=saver)
+        seen = committed(graph, config)
+        assert_intact(memory, graph, config, seen, [model])
+        after = graph.get_state(config).values
+        reports = memory.get_reports(graph, config)
+    # Before the fault the archive was used (so the fault had something to break).
+    assert before["context"]["summary"]["dump_refs"]
+    # After it: no new dump, no compaction without a ref that restores, nothing removed.
+    assert after["context"]["summary"]["dump_refs"] == before["context"]["summary"]["dump_refs"]
+    live_before = {m.id for m in before["messages"]}
+    live_after = {m.id for m in after["messages"]}
+    new_ids = set(seen.order) - {m.id for m in history_before}
+    assert new_ids, "the broken turns produced nothing"
+    assert live_before | new_ids <= live_after, (
+        "a message left the state while the archive was down"
+    )
+    later = reports[n_reports:]
+    reasons = [
+        str(d.detail.get("reason") or d.detail.get("archive_error") or "")
+        for r in later
+        for d in r.decisions
+    ]
+    assert any("archive write failed" in r or "insurance dump failed" in r for r in reasons)
+    assert any("injected write fault" in r for r in reasons), reasons
+    assert all(r.ok and r.tokens <= r.limit for r in reports)
+    broken_kinds = {d.kind for r in later for d in r.decisions if "injected" not in str(d.detail)}
+    assert "compact" not in broken_kinds and "auto_compact" not in broken_kinds, broken_kinds
+
+
+async def test_archive_write_failure_without_room_raises_and_recovers(mode: str) -> None:
+    """When only compaction could make the prompt fit and the archive is down, the build raises
+    `ContextWindowExceededError` (its report names the failed write) before the model is
+    called; the state is untouched, and once the archive is back the thread resumes."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    script = long_turn_script(4, long_output=6_000, parallel=2)
+    backend = FaultyBackend()
+    backend.fail_put = True
+    memory = ContextMemory(
+        context_window_tokens=3_000,
+        archive=backend,
+        strategies=[Compaction(keep_last=0), SlidingWindow()],
+    )
+    model = script.model()
+    agent = create_agent(
+        model,
+        script.tools(),
+        system_prompt=script.system,
+        middleware=[memory.middleware()],
+        checkpointer=InMemorySaver(),
+    )
+    config = thread()
+    seen = Seen()
+    with pytest.raises(ContextWindowExceededError) as caught:
+        if mode == "sync":
+            drive(agent, script.inputs, config, seen)
+        else:
+            await adrive(agent, script.inputs, config, seen)
+    report = caught.value.report
+    assert not report.ok and report.tokens > report.limit
+    skips = [d for d in report.decisions if d.kind == "skip"]
+    assert skips and "archive write failed" in skips[0].detail["reason"]
+    assert "injected write fault" in skips[0].detail["reason"]
+    assert all(d.kind != "compact" for d in report.decisions)
+    answered = len(model.prompts)
+    stuck = agent.get_state(config)
+    assert stuck.next, "the failed model call should be the pending step"
+    assert all(validate_messages(p, provider="all") == [] for p in model.prompts)
+
+    backend.fail_put = False  # the archive is back: resume from the last checkpoint
+    if mode == "sync":
+        drive(agent, [None], config, seen)
+    else:
+        await adrive(agent, [None], config, seen)
+    assert len(model.prompts) > answered and not agent.get_state(config).next
+    assert_intact(memory, agent, config, committed(agent, config), [model])
+    assert "compact" in {d["kind"] for d in decisions(memory, agent, config)}
+
+
+async def test_archive_read_failure_is_a_clear_archive_error(mode: str) -> None:
+    """With reads failing, restore and the full history raise `ArchiveError` naming the backend,
+    the entry and the cause; `recall` answers with tool error text; the state is untouched."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    script = synthetic_script(turns=8, recall=False)
+    backend = FaultyBackend()
+    memory = ContextMemory(context_window_tokens=WINDOW, archive=backend, remove_summarized=True)
+    model = script.model()
+    graph = hand_built(memory, model, script.tools()).compile(checkpointer=InMemorySaver())
+    config = thread()
+    seen = drive(graph, inputs_of(script), config)
+    values = graph.get_state(config).values
+    ledger = values["context"]
+    compaction = next(d for d in decisions(memory, graph, config) if d["kind"] == "compact")
+    archived_id, ref = compaction["message_ids"][0], compaction["detail"]["refs"][0]
+    assert ledger["summary"]["dump_refs"]
+
+    backend.fail_get = True
+    expected = r"FaultyBackend failed to read .*ConnectionError: .*injected read fault"
+    call = {"type": "tool_call", "name": "recall", "args": {"ref": ref}, "id": "call-r1"}
+    recall = memory.recall_tool()
+    if mode == "sync":
+        with pytest.raises(ArchiveError, match=expected) as caught:
+            memory.get_full_history(graph, config)
+        for key in (ref, archived_id):
+            with pytest.raises(ArchiveError, match=expected):
+                memory.restore(key, config)
+        answer = recall.invoke(call, config)
+    else:
+        with pytest.raises(ArchiveError, match=expected) as caught:
+            await memory.aget_full_history(graph, config)
+        for key in (ref, archived_id):
+            with pytest.raises(ArchiveError, match=expected):
+                await memory.arestore(key, config)
+        answer = await recall.ainvoke(call, config)
+    assert isinstance(caught.value.__cause__, ConnectionError)
+    assert isinstance(answer, ToolMessage) and answer.status == "error"
+    assert "recall failed" in str(answer.content) and "injected read fault" in str(answer.content)
+    after = graph.get_state(config).values
+    assert [encode_message(m) for m in after["messages"]] == [
+        encode_message(m) for m in values["messages"]
+    ]
+    assert after["context"] == ledger
+
+    backend.fail_get = False  # reads are back: nothing was lost
+    assert_intact(memory, graph, config, seen, [model])
+
+
+async def test_recall_in_a_run_with_an_unreadable_archive_is_a_tool_error(mode: str) -> None:
+    """The agent calls `recall` while archive reads fail: it gets an error result it can act
+    on, and the run goes on to its answer."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    script = long_turn_script(10, recall=True)
+    backend = FaultyBackend()
+    backend.fail_get = True
+    budget = ContextBudget(context_window_tokens=14_000, trigger=0.95, target=0.6)
+    memory = ContextMemory(budget=budget, auto_compact=False, archive=backend)
+    model = script.model()
+    agent = create_agent(
+        model,
+        script.tools(),
+        system_prompt=script.system,
+        middleware=[memory.middleware()],
+        checkpointer=InMemorySaver(),
+    )
+    config = thread()
+    if mode == "sync":
+        seen = drive(agent, script.inputs, config)
+    else:
+        seen = await adrive(agent, script.inputs, config)
+    recalled = [
+        m for m in seen.messages.values() if isinstance(m, ToolMessage) and m.name == "recall"
+    ]
+    assert len(recalled) == 1 and recalled[0].status == "error"
+    assert "recall failed" in str(recalled[0].content)
+    assert "injected read fault" in str(recalled[0].content)
+    final = agent.get_state(config).values["messages"][-1]
+    assert isinstance(final, AIMessage) and not final.tool_calls
+    backend.fail_get = False
+    assert_intact(memory, agent, config, seen, [model])
