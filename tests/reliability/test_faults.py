@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
+import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx import ContextMemory
@@ -54,7 +57,7 @@ from tests.integration._agents import (
     long_turn_script,
     synthetic_script,
 )
-from tests.integration.conftest import CheckpointerBackend
+from tests.integration.conftest import POSTGRES_ENV, CheckpointerBackend, fresh_database
 
 WINDOW = 4_500
 """Small enough that pruning, compaction and summaries all happen in an 8-turn run."""
@@ -96,8 +99,8 @@ class FaultyBackend:
     `die_at_put` kills the process right after the n-th successful write lands.
     """
 
-    def __init__(self) -> None:
-        self.inner = StoreBackend(InMemoryStore())
+    def __init__(self, store: BaseStore | None = None) -> None:
+        self.inner = StoreBackend(store if store is not None else InMemoryStore())
         self.fail_put = False
         self.fail_get = False
         self.die_at_put: int | None = None
@@ -550,3 +553,249 @@ async def test_recall_in_a_run_with_an_unreadable_archive_is_a_tool_error(mode: 
     assert isinstance(final, AIMessage) and not final.tool_calls
     backend.fail_get = False
     assert_intact(memory, agent, config, seen, [model])
+
+
+# --- 3. the process dies between the archive write and the checkpoint ---------------------------
+
+CRASH_THREAD: RunnableConfig = {"configurable": {"thread_id": "t-crash"}}
+"""One thread id for the reference run and every crashed run (so archive keys compare)."""
+
+
+class Process:
+    """One "process": a memory, a scripted model, a summarizer model and a compiled graph on
+    the given checkpointer and archive backend. `crash` arms one way of dying."""
+
+    def __init__(
+        self,
+        script: Script,
+        backend: FaultyBackend,
+        saver: Any,
+        *,
+        skip: int = 0,
+        crash: str | None = None,
+        at: int = 0,
+        on_build: Callable[[int], None] | None = None,
+    ) -> None:
+        self.summary_model = SummaryModel(die_at=at if crash == "summarizer" else None)
+        cls = DyingSummarizer if crash == "after_summarizer" else Summarizer
+        summarizer = cls(model=self.summary_model, timeout_seconds=None, retries=0)
+        if crash == "after_summarizer":
+            object.__setattr__(summarizer, "die_at", at)
+        self.memory = ContextMemory(
+            context_window_tokens=WINDOW,
+            archive=backend,
+            summarizer=summarizer,
+            remove_summarized=True,
+        )
+        self.model = script.model(
+            skip=skip, usage_counter=self.memory.manager.token_counter, usage_scale=1.1
+        )
+        tools = script.tools()
+        self.builds = self.checkpoints = 0
+        inner = self.memory.node(tools=tools)
+
+        def context(state: ContextState, config: RunnableConfig) -> dict[str, Any]:
+            self.builds += 1
+            if on_build is not None:
+                on_build(self.builds)
+            puts = backend.puts
+            update: dict[str, Any] = inner.invoke(state, config)
+            if crash == "node_return" and self.builds >= at and backend.puts > puts:
+                msg = f"the process died in build #{self.builds}, before its update was saved"
+                raise ProcessDied(msg)
+            return update
+
+        put = saver.put
+
+        def counted_put(*args: Any, **kwargs: Any) -> Any:
+            self.checkpoints += 1
+            if crash == "checkpoint_put" and self.checkpoints == at:
+                msg = f"the process died while writing checkpoint #{self.checkpoints}"
+                raise ProcessDied(msg)
+            return put(*args, **kwargs)
+
+        saver.put = counted_put
+        self.saver, self.original_put = saver, put
+        node = RunnableLambda(context, name="context")
+        self.graph = hand_built(self.memory, self.model, tools, context_node=node).compile(
+            checkpointer=saver
+        )
+        if crash == "archive_put":
+            backend.die_at_put = backend.puts + at
+
+    def close(self) -> None:
+        self.saver.put = self.original_put
+
+
+def history_bytes(process: Process) -> list[bytes]:
+    history = process.memory.get_full_history(process.graph, CRASH_THREAD)
+    return [encode_message(m) for m in history]
+
+
+def ai_replies(history: Sequence[BaseMessage]) -> int:
+    """How many scripted AI turns a history holds (they are replayed in order)."""
+    return sum(isinstance(m, AIMessage) for m in history)
+
+
+_REFERENCE: dict[str, Any] = {}
+
+
+def reference_run() -> dict[str, Any]:
+    """The uninterrupted run every crashed run is compared with (computed once)."""
+    if not _REFERENCE:
+        from langgraph.checkpoint.memory import InMemorySaver
+
+        script = synthetic_script(turns=8, recall=False)
+        backend = FaultyBackend()
+        process = Process(script, backend, InMemorySaver())
+        drive(process.graph, inputs_of(script), CRASH_THREAD)
+        kinds = {d["kind"] for d in decisions(process.memory, process.graph, CRASH_THREAD)}
+        assert {"prune", "compact", "auto_compact", "rebuild"} <= kinds, kinds
+        _REFERENCE.update(
+            history=history_bytes(process),
+            ledger=process.graph.get_state(CRASH_THREAD).values["context"],
+            keys=set(backend.keys),
+            puts=backend.puts,
+            builds=process.builds,
+            checkpoints=process.checkpoints,
+            summaries=process.summary_model.calls,
+        )
+    return _REFERENCE
+
+
+CRASH_POINTS = {
+    # where the process dies: which count of the reference run to die half-way through
+    "archive_put": "puts",
+    "summarizer": "summaries",
+    "after_summarizer": "summaries",
+    "node_return": "builds",
+    "checkpoint_put": "checkpoints",
+}
+
+
+@pytest.mark.parametrize("crash", list(CRASH_POINTS))
+def test_process_death_then_resume_loses_nothing(storage: CheckpointerBackend, crash: str) -> None:
+    """The process dies mid-run; a new one resumes the thread from its last checkpoint.
+
+    The resumed thread ends exactly as an uninterrupted run does: the same full history byte
+    for byte, the same ledger, and the same archive entries (writes are content-addressed, so
+    doing one again adds nothing).
+    """
+    reference = reference_run()
+    script = synthetic_script(turns=8, recall=False)
+    backend = FaultyBackend()
+    at = reference[CRASH_POINTS[crash]] // 2 + 1
+    inputs = inputs_of(script)
+    died_in: int | None = None
+    with storage.open() as saver:
+        process = Process(script, backend, saver, crash=crash, at=at)
+        for turn, item in enumerate(inputs):
+            try:
+                drive(process.graph, [item], CRASH_THREAD)
+            except ProcessDied:
+                died_in = turn
+                break
+        process.close()
+    assert died_in is not None, f"the process never died ({crash} #{at})"
+    assert backend.die_at_put is None
+
+    # A new process on the same storage: resume the thread, then carry on with the turns.
+    with storage.open() as saver:
+        probe = Process(script, backend, saver)
+        done = probe.memory.get_full_history(probe.graph, CRASH_THREAD)
+        process = Process(script, backend, saver, skip=ai_replies(done))
+        if process.graph.get_state(CRASH_THREAD).next:
+            drive(process.graph, [None], CRASH_THREAD)  # resume from the last checkpoint
+        human = script.inputs[died_in]
+        if human.id not in {
+            m.id for m in process.memory.get_full_history(process.graph, CRASH_THREAD)
+        }:
+            drive(process.graph, [inputs[died_in]], CRASH_THREAD)  # its input never landed
+        drive(process.graph, inputs[died_in + 1 :], CRASH_THREAD)
+        seen = committed(process.graph, CRASH_THREAD)
+        assert_intact(process.memory, process.graph, CRASH_THREAD, seen, [process.model])
+        assert history_bytes(process) == reference["history"]
+        assert process.graph.get_state(CRASH_THREAD).values["context"] == reference["ledger"]
+        process.close()
+    # Writes were done again after the crash, yet they added no entry: the archive holds
+    # exactly the reference run's entries.
+    assert backend.puts > reference["puts"]
+    assert backend.keys == reference["keys"]
+
+
+# --- 4. the PostgreSQL connection drops mid-run ------------------------------------------------
+
+
+@pytest.mark.postgres
+def test_postgres_connection_dropped_mid_run_then_resumes() -> None:
+    """Mid-run, every connection of the thread's database is terminated from outside (the
+    checkpointer's and the archive store's). The run fails with an error naming the lost
+    connection; new connections resume the thread, which ends exactly as the reference run.
+
+    With the env var set, an unreachable server fails this test (`fresh_database` raises).
+    """
+    import psycopg
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from langgraph.store.postgres import PostgresStore
+    from psycopg.conninfo import conninfo_to_dict
+
+    base = os.environ.get(POSTGRES_ENV)
+    if not base:
+        pytest.skip(f"set {POSTGRES_ENV} to run the Postgres tests")
+    reference = reference_run()
+    script = synthetic_script(turns=8, recall=False)
+    inputs = inputs_of(script)
+    at = reference["builds"] // 2 + 1
+    with fresh_database(base) as uri:
+        dbname = conninfo_to_dict(uri)["dbname"]
+        killed: list[int] = []
+
+        def kill_connections(build: int) -> None:
+            if build != at or killed:
+                return
+            with psycopg.connect(uri, autocommit=True) as admin:
+                rows = admin.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = %s AND pid <> pg_backend_pid()",
+                    (dbname,),
+                ).fetchall()
+            killed.append(len(rows))
+
+        died_in: int | None = None
+        with (
+            PostgresSaver.from_conn_string(uri) as saver,
+            PostgresStore.from_conn_string(uri) as store,
+        ):
+            saver.setup()
+            store.setup()
+            backend = FaultyBackend(store)
+            process = Process(script, backend, saver, on_build=kill_connections)
+            for turn, item in enumerate(inputs):
+                try:
+                    drive(process.graph, [item], CRASH_THREAD)
+                except (psycopg.OperationalError, ArchiveError) as exc:
+                    error, died_in = exc, turn
+                    break
+        assert killed and killed[0] >= 2, "the saver's and the store's connections were not cut"
+        assert died_in is not None, "the run went on without its database"
+        assert re.search(r"connection|terminat", str(error), re.IGNORECASE), error
+
+        # New connections, a new process: resume from the last checkpoint and carry on.
+        with (
+            PostgresSaver.from_conn_string(uri) as saver,
+            PostgresStore.from_conn_string(uri) as store,
+        ):
+            backend = FaultyBackend(store)
+            probe = Process(script, backend, saver)
+            done = probe.memory.get_full_history(probe.graph, CRASH_THREAD)
+            process = Process(script, backend, saver, skip=ai_replies(done))
+            if process.graph.get_state(CRASH_THREAD).next:
+                drive(process.graph, [None], CRASH_THREAD)
+            landed = process.memory.get_full_history(process.graph, CRASH_THREAD)
+            if script.inputs[died_in].id not in {m.id for m in landed}:
+                drive(process.graph, [inputs[died_in]], CRASH_THREAD)
+            drive(process.graph, inputs[died_in + 1 :], CRASH_THREAD)
+            seen = committed(process.graph, CRASH_THREAD)
+            assert_intact(process.memory, process.graph, CRASH_THREAD, seen, [process.model])
+            assert history_bytes(process) == reference["history"]
+            assert process.graph.get_state(CRASH_THREAD).values["context"] == reference["ledger"]
