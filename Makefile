@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 TEST ?= tests
 STAMP := $(VENV)/.installed
 
-.PHONY: help install test test_integration lint format type notebooks bench demo clean
+.PHONY: help install test test_integration fuzz lint format type notebooks bench demo clean
 
 help:  ## list the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -25,6 +25,10 @@ test: $(STAMP)  ## lint, type-check and run the whole test suite (notebooks incl
 
 test_integration: $(STAMP)  ## only the tests that need PostgreSQL (set LANGGRAPH_CTX_TEST_POSTGRES_URI)
 	$(BIN)/python -m pytest -m postgres $(TEST)
+
+fuzz: $(STAMP)  ## property tests with 10,000 examples each (HYPOTHESIS_MAX_EXAMPLES=n for fewer)
+	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest tests/reliability/test_properties.py \
+		tests/unit/test_pipeline_properties.py -p no:randomly -q --hypothesis-show-statistics
 
 lint: $(STAMP)  ## ruff
 	$(BIN)/ruff check langgraph_ctx tests benchmarks

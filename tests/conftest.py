@@ -31,7 +31,9 @@ from langchain_core.messages import (
 
 from langgraph_ctx._encodings import prime_tiktoken_cache
 
-# Modest defaults keep `pytest tests/unit` quick; HYPOTHESIS_PROFILE=thorough digs deeper.
+# Modest defaults keep `pytest tests/unit` quick; HYPOTHESIS_PROFILE=thorough digs deeper, and
+# HYPOTHESIS_PROFILE=long (`make fuzz`) runs 10,000 examples per property test.
+# HYPOTHESIS_MAX_EXAMPLES overrides the chosen profile's count (e.g. a shorter long run).
 # No deadline: the first example of a test may pay for loading a tokenizer.
 settings.register_profile(
     "default", max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -39,7 +41,25 @@ settings.register_profile(
 settings.register_profile(
     "thorough", max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+settings.register_profile(
+    "long",
+    max_examples=10_000,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+        HealthCheck.data_too_large,
+    ],
+)
+_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "default")
+if os.environ.get("HYPOTHESIS_MAX_EXAMPLES"):
+    settings.register_profile(
+        f"{_PROFILE}-override",
+        settings.get_profile(_PROFILE),
+        max_examples=int(os.environ["HYPOTHESIS_MAX_EXAMPLES"]),
+    )
+    _PROFILE = f"{_PROFILE}-override"
+settings.load_profile(_PROFILE)
 
 TRAJECTORY_DIR = Path(__file__).parents[1].parent / "shared" / "data" / "trajectories"
 """Real agent runs as LangChain message JSON (outside the repository; may be absent)."""

@@ -3,8 +3,14 @@
 - `histories()`: valid agent histories (a system prompt, user turns, AI messages making 0..3
   parallel tool calls each answered by `ToolMessage`s, some errors, some long outputs, user
   content as strings or `[{"type": "text", ...}]` blocks). Every message has a unique id.
+- `histories(multimodal=True)` / `rich_histories()`: user and tool content may also be lists
+  of text blocks, `image_url` blocks (URLs and base64 data URLs) and base64 `image` blocks.
 - `broken_histories()`: the same, damaged at least once (orphan tool results, unanswered
   calls, a user message wedged into a tool batch).
+- `prior_builds()`: a history that already went through a previous build (`Prior`): with an
+  existing `<summary>` system message (with or without the ledger in state), with compacted
+  tool results recorded in the ledger and archive, or with the previous prompt itself (its
+  placeholders) fed back as history; the archive that build wrote comes with it.
 
 Text stays within what OpenAI's tokenizer accepts as ordinary text (no surrogates, no
 special-token spellings), so exact counts can be compared with
@@ -13,8 +19,10 @@ special-token spellings), so exact counts can be compared with
 
 from __future__ import annotations
 
+import base64
 import collections
 import itertools
+from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
@@ -80,11 +88,43 @@ def _args() -> st.SearchStrategy[dict[str, Any]]:
     )
 
 
-def _user_content(draw: st.DrawFn) -> str | list[str | dict[str, Any]]:
+def _user_content(draw: st.DrawFn, multimodal: bool = False) -> str | list[str | dict[str, Any]]:
+    if multimodal and draw(st.integers(0, 2)) == 0:
+        return draw(multimodal_content())
     if draw(st.booleans()):
         return draw(texts(min_size=1))
     blocks = draw(st.lists(texts(min_size=1), min_size=1, max_size=3))
     return [{"type": "text", "text": b} for b in blocks]
+
+
+_BASE64 = st.binary(min_size=1, max_size=48).map(lambda b: base64.b64encode(b).decode())
+_MIME = st.sampled_from(["image/png", "image/jpeg", "image/webp"])
+
+
+@st.composite
+def image_blocks(draw: st.DrawFn) -> dict[str, Any]:
+    """One image content block, in one of the shapes LangChain accepts."""
+    kind = draw(st.sampled_from(["url", "data_url", "base64", "source_type"]))
+    if kind == "url":
+        name = draw(st.text("abcdefghij0123456789", min_size=1, max_size=10))
+        return {"type": "image_url", "image_url": {"url": f"https://example.com/{name}.png"}}
+    data, mime = draw(_BASE64), draw(_MIME)
+    if kind == "data_url":
+        return {"type": "image_url", "image_url": {"url": f"data:{mime};base64,{data}"}}
+    if kind == "base64":
+        return {"type": "image", "base64": data, "mime_type": mime}
+    return {"type": "image", "source_type": "base64", "data": data, "mime_type": mime}
+
+
+@st.composite
+def multimodal_content(draw: st.DrawFn, *, long: bool = False) -> list[str | dict[str, Any]]:
+    """A content list: text blocks and image blocks in any order, at least one text block."""
+    text = draw(long_texts()) if long else draw(texts(min_size=1, max_size=120))
+    blocks: list[str | dict[str, Any]] = [{"type": "text", "text": text}]
+    blocks += draw(st.lists(image_blocks(), min_size=1, max_size=2))
+    if draw(st.booleans()):
+        blocks.append({"type": "text", "text": draw(texts(min_size=1, max_size=40))})
+    return draw(st.permutations(blocks))
 
 
 @st.composite
@@ -96,6 +136,7 @@ def histories(
     max_steps: int = 3,
     max_parallel: int = 3,
     system: bool = True,
+    multimodal: bool = False,
 ) -> list[BaseMessage]:
     """A valid agent history; see the module docstring.
 
@@ -105,6 +146,7 @@ def histories(
         max_steps: Most AI messages per turn.
         max_parallel: Most tool calls per AI message.
         system: Whether the history opens with a system message.
+        multimodal: User and tool content may also be lists of text and image blocks.
     """
     counter = itertools.count()
 
@@ -116,7 +158,8 @@ def histories(
         messages.append(SystemMessage(draw(texts(min_size=1, max_size=200)), id=new_id("sys")))
     for _ in range(draw(st.integers(min_turns, max_turns))):
         name = draw(st.sampled_from([None, None, "alice", "bob_2"]))
-        messages.append(HumanMessage(_user_content(draw), name=name, id=new_id("human")))
+        content = _user_content(draw, multimodal)
+        messages.append(HumanMessage(content, name=name, id=new_id("human")))
         for _ in range(draw(st.integers(0, max_steps))):
             n_calls = draw(st.integers(0, max_parallel))
             calls = [
@@ -132,7 +175,13 @@ def histories(
             messages.append(AIMessage(content, tool_calls=calls, id=new_id("ai")))
             for call in calls:
                 kind = draw(st.sampled_from(["short", "short", "long", "error"]))
-                out = draw(long_texts()) if kind == "long" else draw(texts(max_size=200))
+                out: str | list[str | dict[str, Any]]
+                if multimodal and kind != "error" and draw(st.integers(0, 3)) == 0:
+                    out = draw(multimodal_content(long=kind == "long"))
+                elif kind == "long":
+                    out = draw(long_texts())
+                else:
+                    out = draw(texts(max_size=200))
                 messages.append(
                     ToolMessage(
                         out,
@@ -216,3 +265,144 @@ def _insert_stray(draw: st.DrawFn, messages: list[BaseMessage], tag: str) -> Non
     at = draw(st.integers(1 if messages else 0, len(messages)))
     stray = ToolMessage("stray output", tool_call_id=f"ghost-{tag}", name="bash", id=f"stray-{tag}")
     messages.insert(at, stray)
+
+
+def rich_histories(**options: Any) -> st.SearchStrategy[list[BaseMessage]]:
+    """`histories` with multimodal content, several user turns and parallel tool calls."""
+    defaults: dict[str, Any] = {"min_turns": 2, "max_turns": 5, "multimodal": True}
+    return histories(**{**defaults, **options})
+
+
+# --- histories that went through a previous build ------------------------------------------
+
+PRIOR_KINDS = ("summary_in_state", "compacted", "own_output", "summary_without_ledger", "fresh")
+# (Hypothesis favours the first choices: the kinds that need a previous build come first.)
+"""What `prior_builds` can hand over:
+
+- `summary_in_state`: the previous build's `<summary>` system message leads the history and its
+  ledger is in state; sometimes the summarized messages were also removed from the state
+  (`remove_summarized`, after their insurance dumps);
+- `summary_without_ledger`: the same summary message, but no ledger (a state written by hand or
+  by another version): it is adopted as the running summary;
+- `compacted`: the original history with the previous build's ledger (compacted and pruned tool
+  results, the window, maybe a summary) and its archive;
+- `own_output`: the previous prompt itself (system prompt, summary, placeholders) followed by
+  the messages that came after it, with its ledger;
+- `fresh`: no previous build (the history alone, no ledger).
+"""
+
+THREAD = "t"
+"""The thread every `Prior` archive belongs to."""
+
+_PRIOR_COUNTER: Any = None
+
+
+def _prior_counter() -> Any:
+    global _PRIOR_COUNTER
+    if _PRIOR_COUNTER is None:
+        from langgraph_ctx.tokens import TiktokenCounter
+
+        _PRIOR_COUNTER = TiktokenCounter("gpt-4o")
+    return _PRIOR_COUNTER
+
+
+@dataclass
+class Prior:
+    """A history as the graph would hold it after an earlier build, and that build's archive."""
+
+    kind: str
+    """One of `PRIOR_KINDS` (what actually happened: a summary kind without a summary to show
+    becomes `compacted`, and a previous build that overflowed becomes `fresh`)."""
+    messages: list[BaseMessage]
+    """The history to build on now."""
+    state: dict[str, Any] | None
+    """The ledger in state (None: none)."""
+    store: Any
+    """The `InMemoryStore` holding the previous build's archive (thread `THREAD`)."""
+    originals: list[BaseMessage]
+    """Every message the thread ever held, in order (no summary message, no placeholder)."""
+    removed: list[str] = field(default_factory=list)
+    """Ids of summarized messages removed from the state (they live in the archive)."""
+    window: int = 0
+    """The previous build's window (0: no previous build)."""
+
+    def archive(self) -> Any:
+        """The thread's archive over `store`."""
+        from langgraph_ctx.archive import Archive
+
+        return Archive(self.store, thread_id=THREAD)
+
+
+@st.composite
+def prior_builds(draw: st.DrawFn, *, max_turns: int = 4) -> Prior:
+    """A rich history that already went through a previous build; see `PRIOR_KINDS`."""
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_ctx._assembly import is_summary_message
+    from langgraph_ctx.archive import Archive
+    from langgraph_ctx.errors import ContextWindowExceededError
+    from langgraph_ctx.memory import ContextMemory
+    from langgraph_ctx.pipeline import ContextManager
+    from langgraph_ctx.report import ContextBudget
+    from langgraph_ctx.strategies import Compaction, SlidingWindow
+
+    history = draw(rich_histories(max_turns=max_turns))
+    kind = draw(st.sampled_from(PRIOR_KINDS))
+    store = InMemoryStore()
+    if kind == "fresh":
+        return Prior("fresh", list(history), None, store, list(history))
+    # The previous call saw the history up to a user message (or all of it).
+    users = [i + 1 for i, m in enumerate(history) if isinstance(m, HumanMessage)]
+    cut = draw(st.sampled_from([*users[1:], len(history)]))
+    seen = history[:cut]
+    counter = _prior_counter()
+    summarizing = kind.startswith("summary") or draw(st.booleans())
+    # A summary needs the window to shrink: summary kinds get the smaller windows.
+    share = draw(st.floats(0.2, 0.6) if summarizing else st.floats(0.25, 0.9))
+    window = max(300, int(counter(seen) * share))
+    keep_last, protect_turns = draw(st.integers(0, 2)), draw(st.integers(0, 3))
+    for _ in range(4):  # a window too small for the newest block: try a larger one
+        manager = ContextManager(
+            budget=ContextBudget(context_window_tokens=window),
+            token_counter=counter,
+            strategies=[Compaction(min_chars=300, keep_last=keep_last), SlidingWindow()],
+            archive=Archive(store, thread_id=THREAD),
+            auto_compact=summarizing,
+            protect_turns=protect_turns,
+        )
+        try:
+            result = manager.build(seen)
+            break
+        except ContextWindowExceededError:
+            window = window * 3 // 2
+    else:
+        return Prior("fresh", list(history), None, store, list(history))
+    later = list(history[cut:])
+    summary = next((m for m in result.messages if is_summary_message(m)), None)
+    if kind.startswith("summary") and summary is None:
+        kind = "compacted"
+    if kind == "own_output":
+        return Prior(
+            kind, [*result.messages, *later], result.state, store, list(history), [], window
+        )
+    if kind == "compacted":
+        return Prior(kind, list(history), result.state, store, list(history), [], window)
+    assert summary is not None
+    state: dict[str, Any] | None = result.state
+    live = list(history)
+    removed: list[str] = []
+    if kind == "summary_in_state" and draw(st.booleans()):
+        # remove_summarized: the library's own removal step (a span dump, then removal by id).
+        from langgraph_ctx._effects import run_plan
+
+        memory = ContextMemory(context_window_tokens=window, archive=store, remove_summarized=True)
+        removals, state = run_plan(
+            memory.plan_removals(seen, result, {"configurable": {"thread_id": THREAD}})
+        )
+        removed = [r.id or "" for r in removals]
+        live = [m for m in live if m.id not in set(removed)]
+    if kind == "summary_without_ledger":
+        state = None
+    at = next((i for i, m in enumerate(live) if not isinstance(m, SystemMessage)), len(live))
+    live.insert(at, summary)
+    return Prior(kind, live, state, store, list(history), removed, window)
