@@ -1,0 +1,577 @@
+"""Property tests over the whole pipeline and a real LangGraph graph, on rich histories.
+
+Histories come from `tests/strategies.py`: parallel tool calls, error results, multimodal user
+and tool content (image URLs, base64 images, text-block lists), several user turns, unicode,
+and histories that already went through a previous build (`prior_builds`: an existing
+`<summary>` message with or without its ledger, compacted results with their ledger and
+archive, or the previous prompt itself fed back).
+
+Every build keeps these invariants (DESIGN, "Invariants"):
+
+- the prompt is valid for OpenAI and Anthropic (`validate_messages(..., provider="all")`);
+- it fits the budget by an exact recount, or `ContextWindowExceededError` carries a failed
+  report;
+- deterministic: the same state into a fresh manager gives the same bytes;
+- idempotent: building again on its own state, and on its own output, changes nothing;
+- nothing is lost: whatever left the prompt or the state restores byte for byte from the
+  archive (`Archive.restore` by id and ref, the insurance dumps, `full_history`), and the
+  ledger never names a message that is in neither the state nor the archive.
+
+The graph test drives a hand-built `StateGraph` (context node before a scripted model) or a
+`create_agent` agent with `ContextMiddleware`, on `InMemorySaver` with an `InMemoryStore`
+archive, through a drawn script of user turns, parallel tool calls, tool errors and big
+outputs, in random small windows.
+
+Example counts follow the Hypothesis profile (tests/conftest.py): `default` for CI,
+`thorough`, and `long` (`make fuzz`).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from langchain.agents import create_agent
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_ctx import ContextMemory
+from langgraph_ctx._assembly import is_summary_message
+from langgraph_ctx._effects import run_plan
+from langgraph_ctx.archive import Archive, encode_message
+from langgraph_ctx.errors import ContextWindowExceededError
+from langgraph_ctx.memory import full_history
+from langgraph_ctx.messages import get_tag, validate_messages
+from langgraph_ctx.pipeline import BuildResult, ContextManager
+from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.state import ContextState
+from langgraph_ctx.strategies import Compaction, SlidingWindow
+from langgraph_ctx.tokens import TiktokenCounter
+from tests.integration._agents import ScriptedChatModel, replay_tools
+from tests.strategies import (
+    THREAD,
+    Prior,
+    multimodal_content,
+    prior_builds,
+    rich_histories,
+    texts,
+)
+
+PROPERTY_SETTINGS = settings(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)  # example counts: the profile in tests/conftest.py
+
+_COUNTER = TiktokenCounter("gpt-4o")
+"""Shared (cached) counter for the builds."""
+_RECOUNT = TiktokenCounter("gpt-4o", cache_size=0)
+"""Uncached counter for the exact recount."""
+
+MEMORY = ("The user prefers tabs over spaces.", "Deploys go through staging first.", "on call")
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file from the repository.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string", "description": "File path"}},
+                "required": ["path"],
+            },
+        },
+    }
+]
+
+
+def _dump(messages: Sequence[BaseMessage]) -> list[bytes]:
+    return [encode_message(m) for m in messages]
+
+
+def _state_json(state: Mapping[str, Any]) -> str:
+    return json.dumps({k: v for k, v in state.items() if k != "last_report"}, sort_keys=True)
+
+
+def _conversation(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    return [m for m in messages if not is_summary_message(m)]
+
+
+# --- one build on a rich history ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    """One random pipeline configuration (always with the thread's archive)."""
+
+    window: int
+    reserved: int
+    auto_compact: bool
+    compaction: bool
+    placement: str
+    tools: bool
+    memory: tuple[str, ...]
+    protect_turns: int
+    prune_errors: bool
+
+    @property
+    def limit(self) -> int:
+        return self.window - self.reserved
+
+    def manager(self, store: Any) -> ContextManager:
+        strategies: list[Any] = [SlidingWindow()]
+        if self.compaction:
+            strategies.insert(0, Compaction(min_chars=300, keep_last=1))
+        return ContextManager(
+            budget=ContextBudget(
+                context_window_tokens=self.window, reserved_output_tokens=self.reserved
+            ),
+            token_counter=_COUNTER,
+            strategies=strategies,
+            archive=Archive(store, thread_id=THREAD),
+            auto_compact=self.auto_compact,
+            summary_placement=self.placement,  # type: ignore[arg-type]
+            protect_turns=self.protect_turns,
+            prune_errors=self.prune_errors,
+        )
+
+    def build(
+        self, cm: ContextManager, messages: Sequence[BaseMessage], state: Any = None
+    ) -> BuildResult:
+        return cm.build(
+            messages, tools=TOOLS if self.tools else None, memory=list(self.memory), state=state
+        )
+
+
+@st.composite
+def rich_cases(draw: st.DrawFn, *, fresh: bool = False) -> tuple[Prior, Config]:
+    if fresh:
+        history = draw(rich_histories(max_turns=5))
+        prior = Prior("fresh", history, None, InMemoryStore(), list(history))
+    else:
+        prior = draw(prior_builds())
+    if draw(st.booleans()):
+        window = draw(st.integers(300, 5000))
+    else:  # around the history's own size, so most builds have to edit something
+        window = max(300, int(_COUNTER(prior.messages) * draw(st.floats(0.2, 1.1))))
+    config = Config(
+        window=window,
+        reserved=draw(st.sampled_from([0, 0, window // 10])),
+        auto_compact=draw(st.booleans()),
+        compaction=draw(st.booleans()),
+        placement=draw(st.sampled_from(["separate", "merged"])),
+        tools=draw(st.booleans()),
+        memory=tuple(draw(st.lists(st.sampled_from(MEMORY), max_size=2))),
+        protect_turns=draw(st.integers(0, 3)),
+        prune_errors=draw(st.booleans()),
+    )
+    return prior, config
+
+
+def check_prompt(config: Config, result: BuildResult) -> None:
+    """Valid for both providers, and within the budget by an exact recount."""
+    prompt = result.messages
+    assert prompt, "the prompt is never empty"
+    assert validate_messages(prompt, provider="all") == []
+    assert result.report.ok and result.report.limit == config.limit
+    recount = _RECOUNT.count(prompt, tools=result.tools or None)
+    assert result.report.tokens == recount <= config.limit
+    json.dumps(result.state)  # JSON-able
+
+
+def check_failed(exc: ContextWindowExceededError) -> None:
+    assert exc.report.ok is False and exc.report.error
+    assert "error" in exc.report.kinds()
+    assert exc.report.tokens > exc.report.limit
+
+
+def archived_ids(state: Mapping[str, Any], archive: Archive) -> dict[str, bytes]:
+    """Every message id in the state's insurance dumps, with its bytes (newest dump wins)."""
+    found: dict[str, bytes] = {}
+    for ref in (state.get("summary") or {}).get("dump_refs", []):
+        for m in archive.get_messages(ref):
+            found[m.id or ""] = encode_message(m)
+    return found
+
+
+def check_ledger_ids(
+    state: Mapping[str, Any], live: Sequence[BaseMessage], archive: Archive
+) -> None:
+    """The ledger names only messages that are in the state or in the archive."""
+    live_ids = {m.id for m in live}
+    dumped = archived_ids(state, archive)
+
+    def known(mid: str) -> bool:
+        return mid in live_ids or mid in dumped or archive.lookup(mid) is not None
+
+    named = [*(state.get("pruned") or {}), *(state.get("compacted") or {})]
+    window = state.get("window") or {}
+    named += [window[k] for k in ("start_id", "pin_id") if window.get(k)]
+    named += (state.get("summary") or {}).get("covered_ids", [])
+    named += (state.get("hint") or {}).get("cleared_ids", [])
+    lost = [mid for mid in named if not known(mid)]
+    assert not lost, f"the ledger names messages in neither state nor archive: {lost[:3]}"
+
+
+def check_restorable(
+    prior: Prior, messages: Sequence[BaseMessage], result: BuildResult, archive: Archive
+) -> None:
+    """What left the prompt restores byte for byte; so does what leaves the state after it."""
+    originals = {m.id: encode_message(m) for m in prior.originals}
+    held = {m.id: encode_message(m) for m in messages}
+    for kind in ("pruned", "compacted"):
+        for mid, entry in (result.state.get(kind) or {}).items():
+            assert entry.get("ref"), (kind, mid)  # every build here has an archive
+            assert encode_message(archive.get_message(entry["ref"])) == originals[mid], mid
+            assert encode_message(archive.restore(mid)) == originals[mid], mid
+    # Placeholders fed back as history: the originals they stand for are archived by id.
+    for m in messages:
+        tag = get_tag(m)
+        if (tag.get("pruned") or tag.get("compacted")) and archive.lookup(m.id or ""):
+            assert encode_message(archive.restore(m.id or "")) == originals[m.id], m.id
+    # Summarized messages are in an insurance dump exactly as the state held them.
+    summary = result.state.get("summary") or {}
+    dumped = archived_ids(result.state, archive)
+    if summary.get("dump_refs"):
+        for mid in summary.get("covered_ids", []):
+            assert dumped.get(mid) == held.get(mid, originals.get(mid)), mid
+    for mid in prior.removed:
+        assert dumped[mid] == originals[mid], mid
+    check_ledger_ids(result.state, messages, archive)
+    # Leaving the state: remove what the build says is removable (the library's own step,
+    # with its span dump), then the full history gives back every original, in order.
+    memory = ContextMemory(context_window_tokens=prior.window or 1000, archive=prior.store)
+    memory.remove_summarized = True
+    removals, state = run_plan(
+        memory.plan_removals(messages, result, {"configurable": {"thread_id": THREAD}})
+    )
+    gone = {r.id for r in removals}
+    live = [m for m in messages if m.id not in gone]
+    check_ledger_ids(state, live, archive)
+    if prior.kind == "own_output":
+        return  # the history holds placeholders; the originals were checked by id above
+    rebuilt = _conversation(full_history(live, state, archive))
+    assert _dump(rebuilt) == _dump(prior.originals), "the full history differs"
+
+
+@PROPERTY_SETTINGS
+@given(case=rich_cases())
+def test_rich_build_keeps_every_invariant(case: tuple[Prior, Config]) -> None:
+    prior, config = case
+    messages = prior.messages
+    before = _dump(messages)
+    state_before = copy.deepcopy(prior.state)
+    cm = config.manager(prior.store)
+    event(f"prior: {prior.kind}")
+    try:
+        result = config.build(cm, messages, prior.state)
+    except ContextWindowExceededError as exc:
+        event("build: over the limit (error)")
+        check_failed(exc)
+        assert _dump(messages) == before
+        return
+    for kind in sorted({d.kind for d in result.report.decisions}):
+        event(f"decision: {kind}")
+    assert _dump(messages) == before, "the input is never mutated"
+    assert prior.state == state_before, "the state passed in is never mutated"
+    check_prompt(config, result)
+
+    # Deterministic: a fresh manager with a fresh archive builds the same bytes.
+    again = config.build(config.manager(InMemoryStore()), messages, prior.state)
+    assert _dump(again.messages) == _dump(result.messages)
+    assert _state_json(again.state) == _state_json(result.state)
+    assert again.report.to_dict() == result.report.to_dict()
+
+    # Idempotent on its own state.
+    rerun = config.build(cm, messages, result.state)
+    assert _dump(rerun.messages) == _dump(result.messages)
+    assert _state_json(rerun.state) == _state_json(result.state)
+    assert [d.kind for d in rerun.report.edits() if d.kind != "drop_memory"] == []
+
+    # Idempotent on its own output (the prompt fed back as the history, with its state).
+    fed_back = config.build(cm, result.messages, result.state)
+    assert _dump(fed_back.messages) == _dump(result.messages)
+    assert _state_json(fed_back.state) == _state_json(result.state)
+
+    check_restorable(prior, messages, result, cm.archive)
+
+
+# --- many builds in a row, with removals --------------------------------------------------
+
+
+def _call_points(history: Sequence[BaseMessage]) -> list[int]:
+    """Prefix lengths at which an agent calls its model: after user input or a full batch."""
+    points = []
+    for i in range(1, len(history) + 1):
+        last, nxt = history[i - 1], history[i] if i < len(history) else None
+        if (
+            isinstance(last, HumanMessage)
+            or (isinstance(last, ToolMessage) and not isinstance(nxt, ToolMessage))
+            or (isinstance(last, AIMessage) and not last.tool_calls and nxt is None)
+        ):
+            points.append(i)
+    return points
+
+
+@PROPERTY_SETTINGS
+@given(case=rich_cases(fresh=True), remove=st.booleans())
+def test_replay_with_removals_loses_nothing(case: tuple[Prior, Config], remove: bool) -> None:
+    """Call by call, carrying the ledger and removing what was summarized (`remove_summarized`):
+    every prompt is valid and fits, and the full history stays every message, in order."""
+    prior, config = case
+    history = prior.messages
+    cm = config.manager(prior.store)
+    archive = cm.archive
+    memory = ContextMemory(context_window_tokens=config.window, archive=prior.store)
+    memory.remove_summarized = remove
+    live: list[BaseMessage] = []
+    state: dict[str, Any] | None = None
+    shown = 0
+    for n in _call_points(history):
+        live += history[shown:n]
+        shown = n
+        try:
+            result = config.build(cm, live, state)
+        except ContextWindowExceededError as exc:
+            check_failed(exc)
+            continue
+        check_prompt(config, result)
+        removals, state = run_plan(
+            memory.plan_removals(live, result, {"configurable": {"thread_id": THREAD}})
+        )
+        gone = {r.id for r in removals}
+        live = [m for m in live if m.id not in gone]
+        check_ledger_ids(state, live, archive)
+        rebuilt = _conversation(full_history(live, state, archive))
+        assert _dump(rebuilt) == _dump(history[:n]), f"the full history differs after {n}"
+
+
+# --- a real graph -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    kind: str  # "short", "big" or "error"
+    content: str | list[Any]
+
+
+@dataclass(frozen=True)
+class Turn:
+    user: str | list[Any]
+    steps: tuple[tuple[Call, ...], ...]
+    """Each step is one AI message making these calls in parallel."""
+    answer: str
+
+
+@dataclass(frozen=True)
+class Run:
+    graph: str  # "state_graph" or "create_agent"
+    window: int
+    auto_compact: bool
+    remove_summarized: bool
+    usage: bool
+    """The model reports its prompt tokens, so the after-turn hint rebuild can fire."""
+    hint_threshold: float
+    keep_last: int
+    turns: tuple[Turn, ...]
+
+
+_BIG = st.integers(1_000, 3_000).map(
+    lambda n: "".join(
+        f"{i:5d} | total={i * 7} status=ok path=src/app/m{i % 9}.py ✓\n" for i in range(n // 50)
+    )
+)
+
+
+@st.composite
+def calls(draw: st.DrawFn) -> Call:
+    kind = draw(st.sampled_from(["short", "short", "big", "error"]))
+    content: str | list[Any]
+    if kind == "error":
+        content = "Error: " + draw(texts(min_size=1, max_size=80))
+    elif kind == "big":
+        content = draw(_BIG)
+    elif draw(st.integers(0, 3)) == 0:
+        content = draw(multimodal_content())
+    else:
+        content = draw(texts(min_size=1, max_size=150))
+    return Call(kind, content)
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> Run:
+    turns = []
+    for _ in range(draw(st.integers(1, 4))):
+        user = draw(multimodal_content()) if draw(st.booleans()) else draw(texts(min_size=1))
+        steps = draw(
+            st.lists(st.lists(calls(), min_size=1, max_size=3).map(tuple), max_size=3).map(tuple)
+        )
+        turns.append(Turn(user, steps, draw(texts(min_size=1, max_size=60))))
+    return Run(
+        graph=draw(st.sampled_from(["state_graph", "create_agent"])),
+        window=draw(st.integers(1_200, 6_000)),
+        auto_compact=draw(st.booleans()),
+        remove_summarized=draw(st.booleans()),
+        usage=draw(st.booleans()),
+        hint_threshold=draw(st.sampled_from([0.3, 0.5, 0.8])),
+        keep_last=draw(st.integers(0, 1)),
+        turns=tuple(turns),
+    )
+
+
+SYSTEM = "You are a careful agent. Use the tools; answer briefly. Ünïcode ✓."
+
+
+def _script(run: Run) -> tuple[list[HumanMessage], list[AIMessage], list[ToolMessage]]:
+    inputs, replies, results = [], [], []
+    ids = itertools.count()
+    for t, turn in enumerate(run.turns):
+        inputs.append(HumanMessage(turn.user, id=f"h{t}"))
+        for s, step in enumerate(turn.steps):
+            batch = []
+            for call in step:
+                call_id = f"call{next(ids)}"
+                batch.append({"name": "work", "args": {"k": call_id}, "id": call_id})
+                status = "error" if call.kind == "error" else "success"
+                results.append(
+                    ToolMessage(call.content, tool_call_id=call_id, name="work", status=status)
+                )
+            replies.append(AIMessage("", tool_calls=batch, id=f"ai{t}_{s}"))
+        replies.append(AIMessage(turn.answer, id=f"ai{t}_final"))
+    return inputs, replies, results
+
+
+def _state_graph(memory: ContextMemory, model: ScriptedChatModel, tools: list[Any]) -> Any:
+    bound = model.bind_tools(tools)
+
+    def call_model(state: ContextState) -> dict[str, Any]:
+        return {"messages": [bound.invoke(state["llm_input_messages"])]}
+
+    builder = StateGraph(ContextState)
+    builder.add_node("context", memory.node(tools=tools))
+    builder.add_node("model", RunnableLambda(call_model))
+    builder.add_node("tools", ToolNode(tools))
+    builder.add_node("after_turn", memory.after_turn_node())
+    builder.add_edge(START, "context")
+    builder.add_edge("context", "model")
+    builder.add_conditional_edges(
+        "model", tools_condition, {"tools": "tools", "__end__": "after_turn"}
+    )
+    builder.add_edge("tools", "context")
+    builder.add_edge("after_turn", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def _check_new_prompts(model: ScriptedChatModel, memory: ContextMemory, done: int) -> int:
+    limit = memory.manager.budget.limit
+    for n in range(done, len(model.prompts)):
+        prompt, tools = model.prompts[n], model.prompt_tools[n]
+        problems = validate_messages(prompt, provider="all")
+        assert problems == [], f"call {n}: {[str(p) for p in problems]}"
+        tokens = _RECOUNT.count(prompt) + (_RECOUNT.count_tools(tools) if tools else 0)
+        assert tokens <= limit, f"call {n}: {tokens} tokens over the limit {limit}"
+    return len(model.prompts)
+
+
+@PROPERTY_SETTINGS
+@given(run=runs())
+def test_graph_run_keeps_every_invariant(run: Run) -> None:
+    store = InMemoryStore()
+    memory = ContextMemory(
+        context_window_tokens=run.window,
+        archive=store,
+        strategies=[Compaction(min_chars=300, keep_last=run.keep_last), SlidingWindow()],
+        auto_compact=run.auto_compact,
+        remove_summarized=run.remove_summarized,
+        hint_threshold=run.hint_threshold,
+        token_counter=_COUNTER,
+    )
+    inputs, replies, results = _script(run)
+    model = ScriptedChatModel(messages=iter(replies), usage_counter=_COUNTER if run.usage else None)
+    tools = replay_tools(replies, results)
+    config: RunnableConfig = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:8]}"}}
+    if run.graph == "create_agent":
+        graph = create_agent(
+            model,
+            tools,
+            system_prompt=SYSTEM,
+            middleware=[memory.middleware()],
+            checkpointer=InMemorySaver(),
+        )
+        payloads: list[Any] = [{"messages": [m]} for m in inputs]
+    else:
+        graph = _state_graph(memory, model, [*tools, memory.recall_tool()])
+        payloads = [{"messages": [SystemMessage(SYSTEM, id="sys"), inputs[0]]}]
+        payloads += [{"messages": [m]} for m in inputs[1:]]
+    archive = memory.archive_for(config)
+    produced: dict[str, BaseMessage] = {}
+    order: list[str] = []
+    checked = 0
+    for payload in payloads:
+        try:
+            for values in graph.stream(payload, config, stream_mode="values"):
+                for m in values.get("messages") or []:
+                    assert m.id, f"a message in state has no id: {m!r}"
+                    if m.id not in produced:
+                        order.append(m.id)
+                    produced[m.id] = m
+                checked = _check_new_prompts(model, memory, checked)
+                check_ledger_ids(values.get("context") or {}, values["messages"], archive)
+        except ContextWindowExceededError as exc:
+            event("run: over the limit (error)")
+            check_failed(exc)
+            break
+    checked = _check_new_prompts(model, memory, checked)
+    event(f"graph: {run.graph}")
+    event(f"model calls: {min(checked, 6)}{'+' if checked >= 6 else ''}")
+    for report in memory.get_reports(graph, config):
+        for kind in report.kinds():
+            event(f"decision: {kind}")
+    if len(graph.get_state(config).values.get("messages") or []) < len(order):
+        event("messages left the state")
+    # The thread's full history is everything the run produced, byte for byte, in order.
+    history = memory.get_full_history(graph, config)
+    assert [m.id for m in history] == order
+    assert _dump(history) == [encode_message(produced[i]) for i in order]
+    values = graph.get_state(config).values
+    check_ledger_ids(values.get("context") or {}, values.get("messages") or [], archive)
+
+
+# --- regressions found by the properties above ---------------------------------------------
+
+
+def test_prompt_fed_back_does_not_repeat_its_fragments() -> None:
+    # Found by test_rich_build_keeps_every_invariant: a system prompt merged with fragments
+    # (retrieved memory here; also skills, injections, entities, a merged summary), fed back as
+    # history, got the fragments a second time.
+    history = [
+        SystemMessage("0", id="sys-0"),
+        HumanMessage([{"type": "text", "text": "0"}], id="human-1"),
+    ]
+    cm = ContextManager(context_window_tokens=300, token_counter=_COUNTER)
+    memory = [MEMORY[0]]
+    result = cm.build(history, memory=memory)
+    assert (
+        result.messages[0].content == f"0\n\n<relevant_context>\n- {MEMORY[0]}\n</relevant_context>"
+    )
+    again = cm.build(result.messages, memory=memory, state=result.state)
+    assert _dump(again.messages) == _dump(result.messages)
+    # Without a base system prompt the fragments alone make the system message.
+    alone = cm.build(history[1:], memory=memory)
+    assert _dump(cm.build(alone.messages, memory=memory).messages) == _dump(alone.messages)
