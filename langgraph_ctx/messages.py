@@ -278,10 +278,30 @@ class RepairResult:
     actions: list[str] = field(default_factory=list)
 
 
-def repair_messages(messages: Sequence[BaseMessage]) -> RepairResult:
-    """Opt-in repair: drop orphan tool results and answer dangling tool calls with an error.
+def needs_repair(messages: Sequence[BaseMessage]) -> bool:
+    """Whether `repair_messages` would change the tool-call pairing of `messages` (one pass)."""
+    pending: set[Any] = set()
+    for message in messages:
+        if isinstance(message, ToolMessage):
+            if message.tool_call_id not in pending:
+                return True  # an orphan, or a second answer to one call
+            pending.discard(message.tool_call_id)
+            continue
+        if pending:
+            return True  # a call left unanswered
+        if isinstance(message, AIMessage) and message.tool_calls:
+            pending = {tc.get("id") for tc in message.tool_calls}
+    return bool(pending)
 
-    Nothing is repaired silently: every change is listed in `RepairResult.actions`.
+
+def repair_messages(messages: Sequence[BaseMessage]) -> RepairResult:
+    """Drop orphan tool results and second answers to one call; answer dangling calls.
+
+    A dangling call gets a `ToolMessage` with `status="error"`, a deterministic id
+    (`lgctx-repair-...`) and the tag `{"repair": "dangling_call"}`. The pipeline applies this
+    to the prompt it shows (never to state) and reports it as a `repair` decision; call it
+    yourself to fix a list. Nothing is repaired silently: every change is listed in
+    `RepairResult.actions`.
     """
     out: list[BaseMessage] = []
     actions: list[str] = []
@@ -292,11 +312,20 @@ def repair_messages(messages: Sequence[BaseMessage]) -> RepairResult:
                 f"dropped orphan tool result {tm.id or '?'} for call {tm.tool_call_id!r}"  # type: ignore[attr-defined]
             )
             continue
-        out.extend(block.messages)
-        if block.kind == "tool_exchange":
+        if block.kind != "tool_exchange":
+            out.extend(block.messages)
+        else:
             ai = block.messages[0]
             assert isinstance(ai, AIMessage)
-            answered = {m.tool_call_id for m in block.messages[1:]}  # type: ignore[attr-defined]
+            out.append(ai)
+            answered: set[str] = set()
+            for tm in block.messages[1:]:
+                call_id = tm.tool_call_id  # type: ignore[attr-defined]
+                if call_id in answered:
+                    actions.append(f"dropped duplicate tool result {tm.id or '?'} for {call_id!r}")
+                    continue
+                answered.add(call_id)
+                out.append(tm)
             for tc in ai.tool_calls:
                 if tc.get("id") not in answered:
                     out.append(
@@ -305,11 +334,95 @@ def repair_messages(messages: Sequence[BaseMessage]) -> RepairResult:
                             tool_call_id=tc.get("id") or "",
                             name=tc.get("name"),
                             status="error",
+                            id=_repair_id(ai, tc.get("id")),
                             additional_kwargs={TAG_KEY: {"repair": "dangling_call"}},
                         )
                     )
                     actions.append(f"answered dangling call {tc.get('id')!r} with an error")
     return RepairResult(out, actions)
+
+
+def _repair_id(ai: AIMessage, call_id: str | None) -> str:
+    # Deterministic, so a repaired prompt is the same bytes on every build.
+    source = ai.id or message_fingerprint(ai)
+    digest = hashlib.sha256(f"{source}:{call_id}".encode()).hexdigest()
+    return f"lgctx-repair-{digest[:24]}"
+
+
+# --- what counts as a message -------------------------------------------------------------
+
+
+def coerce_messages(messages: Any) -> list[BaseMessage]:
+    """The history as a list of `BaseMessage`, coerced the way LangGraph's `add_messages` does.
+
+    Message objects pass through untouched (the usual case: no copy per message). Anything
+    `langchain_core.messages.convert_to_messages` accepts (`{"role": "user", "content": ...}`
+    dicts, `("user", "text")` tuples, a bare string as a user message) becomes the message it
+    describes, without an id (the pipeline derives one). Anything else is a clear error.
+
+    Raises:
+        InvalidMessagesError: `messages` is not a list, or an item is not a message and cannot
+            be read as one (None, numbers, dicts without role/content, ...).
+    """
+    if isinstance(messages, (str, bytes, BaseMessage, dict)) or not isinstance(messages, Sequence):
+        msg = (
+            f"messages must be a list of messages, got {type(messages).__name__} "
+            f"{_short(messages)}; pass a list such as [HumanMessage('...')] "
+            "(state['messages'] in a graph)"
+        )
+        raise InvalidMessagesError(msg)
+    # One check per distinct type, not per message: a long history costs a C-level pass.
+    if all(issubclass(kind, BaseMessage) for kind in set(map(type, messages))):
+        return list(messages)
+    from langchain_core.messages import convert_to_messages
+
+    out: list[BaseMessage] = []
+    for i, item in enumerate(messages):
+        if isinstance(item, BaseMessage):
+            out.append(item)
+            continue
+        try:
+            out.extend(convert_to_messages([item]))
+        except (ValueError, TypeError, NotImplementedError, KeyError) as exc:
+            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            msg = (
+                f"item {i} of the history is not a message: {type(item).__name__} "
+                f"{_short(item)} ({reason}). Pass BaseMessage objects, or what LangGraph's "
+                'add_messages accepts: {"role": "user", "content": "..."} dicts, '
+                '("user", "...") tuples or strings'
+            )
+            raise InvalidMessagesError(msg, [f"item {i}: {type(item).__name__}"]) from exc
+    return out
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_unique_ids(messages: Sequence[BaseMessage]) -> None:
+    """Raise `InvalidMessagesError` when two messages share an id.
+
+    The pipeline keys everything it keeps (pruned, compacted, window start) by message id, so
+    two messages with one id would be ambiguous. LangGraph's `add_messages` never leaves
+    duplicates in state (a message with an existing id replaces the old one).
+    """
+    ids = [m.id for m in messages if m.id]
+    if len(set(ids)) == len(ids):
+        return
+    seen: dict[str, int] = {}
+    for i, message in enumerate(messages):
+        if not message.id:
+            continue
+        if message.id in seen:
+            msg = (
+                f"duplicate message id {message.id!r} at positions {seen[message.id]} and {i} "
+                "of the history; every message needs its own id (or none, and one is "
+                "derived). Give each message a unique id, or merge the list with LangGraph's "
+                "add_messages([], messages), which keeps the last message of each id"
+            )
+            raise InvalidMessagesError(msg, [f"duplicate_id {message.id!r}"])
+        seen[message.id] = i
 
 
 # --- ids and tags -------------------------------------------------------------------------
