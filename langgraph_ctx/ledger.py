@@ -8,7 +8,10 @@ checkpointed state trip `LANGGRAPH_STRICT_MSGPACK`; this is dicts, lists, string
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable, Mapping
 from typing import Any, TypedDict
+
+from langgraph_ctx.errors import ConfigError
 
 
 class PrunedEntry(TypedDict, total=False):
@@ -87,18 +90,215 @@ def empty_ledger() -> ContextLedger:
     )
 
 
-def load_ledger(state: dict[str, Any] | None) -> ContextLedger:
-    """A deep copy of `state` filled with defaults; the input is never mutated."""
+def load_ledger(state: Mapping[str, Any] | None) -> ContextLedger:
+    """A deep copy of `state` filled with defaults; the input is never mutated.
+
+    Parts of the wrong shape are left out (see `repair_ledger`, which also says what).
+    """
+    return repair_ledger(state)[0]
+
+
+def repair_ledger(state: Mapping[str, Any] | None) -> tuple[ContextLedger, list[str]]:
+    """Load a persisted ledger, leaving out every part that does not have the ledger's shape.
+
+    The ledger is written by the pipeline, but it sits in graph state where `update_state`, a
+    migration or a hand edit can change it. Nothing in it is the only copy of a message (the
+    state and the archive hold those), so a damaged part is dropped and rebuilt by the next
+    edits: a pruned or compacted entry of the wrong shape shows its message whole again, a
+    broken window shows the whole history to the budget again. Unknown keys are ignored.
+
+    Returns:
+        The ledger (a deep copy) and one line per part left out, for the report.
+
+    Raises:
+        ConfigError: `state` is not a mapping at all.
+    """
     ledger = empty_ledger()
-    if state:
-        for key in LEDGER_KEYS:
-            if key in state and state[key] is not None:
-                ledger[key] = copy.deepcopy(state[key])  # type: ignore[literal-required]
-    return ledger
+    repairs: list[str] = []
+    if state is None:
+        return ledger, repairs
+    if not isinstance(state, Mapping):
+        msg = (
+            f"the context ledger must be a dict (BuildResult.state, state['context']), got "
+            f"{type(state).__name__} {_short(state)}; pass the state the previous build "
+            "returned, or None to start a fresh ledger"
+        )
+        raise ConfigError(msg)
+    for key in LEDGER_KEYS:
+        value = state.get(key)
+        if value is None:
+            continue
+        fixed = _REPAIRS[key](value, repairs)
+        if fixed is not None:
+            ledger[key] = copy.deepcopy(fixed)  # type: ignore[literal-required]
+    return ledger, repairs
 
 
 def merge_ledger(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
-    """LangGraph reducer for the ledger channel: keys in `right` replace those in `left`."""
+    """LangGraph reducer for the ledger channel: keys in `right` replace those in `left`.
+
+    Raises:
+        ConfigError: An update that is not a dict (e.g. `update_state` with a string).
+    """
+    for side in (left, right):
+        if side is not None and not isinstance(side, Mapping):
+            msg = (
+                f"the 'context' channel holds the ledger, a dict, but got "
+                f"{type(side).__name__} {_short(side)}; write a dict such as "
+                "BuildResult.state, or {} to reset it"
+            )
+            raise ConfigError(msg)
     merged = dict(left or {})
     merged.update(right or {})
     return merged
+
+
+# --- shape checks (one per ledger key) ---------------------------------------------------
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _optional_str(value: Any) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _entries(
+    key: str, value: Any, repairs: list[str], fields: Mapping[str, Callable[[Any], bool]]
+) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        repairs.append(
+            f"ledger[{key!r}]: expected a dict of entries by message id, got "
+            f"{type(value).__name__} {_short(value)}; dropped"
+        )
+        return {}
+    kept: dict[str, Any] = {}
+    for mid, entry in value.items():
+        ok = isinstance(mid, str) and isinstance(entry, Mapping)
+        ok = ok and all(name not in entry or check(entry[name]) for name, check in fields.items())
+        if ok and key == "compacted":
+            ok = isinstance(entry.get("ref"), str)  # a compacted entry without its ref is void
+        if ok:
+            kept[mid] = entry
+        else:
+            repairs.append(
+                f"ledger[{key!r}][{_short(mid, 40)}]: malformed entry "
+                f"{_short(entry)}; dropped (the message shows whole)"
+            )
+    return kept
+
+
+def _pruned(value: Any, repairs: list[str]) -> Any:
+    fields = {"tool": _is_str, "chars": _is_int, "ref": _is_str}
+    return _entries("pruned", value, repairs, fields)
+
+
+def _compacted(value: Any, repairs: list[str]) -> Any:
+    fields = {
+        "ref": _is_str,
+        "tool": _is_str,
+        "chars": _is_int,
+        "input": _is_str,
+        "preview": _is_str,
+    }
+    return _entries("compacted", value, repairs, fields)
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _window(value: Any, repairs: list[str]) -> Any:
+    ok = isinstance(value, Mapping) and all(
+        _optional_str(value.get(name)) for name in ("start_id", "pin_id")
+    )
+    if not ok:
+        repairs.append(
+            f"ledger['window']: malformed {_short(value)}; dropped (the whole "
+            "history is shown to the budget again)"
+        )
+        return {}
+    return value
+
+
+def _summary(value: Any, repairs: list[str]) -> Any:
+    if isinstance(value, str):  # the text alone: keep it
+        repairs.append("ledger['summary']: a bare string; kept as the summary text")
+        return {"text": value, "covered_ids": [], "dump_refs": [], "source": "input", "updates": 0}
+    if not isinstance(value, Mapping):
+        repairs.append(
+            f"ledger['summary']: expected a dict, got {type(value).__name__} "
+            f"{_short(value)}; dropped"
+        )
+        return None
+    fixed = dict(value)
+    defaults: dict[str, tuple[Callable[[Any], bool], Any]] = {
+        "text": (_is_str, ""),
+        "covered_ids": (_str_list, []),
+        "dump_refs": (_str_list, []),
+        "source": (_is_str, "input"),
+        "updates": (_is_int, 0),
+    }
+    for name, (check, default) in defaults.items():
+        if name in fixed and not check(fixed[name]):
+            repairs.append(
+                f"ledger['summary'][{name!r}]: malformed {_short(fixed[name])}; "
+                f"reset to {default!r}"
+            )
+            fixed[name] = default
+    if not fixed.get("text") and not fixed.get("dump_refs"):
+        return None
+    return fixed
+
+
+def _hint(value: Any, repairs: list[str]) -> Any:
+    ok = isinstance(value, Mapping) and isinstance(value.get("text", ""), str)
+    ok = ok and all(_optional_str(value.get(n)) for n in ("dump_ref", "after_id"))
+    ok = ok and (value.get("cleared_ids") is None or _str_list(value.get("cleared_ids")))
+    ok = ok and (value.get("prompt_tokens") is None or _is_int(value.get("prompt_tokens")))
+    if not ok:
+        repairs.append(f"ledger['hint']: malformed {_short(value)}; dropped")
+        return None
+    return value
+
+
+def _entities(value: Any, repairs: list[str]) -> Any:
+    ok = isinstance(value, Mapping) and (
+        value.get("values") is None or isinstance(value.get("values"), Mapping)
+    )
+    ok = ok and all(_optional_str(value.get(n)) for n in ("last_input_id", "error"))
+    if not ok:
+        repairs.append(
+            f"ledger['entities']: malformed {_short(value)}; dropped (extracted "
+            "again at the next user input)"
+        )
+        return None
+    return value
+
+
+def _last_report(value: Any, repairs: list[str]) -> Any:
+    if not isinstance(value, Mapping) or not isinstance(value.get("decisions", []), list):
+        repairs.append(f"ledger['last_report']: malformed {_short(value)}; dropped")
+        return None
+    return value
+
+
+_REPAIRS: dict[str, Callable[[Any, list[str]], Any]] = {
+    "pruned": _pruned,
+    "compacted": _compacted,
+    "window": _window,
+    "summary": _summary,
+    "hint": _hint,
+    "entities": _entities,
+    "last_report": _last_report,
+}
