@@ -20,6 +20,7 @@ DecisionKind = Literal[
     "summarize",
     "extract",
     "rebuild",
+    "repair",
     "skip",
     "error",
 ]
@@ -52,6 +53,22 @@ class ContextBudget:
     calls until the next edit."""
 
     def __post_init__(self) -> None:
+        for name in ("context_window_tokens", "reserved_output_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                msg = (
+                    f"{name} must be a whole number of tokens, got {type(value).__name__} "
+                    f"{value!r}; pass an int such as 32_000"
+                )
+                raise ConfigError(msg)
+        for name in ("trigger", "target", "summary_target"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                msg = (
+                    f"{name} must be a fraction of the limit, got {type(value).__name__} "
+                    f"{value!r}; pass a number such as 0.9"
+                )
+                raise ConfigError(msg)
         if self.context_window_tokens < 0 or self.reserved_output_tokens < 0:
             msg = (
                 "context_window_tokens and reserved_output_tokens must be >= 0, got "

@@ -30,6 +30,7 @@ from langgraph_ctx._assembly import is_summary_message
 from langgraph_ctx._effects import Plan
 from langgraph_ctx._workspace import Workspace
 from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.messages import get_tag
 
 STAGE_EXTRACT = 10
 STAGE_DYNAMIC = 20
@@ -58,7 +59,11 @@ def summarize_span(work: Workspace, dropped: Sequence[BaseMessage], *, kind: str
     Nothing is summarized when only a previous summary would be; the report says why.
     Returns whether a summary was written.
     """
-    conversation = [m for m in dropped if not is_summary_message(m)]
+    # Error results the pipeline made up for unanswered calls are not history: not summarized,
+    # not dumped.
+    conversation = [
+        m for m in dropped if not is_summary_message(m) and not get_tag(m).get("repair")
+    ]
     if not conversation:
         work.decide(
             "skip", work.tokens, detail={"reason": "only the previous summary would be summarized"}
@@ -244,6 +249,11 @@ class DynamicSummarization:
         if self.turns < 1:
             msg = f"turns must be >= 1, got {self.turns}"
             raise ConfigError(msg)
+        for name in ("threshold_turns", "threshold_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                msg = f"{name} must be >= 0 or None, got {value}"
+                raise ConfigError(msg)
 
     def run(self, work: Workspace) -> Plan[None]:
         """Summarize the oldest turns when a threshold is passed."""
@@ -284,6 +294,14 @@ class EntityExtraction:
     stage: ClassVar[int] = STAGE_EXTRACT
     recent_messages: int = 6
     """How many of the newest messages the extractor sees."""
+
+    def __post_init__(self) -> None:
+        if self.recent_messages < 1:
+            msg = (
+                f"recent_messages must be >= 1, got {self.recent_messages}; it is how many of "
+                "the newest messages the extractor reads"
+            )
+            raise ConfigError(msg)
 
     def run(self, work: Workspace) -> Plan[None]:
         """Extract when a new user message arrived since the last extraction."""
@@ -350,7 +368,10 @@ def strategy_from_config(config: Mapping[str, Any]) -> Strategy:
     try:
         return cls(**fields)  # type: ignore[no-any-return]
     except TypeError as exc:
-        msg = f"bad config for strategy {kind!r}: {exc}"
+        msg = (
+            f"bad config for strategy {kind!r}: {exc} (fields given: {fields!r}); check each "
+            f"value's type against help({cls.__name__})"
+        )
         raise ConfigError(msg) from exc
 
 
@@ -364,6 +385,12 @@ def strategies_from_config(config: str | Mapping[str, Any] | Sequence[Any]) -> l
             raise ConfigError(msg) from exc
     if isinstance(config, Mapping):
         config = [config]
+    if isinstance(config, (str, bytes)) or not isinstance(config, Sequence):
+        msg = (
+            f"strategies must be a list of strategies or config dicts (or JSON of one), got "
+            f'{type(config).__name__} {config!r}; e.g. [{{"type": "sliding_window"}}]'
+        )
+        raise ConfigError(msg)
     out: list[Strategy] = []
     for item in config:  # type: ignore[union-attr]
         if isinstance(item, Mapping):

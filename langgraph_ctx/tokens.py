@@ -116,6 +116,12 @@ class TiktokenCounter:
     """
 
     def __init__(self, model: str = "gpt-4o", *, cache_size: int = 200_000) -> None:
+        if not isinstance(model, str):
+            msg = (
+                f"model must be an OpenAI model name, got {type(model).__name__} {model!r}; "
+                "pass a string such as 'gpt-4o' (unknown names count with cl100k_base)"
+            )
+            raise ConfigError(msg)
         if cache_size < 0:
             msg = f"cache_size must be >= 0, got {cache_size}; use 0 to disable the cache"
             raise ConfigError(msg)
@@ -417,16 +423,31 @@ def context_window_for(model: Any = None, *, explicit: int | None = None) -> int
         ConfigError: Neither an explicit number nor a profile with `max_input_tokens`.
     """
     if explicit is not None:
-        if explicit <= 0:
-            msg = f"context_window_tokens must be > 0, got {explicit}"
+        if not isinstance(explicit, int) or isinstance(explicit, bool):
+            msg = (
+                f"context_window_tokens must be a whole number > 0, got "
+                f"{type(explicit).__name__} {explicit!r}; pass the model's input window, "
+                "e.g. 128_000"
+            )
             raise ConfigError(msg)
-        return int(explicit)
+        if explicit <= 0:
+            msg = (
+                f"context_window_tokens must be > 0, got {explicit}; pass the model's input "
+                "window, e.g. 128_000"
+            )
+            raise ConfigError(msg)
+        return explicit
     profile = getattr(model, "profile", None) or {}
     window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
-    if window:
-        return int(window)
+    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        return window
+    if isinstance(model, str):
+        what = f"the model name {model!r} (a name carries no profile)"
+    else:
+        what = type(model).__name__ if model is not None else "no model"
+    found = "" if window is None else f" (it is {window!r}, not a whole number > 0)"
     msg = (
-        f"cannot tell the context window of {type(model).__name__ if model else 'no model'}: it "
-        "has no profile['max_input_tokens']; pass context_window_tokens=... explicitly"
+        f"cannot tell the context window of {what}: it has no usable "
+        f"profile['max_input_tokens']{found}; pass context_window_tokens=... explicitly"
     )
     raise ConfigError(msg)
