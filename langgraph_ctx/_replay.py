@@ -68,8 +68,9 @@ def load_transcript(path: str | Path) -> list[BaseMessage]:
     try:
         return messages_from_dict(data)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         msg = (
-            f"{path} is not a LangChain message list ({type(exc).__name__}: {exc}); expected "
+            f"{path} is not a LangChain message list ({type(exc).__name__}: {reason}); expected "
             'items like {"type": "human", "data": {"content": "..."}} from messages_to_dict'
         )
         raise InputError(msg) from exc

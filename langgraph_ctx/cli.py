@@ -11,7 +11,8 @@ Commands:
 
 The work happens in `langgraph_ctx.demo` and `langgraph_ctx._replay`. Exit codes: 0 success,
 1 a runtime failure (the prompt cannot fit, an archive entry is missing), 2 a usage error (bad
-arguments, a missing or malformed file, an unknown strategy). Errors are one line on stderr.
+arguments, a missing or malformed file, a transcript with no conversation, an unknown
+strategy). Errors are one line on stderr.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from langgraph_ctx.errors import ConfigError, LangGraphCtxError
+from langgraph_ctx.errors import ConfigError, InvalidMessagesError, LangGraphCtxError
 
 PROG = "langgraph-ctx"
 HOME = Path(".langgraph_ctx")
@@ -58,7 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return int(args.handler(args))
-    except (InputError, ConfigError) as exc:
+    except (InputError, ConfigError, InvalidMessagesError) as exc:  # the input is unusable
         return _fail(f"{PROG} {args.command}: {_first_line(exc)}", 2)
     except LangGraphCtxError as exc:
         return _fail(f"{PROG} {args.command}: {type(exc).__name__}: {_first_line(exc)}", 1)
