@@ -38,7 +38,7 @@ from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages import TAG_KEY
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.rebuild import plan_rebuild
-from langgraph_ctx.report import ContextCostReport
+from langgraph_ctx.report import ContextCostReport, Decision
 from langgraph_ctx.strategies import Compaction, SlidingWindow
 
 REPORT_KEY = "context_cost"
@@ -209,7 +209,10 @@ class ContextMemory:
             return [], result.state
         # One kept neighbour on each side anchors the span in the live history.
         span = list(messages[max(0, at[0] - 1) : at[-1] + 2])
-        ref = yield self.manager.dump_effect(self.archive_for(config), span)
+        try:
+            ref = yield self.manager.dump_effect(self.archive_for(config), span)
+        except Exception as exc:  # nothing leaves the state without its archive copy
+            return [], _skip_removals(result, [messages[i].id or "" for i in at], exc)
         gone = {messages[i].id for i in at}
         state = dict(result.state)
         summary = dict(state.get("summary") or {})
@@ -409,6 +412,27 @@ def answer_superseded_calls(
         return history
     out.extend(history[copied:])
     return out
+
+
+def _skip_removals(result: BuildResult, ids: list[str], exc: Exception) -> dict[str, Any]:
+    """The ledger to persist when the removal dump failed.
+
+    The messages stay live (a later build removes them once the archive works again) and the
+    report says why.
+    """
+    report = result.report
+    report.add(
+        Decision(
+            kind="skip",
+            tokens_before=report.tokens,
+            tokens_after=report.tokens,
+            message_ids=ids,
+            detail={"reason": f"remove_summarized: dump failed: {type(exc).__name__}: {exc}"},
+        )
+    )
+    state = dict(result.state)
+    state["last_report"] = report.to_dict()
+    return state
 
 
 def _backend(archive: Any, store: BaseStore | None) -> ArchiveBackend | BaseStore:

@@ -96,7 +96,8 @@ class FaultyBackend:
     """An `ArchiveBackend` over an `InMemoryStore` whose writes and reads fail on demand.
 
     `fail_put` / `fail_get` make every write / read raise `ConnectionError` (sync and async);
-    `die_at_put` kills the process right after the n-th successful write lands.
+    `fail_from_put` sets `fail_put` from the n-th write on; `die_at_put` kills the process
+    right after the n-th successful write lands.
     """
 
     def __init__(self, store: BaseStore | None = None) -> None:
@@ -104,10 +105,13 @@ class FaultyBackend:
         self.fail_put = False
         self.fail_get = False
         self.die_at_put: int | None = None
+        self.fail_from_put: int | None = None
         self.puts = 0
         self.keys: set[tuple[Namespace, str]] = set()
 
     def put(self, namespace: Namespace, key: str, data: bytes) -> None:
+        if self.fail_from_put is not None and self.puts + 1 >= self.fail_from_put:
+            self.fail_put = True
         if self.fail_put:
             msg = "archive store unreachable (injected write fault)"
             raise ConnectionError(msg)
@@ -419,6 +423,30 @@ async def test_archive_write_failure_removes_and_compacts_nothing(
     assert all(r.ok and r.tokens <= r.limit for r in reports)
     broken_kinds = {d.kind for r in later for d in r.decisions if "injected" not in str(d.detail)}
     assert "compact" not in broken_kinds and "auto_compact" not in broken_kinds, broken_kinds
+
+
+def test_archive_down_from_any_write_on_never_stops_the_run() -> None:
+    """The archive goes down at each write of a run in turn (mid-build too: between a summary's
+    dump and the removal dump, between compaction writes): every run still completes with
+    valid prompts, removes nothing without its archive copy, and says why it skipped."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    reference = reference_run()
+    for down_from in range(1, reference["puts"] + 1):
+        script = synthetic_script(turns=8, recall=False)
+        backend = FaultyBackend()
+        backend.fail_from_put = down_from
+        process = Process(script, backend, InMemorySaver())
+        drive(process.graph, inputs_of(script), CRASH_THREAD)
+        assert backend.puts == down_from - 1, "the fault never fired"
+        backend.fail_from_put = None
+        seen = committed(process.graph, CRASH_THREAD)
+        assert_intact(process.memory, process.graph, CRASH_THREAD, seen, [process.model])
+        reasons = [
+            str(d["detail"].get("reason") or d["detail"].get("archive_error"))
+            for d in decisions(process.memory, process.graph, CRASH_THREAD)
+        ]
+        assert any("injected write fault" in r for r in reasons), down_from
 
 
 async def test_archive_write_failure_without_room_raises_and_recovers(mode: str) -> None:
