@@ -28,6 +28,7 @@ Example counts follow the Hypothesis profile (tests/conftest.py): `default` for 
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import itertools
 import json
@@ -62,9 +63,9 @@ from langgraph_ctx.messages import get_tag, validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.report import ContextBudget
 from langgraph_ctx.state import ContextState
-from langgraph_ctx.strategies import Compaction, SlidingWindow
+from langgraph_ctx.strategies import Compaction, DynamicSummarization, SlidingWindow
 from langgraph_ctx.tokens import TiktokenCounter
-from tests.integration._agents import ScriptedChatModel, replay_tools
+from tests.integration._agents import ScriptedChatModel, recall_step, replay_tools
 from tests.strategies import (
     THREAD,
     Prior,
@@ -129,6 +130,10 @@ class Config:
     memory: tuple[str, ...]
     protect_turns: int
     prune_errors: bool
+    dynamic: bool = False
+    """Also `DynamicSummarization` (summarize the oldest turns past two turns)."""
+    injections: tuple[str, ...] = ()
+    """Fixed system-prompt fragments (merged into the system prompt like memory)."""
 
     @property
     def limit(self) -> int:
@@ -138,7 +143,10 @@ class Config:
         strategies: list[Any] = [SlidingWindow()]
         if self.compaction:
             strategies.insert(0, Compaction(min_chars=300, keep_last=1))
+        if self.dynamic:
+            strategies.insert(0, DynamicSummarization(threshold_turns=2, turns=1))
         return ContextManager(
+            injections=list(self.injections),
             budget=ContextBudget(
                 context_window_tokens=self.window, reserved_output_tokens=self.reserved
             ),
@@ -180,6 +188,8 @@ def rich_cases(draw: st.DrawFn, *, fresh: bool = False) -> tuple[Prior, Config]:
         memory=tuple(draw(st.lists(st.sampled_from(MEMORY), max_size=2))),
         protect_turns=draw(st.integers(0, 3)),
         prune_errors=draw(st.booleans()),
+        dynamic=draw(st.integers(0, 3)) == 0,
+        injections=tuple(draw(st.lists(texts(min_size=1, max_size=60), max_size=1))),
     )
     return prior, config
 
@@ -298,6 +308,18 @@ def test_rich_build_keeps_every_invariant(case: tuple[Prior, Config]) -> None:
     assert _state_json(again.state) == _state_json(result.state)
     assert again.report.to_dict() == result.report.to_dict()
 
+    # The async build is the same plan: same bytes.
+    abuilt = asyncio.run(
+        config.manager(InMemoryStore()).abuild(
+            messages,
+            tools=TOOLS if config.tools else None,
+            memory=list(config.memory),
+            state=prior.state,
+        )
+    )
+    assert _dump(abuilt.messages) == _dump(result.messages)
+    assert _state_json(abuilt.state) == _state_json(result.state)
+
     # Idempotent on its own state.
     rerun = config.build(cm, messages, result.state)
     assert _dump(rerun.messages) == _dump(result.messages)
@@ -377,11 +399,15 @@ class Turn:
     steps: tuple[tuple[Call, ...], ...]
     """Each step is one AI message making these calls in parallel."""
     answer: str
+    recall: bool = False
+    """Before answering, the model calls `recall` with the first reference in its prompt."""
 
 
 @dataclass(frozen=True)
 class Run:
     graph: str  # "state_graph" or "create_agent"
+    mode: str  # "sync" or "async"
+    placement: str
     window: int
     auto_compact: bool
     remove_summarized: bool
@@ -422,9 +448,12 @@ def runs(draw: st.DrawFn) -> Run:
         steps = draw(
             st.lists(st.lists(calls(), min_size=1, max_size=3).map(tuple), max_size=3).map(tuple)
         )
-        turns.append(Turn(user, steps, draw(texts(min_size=1, max_size=60))))
+        answer = draw(texts(min_size=1, max_size=60))
+        turns.append(Turn(user, steps, answer, recall=draw(st.integers(0, 3)) == 0))
     return Run(
         graph=draw(st.sampled_from(["state_graph", "create_agent"])),
+        mode=draw(st.sampled_from(["sync", "async"])),
+        placement=draw(st.sampled_from(["separate", "merged"])),
         window=draw(st.integers(1_200, 6_000)),
         auto_compact=draw(st.booleans()),
         remove_summarized=draw(st.booleans()),
@@ -438,8 +467,10 @@ def runs(draw: st.DrawFn) -> Run:
 SYSTEM = "You are a careful agent. Use the tools; answer briefly. Ünïcode ✓."
 
 
-def _script(run: Run) -> tuple[list[HumanMessage], list[AIMessage], list[ToolMessage]]:
-    inputs, replies, results = [], [], []
+def _script(run: Run) -> tuple[list[HumanMessage], list[Any], list[ToolMessage]]:
+    inputs: list[HumanMessage] = []
+    replies: list[Any] = []
+    results: list[ToolMessage] = []
     ids = itertools.count()
     for t, turn in enumerate(run.turns):
         inputs.append(HumanMessage(turn.user, id=f"h{t}"))
@@ -453,6 +484,8 @@ def _script(run: Run) -> tuple[list[HumanMessage], list[AIMessage], list[ToolMes
                     ToolMessage(call.content, tool_call_id=call_id, name="work", status=status)
                 )
             replies.append(AIMessage("", tool_calls=batch, id=f"ai{t}_{s}"))
+        if turn.recall:  # a text reply when there is nothing to recall (the turn ends there)
+            replies.append(recall_step(f"recall{t}"))
         replies.append(AIMessage(turn.answer, id=f"ai{t}_final"))
     return inputs, replies, results
 
@@ -500,6 +533,7 @@ def test_graph_run_keeps_every_invariant(run: Run) -> None:
         auto_compact=run.auto_compact,
         remove_summarized=run.remove_summarized,
         hint_threshold=run.hint_threshold,
+        summary_placement=run.placement,
         token_counter=_COUNTER,
     )
     inputs, replies, results = _script(run)
@@ -523,16 +557,29 @@ def test_graph_run_keeps_every_invariant(run: Run) -> None:
     produced: dict[str, BaseMessage] = {}
     order: list[str] = []
     checked = 0
+
+    def step(values: Mapping[str, Any]) -> None:
+        """After every graph step: new prompts valid and within budget, ledger ids known."""
+        nonlocal checked
+        for m in values.get("messages") or []:
+            assert m.id, f"a message in state has no id: {m!r}"
+            if m.id not in produced:
+                order.append(m.id)
+            produced[m.id] = m
+        checked = _check_new_prompts(model, memory, checked)
+        check_ledger_ids(values.get("context") or {}, values["messages"], archive)
+
+    async def astream(payload: Any) -> None:
+        async for values in graph.astream(payload, config, stream_mode="values"):
+            step(values)
+
     for payload in payloads:
         try:
-            for values in graph.stream(payload, config, stream_mode="values"):
-                for m in values.get("messages") or []:
-                    assert m.id, f"a message in state has no id: {m!r}"
-                    if m.id not in produced:
-                        order.append(m.id)
-                    produced[m.id] = m
-                checked = _check_new_prompts(model, memory, checked)
-                check_ledger_ids(values.get("context") or {}, values["messages"], archive)
+            if run.mode == "async":
+                asyncio.run(astream(payload))
+            else:
+                for values in graph.stream(payload, config, stream_mode="values"):
+                    step(values)
         except ContextWindowExceededError as exc:
             event("run: over the limit (error)")
             check_failed(exc)
@@ -543,6 +590,8 @@ def test_graph_run_keeps_every_invariant(run: Run) -> None:
     for report in memory.get_reports(graph, config):
         for kind in report.kinds():
             event(f"decision: {kind}")
+    if any(isinstance(m, ToolMessage) and m.name == "recall" for m in produced.values()):
+        event("recall called")
     if len(graph.get_state(config).values.get("messages") or []) < len(order):
         event("messages left the state")
     # The thread's full history is everything the run produced, byte for byte, in order.
