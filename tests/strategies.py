@@ -118,10 +118,11 @@ def image_blocks(draw: st.DrawFn) -> dict[str, Any]:
 
 @st.composite
 def multimodal_content(draw: st.DrawFn, *, long: bool = False) -> list[str | dict[str, Any]]:
-    """A content list: text blocks and image blocks in any order, at least one text block."""
-    text = draw(long_texts()) if long else draw(texts(min_size=1, max_size=120))
-    blocks: list[str | dict[str, Any]] = [{"type": "text", "text": text}]
-    blocks += draw(st.lists(image_blocks(), min_size=1, max_size=2))
+    """A content list: text blocks and image blocks in any order (sometimes images only)."""
+    blocks: list[str | dict[str, Any]] = draw(st.lists(image_blocks(), min_size=1, max_size=2))
+    if long or draw(st.integers(0, 4)):
+        text = draw(long_texts()) if long else draw(texts(min_size=1, max_size=120))
+        blocks.insert(0, {"type": "text", "text": text})
     if draw(st.booleans()):
         blocks.append({"type": "text", "text": draw(texts(min_size=1, max_size=40))})
     return draw(st.permutations(blocks))
@@ -361,6 +362,14 @@ def prior_builds(draw: st.DrawFn, *, max_turns: int = 4) -> Prior:
     share = draw(st.floats(0.2, 0.6) if summarizing else st.floats(0.25, 0.9))
     window = max(300, int(counter(seen) * share))
     keep_last, protect_turns = draw(st.integers(0, 2)), draw(st.integers(0, 3))
+    # The summary message is taken from a separate placement; an output fed back may carry it
+    # inside the system prompt, with retrieved memory merged there too.
+    merged = kind == "own_output" and draw(st.booleans())
+    memory = (
+        ["The user prefers tabs over spaces."]
+        if kind == "own_output" and draw(st.booleans())
+        else []
+    )
     for _ in range(4):  # a window too small for the newest block: try a larger one
         manager = ContextManager(
             budget=ContextBudget(context_window_tokens=window),
@@ -369,9 +378,10 @@ def prior_builds(draw: st.DrawFn, *, max_turns: int = 4) -> Prior:
             archive=Archive(store, thread_id=THREAD),
             auto_compact=summarizing,
             protect_turns=protect_turns,
+            summary_placement="merged" if merged else "separate",
         )
         try:
-            result = manager.build(seen)
+            result = manager.build(seen, memory=memory)
             break
         except ContextWindowExceededError:
             window = window * 3 // 2
