@@ -691,6 +691,27 @@ def reference_run() -> dict[str, Any]:
     return _REFERENCE
 
 
+def resume(process: Process, inputs: Sequence[Any], died_in: int) -> None:
+    """Carry a thread on after its process died during turn `died_in`, as a caller would.
+
+    Resume from the last checkpoint when it has a pending step; when the turn still has no
+    final answer (its input never landed, or a torn checkpoint holds the input but no pending
+    step), send the turn's input again: same message ids, so it replaces, never duplicates.
+    Then the remaining turns.
+    """
+    graph = process.graph
+    if graph.get_state(CRASH_THREAD).next:
+        drive(graph, [None], CRASH_THREAD)
+    live = graph.get_state(CRASH_THREAD).values.get("messages", [])
+    answered = bool(live) and isinstance(live[-1], AIMessage) and not live[-1].tool_calls
+    history = {m.id for m in process.memory.get_full_history(graph, CRASH_THREAD)}
+    item = inputs[died_in]
+    opening = item["messages"][-1] if isinstance(item, dict) else item
+    if not answered or opening.id not in history:
+        drive(graph, [item], CRASH_THREAD)
+    drive(graph, inputs[died_in + 1 :], CRASH_THREAD)
+
+
 CRASH_POINTS = {
     # where the process dies: which count of the reference run to die half-way through
     "archive_put": "puts",
@@ -732,14 +753,7 @@ def test_process_death_then_resume_loses_nothing(storage: CheckpointerBackend, c
         probe = Process(script, backend, saver)
         done = probe.memory.get_full_history(probe.graph, CRASH_THREAD)
         process = Process(script, backend, saver, skip=ai_replies(done))
-        if process.graph.get_state(CRASH_THREAD).next:
-            drive(process.graph, [None], CRASH_THREAD)  # resume from the last checkpoint
-        human = script.inputs[died_in]
-        if human.id not in {
-            m.id for m in process.memory.get_full_history(process.graph, CRASH_THREAD)
-        }:
-            drive(process.graph, [inputs[died_in]], CRASH_THREAD)  # its input never landed
-        drive(process.graph, inputs[died_in + 1 :], CRASH_THREAD)
+        resume(process, inputs, died_in)
         seen = committed(process.graph, CRASH_THREAD)
         assert_intact(process.memory, process.graph, CRASH_THREAD, seen, [process.model])
         assert history_bytes(process) == reference["history"]
@@ -817,12 +831,7 @@ def test_postgres_connection_dropped_mid_run_then_resumes() -> None:
             probe = Process(script, backend, saver)
             done = probe.memory.get_full_history(probe.graph, CRASH_THREAD)
             process = Process(script, backend, saver, skip=ai_replies(done))
-            if process.graph.get_state(CRASH_THREAD).next:
-                drive(process.graph, [None], CRASH_THREAD)
-            landed = process.memory.get_full_history(process.graph, CRASH_THREAD)
-            if script.inputs[died_in].id not in {m.id for m in landed}:
-                drive(process.graph, [inputs[died_in]], CRASH_THREAD)
-            drive(process.graph, inputs[died_in + 1 :], CRASH_THREAD)
+            resume(process, inputs, died_in)
             seen = committed(process.graph, CRASH_THREAD)
             assert_intact(process.memory, process.graph, CRASH_THREAD, seen, [process.model])
             assert history_bytes(process) == reference["history"]
