@@ -24,7 +24,6 @@ from langchain_core.messages import (
     BaseMessage,
     RemoveMessage,
     SystemMessage,
-    ToolMessage,
 )
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool
@@ -35,7 +34,6 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.messages import TAG_KEY
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.rebuild import plan_rebuild
 from langgraph_ctx.report import ContextCostReport, Decision
@@ -139,11 +137,13 @@ class ContextMemory:
     ) -> Plan[BuildResult]:
         """The pipeline build for one model call of a thread.
 
-        Tool calls a superseded run left unanswered (see `answer_superseded_calls`) are
-        answered in the prompt view, so the prompt stays valid; the state is not touched.
+        Tool calls a superseded run left unanswered (a new input reached the thread before the
+        tools ran: two runs racing on one thread, or a message sent during an interrupt, after
+        which LangGraph drops the pending tool tasks) are answered in the prompt view by the
+        build's repair step (`repair_messages`), so the prompt stays valid and the state is
+        not touched.
         """
         manager = self.manager if not harder else self._harder()
-        messages = answer_superseded_calls(messages, ledger)
         return manager.plan(messages, tools=tools, state=ledger, archive=self.archive_for(config))
 
     def _harder(self) -> ContextManager:
@@ -339,79 +339,6 @@ class ContextMemory:
     async def arestore(self, ref_or_message_id: str, config: RunnableConfig) -> BaseMessage:
         """Async twin of `restore`."""
         return await self.archive_for(config).arestore(ref_or_message_id)
-
-
-SUPERSEDED_PREFIX = "lgctx-superseded-"
-"""Id prefix of the stand-in answers `answer_superseded_calls` adds to a prompt view."""
-
-
-def answer_superseded_calls(
-    messages: Sequence[BaseMessage], ledger: Mapping[str, Any] | None = None
-) -> list[BaseMessage]:
-    """`messages` with an error answer after each tool call a later message superseded.
-
-    A LangGraph run whose model asked for tools is superseded when a new input reaches the
-    thread before the tools ran: two runs racing on one thread (the newer checkpoint is the
-    thread's state), or a new message sent while a run waits at an interrupt. LangGraph then
-    drops the pending tool tasks, and the state keeps an AI message whose calls no result
-    answers, followed by other messages. Providers reject such a prompt, so the view answers
-    each of those calls with a short error result (deterministic id, tagged), placed after
-    the results the AI message did get. A call with nothing after it (tools about to run)
-    is left alone. Only the part of the history from the ledger's window start on is looked
-    at (what the prompt can show; all of it when the start is unknown), so a call costs work
-    in proportion to the window. Returns the input list itself when nothing is superseded.
-    """
-    history = messages if isinstance(messages, list) else list(messages)
-    begin = 0
-    start_id = ((ledger or {}).get("window") or {}).get("start_id")
-    if start_id:
-        for i in range(len(history) - 1, -1, -1):
-            if history[i].id == start_id:
-                begin = i
-                break
-    out: list[BaseMessage] | None = None
-    copied = 0
-    i = begin
-    while i < len(history):
-        ai = history[i]
-        i += 1
-        if not isinstance(ai, AIMessage) or not ai.tool_calls:
-            continue
-        answered: set[str] = set()
-        while i < len(history) and isinstance(history[i], ToolMessage):
-            answered.add(history[i].tool_call_id)  # type: ignore[union-attr]
-            i += 1
-        if i == len(history):
-            break  # nothing came after: the tools may still run
-        missing = [tc for tc in ai.tool_calls if tc.get("id") not in answered]
-        if not missing:
-            continue
-        later = {m.tool_call_id for m in history[i:] if isinstance(m, ToolMessage)}
-        missing = [tc for tc in missing if tc.get("id") not in later]  # answered out of place
-        if not missing:
-            continue
-        if out is None:
-            out = []
-        out.extend(history[copied:i])
-        copied = i
-        out.extend(
-            ToolMessage(
-                content=(
-                    f"[tool call {tc.get('name')} was not run: a newer input reached the "
-                    "thread first and superseded the run that made it]"
-                ),
-                tool_call_id=tc.get("id") or "",
-                name=tc.get("name"),
-                status="error",
-                id=f"{SUPERSEDED_PREFIX}{tc.get('id')}",
-                additional_kwargs={TAG_KEY: {"repair": "superseded_call"}},
-            )
-            for tc in missing
-        )
-    if out is None:
-        return history
-    out.extend(history[copied:])
-    return out
 
 
 def _skip_removals(result: BuildResult, ids: list[str], exc: Exception) -> dict[str, Any]:

@@ -18,7 +18,7 @@ drops those pending tool tasks: the state keeps an AI message whose calls are ne
 What we add: every checkpoint's ledger names only messages live in that checkpoint or held in
 the archive; along every lineage the full history only grows (whatever left the state is in a
 dump that checkpoint's ledger names); every prompt is valid (superseded calls are answered in
-the prompt view, `answer_superseded_calls`) and fits.
+the prompt view by the build's repair step, `repair_messages`) and fits.
 """
 
 from __future__ import annotations
@@ -43,15 +43,11 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import Field
 
 from langgraph_ctx import ContextMemory
+from langgraph_ctx._effects import run_plan
 from langgraph_ctx.archive import Archive, encode_message
 from langgraph_ctx.errors import ArchiveError
-from langgraph_ctx.memory import (
-    REPORT_KEY,
-    SUPERSEDED_PREFIX,
-    answer_superseded_calls,
-    full_history,
-)
-from langgraph_ctx.messages import validate_messages
+from langgraph_ctx.memory import REPORT_KEY, full_history
+from langgraph_ctx.messages import needs_repair, repair_messages, validate_messages
 from tests.integration._agents import (
     Script,
     ScriptedChatModel,
@@ -471,15 +467,10 @@ def race_outcome(
         "produced": len(produced),
         "in_final": len(produced & set(final)),
         "only_in_forks": len(produced - set(final)),
-        # checkpoints whose state holds a tool call a later input superseded (LangGraph
-        # dropped its pending tool task); the prompt view answers it (`answer_superseded_calls`)
+        # checkpoints whose state breaks the tool-call pairing, e.g. a call a later input
+        # superseded (LangGraph dropped its pending tool task); the prompt view repairs it
         "superseded_states": sum(
-            1
-            for cid in check.by_id
-            if any(
-                str(m.id).startswith(SUPERSEDED_PREFIX)
-                for m in answer_superseded_calls(check.by_id[cid].values.get("messages", []))
-            )
+            1 for cid in check.by_id if needs_repair(check.by_id[cid].values.get("messages", []))
         ),
         "kinds": kinds,
     }
@@ -657,11 +648,20 @@ def test_superseded_calls_are_answered_in_the_view_only() -> None:
         AIMessage("", tool_calls=calls, id="a1"),
         ToolMessage("hit", tool_call_id="c0", id="t0"),
         HumanMessage("the other run's input", id="h2"),
-        AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c9"}], id="a2"),
     ]
-    view = answer_superseded_calls(history)
-    assert [m.id for m in view] == ["h1", "a1", "t0", SUPERSEDED_PREFIX + "c1", "h2", "a2"]
-    assert [p.code for p in validate_messages(view)] == ["unanswered_tool_call"]  # a2: pending
-    assert answer_superseded_calls(view) == view  # idempotent
-    valid = [*history[:3], ToolMessage("x", tool_call_id="c1", id="t1"), *history[3:4]]
-    assert answer_superseded_calls(valid) is valid
+    before = [m.model_dump() for m in history]
+    memory = ContextMemory(context_window_tokens=4_000)
+    config: Any = {"configurable": {"thread_id": "superseded"}}
+    result = run_plan(memory.plan_build(history, None, config))
+    prompt = result.messages
+    assert validate_messages(prompt, provider="all") == []
+    assert [m.id for m in prompt][:3] == ["h1", "a1", "t0"]
+    stand_in = prompt[3]
+    assert isinstance(stand_in, ToolMessage) and stand_in.tool_call_id == "c1"
+    assert stand_in.status == "error" and str(stand_in.id).startswith("lgctx-repair-")
+    assert prompt[4].id == "h2"
+    assert "repair" in result.report.kinds()
+    assert [m.model_dump() for m in history] == before, "the state is not touched"
+    again = run_plan(memory.plan_build(history, result.state, config))
+    assert [m.model_dump() for m in again.messages] == [m.model_dump() for m in prompt]
+    assert repair_messages(prompt).messages == prompt  # nothing left to repair
