@@ -16,7 +16,7 @@ from xml.sax.saxutils import escape, quoteattr
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.messages import get_tag, text_of
+from langgraph_ctx.messages import TAG_KEY, get_tag, text_of
 
 ToolPolicy = Callable[[Any], bool] | Mapping[str, Sequence[str]]
 """A predicate on tools, or `{"allow": [...]}` / `{"deny": [...]}` by tool name."""
@@ -95,6 +95,26 @@ def tool_name(tool: Any) -> str:
     return str(getattr(tool, "name", None) or getattr(tool, "__name__", ""))
 
 
+def check_tool_policy(policy: Any) -> None:
+    """Raise `ConfigError` unless `policy` is None, a predicate or `{"allow"/"deny": [...]}`."""
+    if policy is None or callable(policy):
+        return
+    if not isinstance(policy, Mapping):
+        msg = (
+            f"tool_policy must be a predicate on tools or a dict like {{'allow': [...]}} / "
+            f"{{'deny': [...]}}, got {type(policy).__name__} {policy!r}"
+        )
+        raise ConfigError(msg)
+    unknown = sorted(map(str, set(policy) - {"allow", "deny"}))
+    if unknown:
+        msg = f"tool_policy keys must be 'allow' and/or 'deny', got {unknown}"
+        raise ConfigError(msg)
+    for key, names in policy.items():
+        if isinstance(names, str) or not isinstance(names, (list, tuple, set, frozenset)):
+            msg = f"tool_policy[{key!r}] must be a list of tool names, got {names!r}"
+            raise ConfigError(msg)
+
+
 def filter_tools(tools: Sequence[Any] | None, policy: ToolPolicy | None) -> list[Any]:
     """Apply a tool policy; returns a new list in the original order."""
     if not tools:
@@ -103,10 +123,7 @@ def filter_tools(tools: Sequence[Any] | None, policy: ToolPolicy | None) -> list
         return list(tools)
     if callable(policy):
         return [t for t in tools if policy(t)]
-    unknown = set(policy) - {"allow", "deny"}
-    if unknown:
-        msg = f"tool_policy keys must be 'allow' and/or 'deny', got {sorted(unknown)}"
-        raise ConfigError(msg)
+    check_tool_policy(policy)
     allow = set(policy.get("allow", ())) if "allow" in policy else None
     deny = set(policy.get("deny", ()))
     return [
@@ -118,13 +135,39 @@ def merge_system(base: Sequence[BaseMessage], fragments: Sequence[str]) -> Syste
     """One base system message from the system/developer messages plus fragments.
 
     A single system message with nothing to add is returned unchanged (same id, same content
-    blocks), so provider-specific content such as cache-control blocks survives.
+    blocks), so provider-specific content such as cache-control blocks survives. A message
+    with fragments is tagged with the length of its base text, so that when a prompt we built
+    is fed back as history, its fragments (memory, summary, hint...) are taken off again
+    instead of being added a second time: building on our own output changes nothing.
     """
     fragments = [f for f in fragments if f]
+    base = [b for b in map(_own_base, base) if b is not None]
     if len(base) == 1 and not fragments and isinstance(base[0], SystemMessage):
         return base[0]
-    texts = [text_of(m) for m in base] + list(fragments)
-    if not texts:
+    texts = [text_of(m) for m in base]
+    if not texts and not fragments:
         return None
+    base_text = "\n\n".join(texts)
     first_id = base[0].id if base else "lgctx-system"
-    return SystemMessage(content="\n\n".join(texts), id=first_id)
+    if not fragments:
+        return SystemMessage(content=base_text, id=first_id)
+    return SystemMessage(
+        content="\n\n".join([*texts, *fragments]),
+        id=first_id,
+        additional_kwargs={TAG_KEY: {"kind": "system", "base_chars": len(base_text)}},
+    )
+
+
+def _own_base(message: BaseMessage) -> BaseMessage | None:
+    """The base part of a system message `merge_system` wrote (None when it had none).
+
+    Other messages are returned unchanged.
+    """
+    tag = get_tag(message)
+    chars = tag.get("base_chars")
+    if tag.get("kind") != "system" or not isinstance(chars, int):
+        return message
+    text = text_of(message)
+    if not 0 <= chars <= len(text):
+        return message
+    return SystemMessage(content=text[:chars], id=message.id) if chars else None

@@ -23,6 +23,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph_ctx._assembly import (
     Skill,
     ToolPolicy,
+    check_tool_policy,
     coerce_skills,
     filter_tools,
     is_base_system,
@@ -31,9 +32,14 @@ from langgraph_ctx._assembly import (
 )
 from langgraph_ctx._effects import Effect, Plan, arun_plan, run_plan
 from langgraph_ctx._workspace import RenderCache, Resources, SummaryPlacement, Workspace
-from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, HistoryTooLongError
-from langgraph_ctx.ledger import ContextLedger, load_ledger
-from langgraph_ctx.messages import text_of, with_id
+from langgraph_ctx.errors import (
+    ConfigError,
+    ContextWindowExceededError,
+    HistoryTooLongError,
+    InvalidMessagesError,
+)
+from langgraph_ctx.ledger import ContextLedger, repair_ledger
+from langgraph_ctx.messages import coerce_messages, text_of, with_id
 from langgraph_ctx.report import ContextBudget, ContextCostReport
 from langgraph_ctx.strategies import (
     REDUCE_STAGES_FROM,
@@ -139,6 +145,23 @@ class ContextManager:
         if summary_placement not in ("separate", "merged"):
             msg = f"summary_placement must be 'separate' or 'merged', got {summary_placement!r}"
             raise ConfigError(msg)
+        counts = {
+            "protect_turns": protect_turns,
+            "memory_search_limit": memory_search_limit,
+            "max_messages": max_messages,
+        }
+        for name, value in counts.items():
+            if not isinstance(value, int) or isinstance(value, bool):
+                msg = f"{name} must be a whole number, got {type(value).__name__} {value!r}"
+                raise ConfigError(msg)
+        if token_counter is not None and not callable(token_counter):
+            msg = (
+                f"token_counter must be callable on a message list, got "
+                f"{type(token_counter).__name__} {token_counter!r}; pass TiktokenCounter(...), "
+                "ApproximateCounter() or any Sequence[BaseMessage] -> int"
+            )
+            raise ConfigError(msg)
+        check_tool_policy(tool_policy)
         if protect_turns < 0 or memory_search_limit < 0 or max_messages < 1:
             msg = (
                 "protect_turns and memory_search_limit must be >= 0 and max_messages >= 1, got "
@@ -189,9 +212,17 @@ class ContextManager:
             state: The ledger persisted by the previous build (`BuildResult.state`).
             archive: A thread-bound archive overriding the manager's.
 
+        Bad input is either repaired in the prompt (never in state) and reported as a
+        `repair` decision, or refused with a typed error: orphan tool results and unanswered
+        tool calls are repaired (`repair_messages`); dicts, tuples and strings are coerced like
+        LangGraph's `add_messages`; ledger parts of the wrong shape are dropped.
+
         Raises:
             ContextWindowExceededError: The prompt cannot fit; `.report` says what was tried.
             HistoryTooLongError: More messages than `max_messages`.
+            InvalidMessagesError: No conversation message, an item that is not a message, or
+                two messages with one id.
+            ConfigError: `state` is not a dict.
         """
         return run_plan(
             self.plan(
@@ -239,14 +270,23 @@ class ContextManager:
         archive: Any = None,
     ) -> Plan[BuildResult]:
         """The build as a generator of effects (drive it with `run_plan` / `arun_plan`)."""
+        messages = coerce_messages(messages)
         if len(messages) > self.max_messages:
             msg = (
                 f"the history has {len(messages)} messages, over max_messages={self.max_messages}"
                 "; summarize or archive older turns first, or raise max_messages"
             )
             raise HistoryTooLongError(msg)
-        ledger = load_ledger(dict(state) if state else None)
-        base, history = _split_base(list(messages), ledger)
+        ledger, repairs = repair_ledger(state)
+        base, history = _split_base(messages, ledger)
+        if not history:
+            what = f"{len(messages)} system message(s) only" if messages else "it is empty"
+            msg = (
+                f"the history has no conversation to send ({what}). The model needs at least "
+                "one user message; pass the conversation, e.g. "
+                "[SystemMessage('...'), HumanMessage('...')]"
+            )
+            raise InvalidMessagesError(msg, ["no_conversation"])
         tools_out = filter_tools(tools, self.tool_policy)
         items = list(memory) if memory is not None else (yield from self._search_memory(history))
         archive = archive if archive is not None else self.archive
@@ -267,6 +307,7 @@ class ContextManager:
             auto_compact=self.auto_compact,
             protect_turns=self.protect_turns,
             prune_errors=self.prune_errors,
+            repairs=repairs,
         )
         early = [s for s in self.strategies if s.stage <= STAGE_DROP_MEMORY]
         later = [s for s in self.strategies if s.stage > STAGE_DROP_MEMORY]

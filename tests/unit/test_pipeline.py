@@ -511,9 +511,8 @@ def test_tool_policy(policy: Any, expected: list[str]) -> None:
 
 
 def test_tool_policy_rejects_unknown_keys() -> None:
-    cm = ContextManager(context_window_tokens=8000, tool_policy={"only": ["x"]})
-    with pytest.raises(ConfigError, match="allow"):
-        cm.build(make_conversation(1), tools=TOOLS)
+    with pytest.raises(ConfigError, match="allow"):  # at construction, before any build
+        ContextManager(context_window_tokens=8000, tool_policy={"only": ["x"]})
 
 
 def test_tool_schemas_are_counted_in_the_budget() -> None:
