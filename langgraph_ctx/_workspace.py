@@ -21,10 +21,13 @@ from langgraph_ctx.messages import (
     TAG_KEY,
     Block,
     check_unique_ids,
+    conversation_start_message,
     derived_id,
     get_tag,
+    in_conversation_form,
     is_error_result,
     is_tool_output,
+    needs_conversation_form,
     needs_repair,
     repair_messages,
     split_blocks,
@@ -153,14 +156,32 @@ class Workspace:
         messages involved, or None when the history needed nothing.
         """
         view = self.history[self.start :]
-        if not needs_repair(view):
-            return None
-        result = repair_messages(view)
-        kept = {id(m) for m in result.messages}
-        touched = [m.id or "" for m in view if id(m) not in kept]
-        touched += [m.id or "" for m in result.messages if get_tag(m).get("repair")]
-        self.history[self.start :] = result.messages
-        return result.actions, touched
+        actions: list[str] = []
+        touched: list[str] = []
+        if needs_repair(view):
+            result = repair_messages(view)
+            kept = {id(m) for m in result.messages}
+            touched += [m.id or "" for m in view if id(m) not in kept]
+            touched += [m.id or "" for m in result.messages if get_tag(m).get("repair")]
+            self.history[self.start :] = result.messages
+            actions += result.actions
+        for i in self.window_indices():  # shown differently, kept whole in state
+            message = self.history[i]
+            if needs_conversation_form(message):
+                what = "system message" if isinstance(message, SystemMessage) else "empty message"
+                actions.append(f"showed {what} {message.id} as a user message")
+                touched.append(message.id or "")
+        if self.opens_with_stand_in():
+            actions.append("opened the conversation with a user stand-in")
+            touched.append(conversation_start_message().id or "")
+        return (actions, touched) if actions else None
+
+    def opens_with_stand_in(self) -> bool:
+        """Whether the prompt needs a user stand-in: its conversation opens with no user message."""
+        if self.pin is not None or (self.ledger.get("window") or {}).get("task_dropped"):
+            return False
+        first = self.history[self.start] if self.start < len(self.history) else None
+        return first is not None and not isinstance(self.shown(first), HumanMessage)
 
     # --- the view -------------------------------------------------------------------------
 
@@ -247,23 +268,34 @@ class Workspace:
         return message
 
     def shown(self, message: BaseMessage) -> BaseMessage:
-        """How a history message appears in the prompt (placeholder when pruned/compacted)."""
+        """How a history message appears in the prompt.
+
+        A placeholder when pruned or compacted; a system or empty user message inside the
+        conversation in the form every provider accepts (`in_conversation_form`).
+        """
         mid = message.id or ""
         compacted = self.ledger["compacted"].get(mid)
+        pruned = self.ledger["pruned"].get(mid)
+        shown = message
         if compacted is not None:
-            return self.render_cache.placeholder(
+            shown = self.render_cache.placeholder(
                 ("compacted", mid),
                 compacted,
                 lambda: _replace_text(message, compacted_text(compacted), compacted=True),
             )
-        pruned = self.ledger["pruned"].get(mid)
-        if pruned is not None:
-            return self.render_cache.placeholder(
+        elif pruned is not None:
+            shown = self.render_cache.placeholder(
                 ("pruned", mid),
                 pruned,
                 lambda: _replace_text(message, pruned_text(mid, pruned), pruned=True),
             )
-        return message
+        if not needs_conversation_form(shown):
+            return shown
+        converted: BaseMessage = self.render_cache.get(
+            ("conversation_form", mid, shown.type, text_of(shown)),
+            lambda: in_conversation_form(shown),
+        )
+        return converted
 
     def window_indices(self) -> list[int]:
         """History indices in the prompt, in order (pinned task first)."""
@@ -281,6 +313,8 @@ class Workspace:
             out.append(summary)
         if self.pin is None and (self.ledger.get("window") or {}).get("task_dropped"):
             out.append(task_dropped_message())
+        elif self.opens_with_stand_in():
+            out.append(conversation_start_message())
         out.extend(self.shown(self.history[i]) for i in self.window_indices())
         return out
 

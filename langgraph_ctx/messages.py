@@ -342,6 +342,49 @@ def repair_messages(messages: Sequence[BaseMessage]) -> RepairResult:
     return RepairResult(out, actions)
 
 
+CONVERSATION_START_ID = "lgctx-conversation-start"
+"""Id of the user stand-in that opens a prompt whose conversation starts with the model."""
+
+
+def conversation_start_message() -> HumanMessage:
+    """Opens a prompt whose conversation starts with an AI message (a greeting, say).
+
+    Anthropic wants the first non-system message to be a user message; the stand-in is only
+    ever in the prompt, never in state.
+    """
+    return HumanMessage(
+        content="[The conversation starts with the assistant's message below.]",
+        id=CONVERSATION_START_ID,
+        additional_kwargs={TAG_KEY: {"repair": "conversation_start"}},
+    )
+
+
+def needs_conversation_form(message: BaseMessage) -> bool:
+    """Whether a message inside the conversation breaks a provider rule on its own."""
+    return isinstance(message, SystemMessage) or (
+        isinstance(message, HumanMessage) and not message.content
+    )
+
+
+def in_conversation_form(message: BaseMessage) -> BaseMessage:
+    """How a message inside the conversation is shown so every provider accepts it.
+
+    A system message after the conversation started becomes a user message holding its text
+    in `<system_message>` tags (Anthropic accepts system text only at the start); an empty user
+    message gets a short placeholder (providers refuse empty user content). The id stays and
+    the copy is tagged `{"shown_as": "user"}`; the state keeps the original. Anything else is
+    returned as it is.
+    """
+    if isinstance(message, SystemMessage):
+        text = f"<system_message>\n{text_of(message)}\n</system_message>"
+    elif isinstance(message, HumanMessage) and not message.content:
+        text = "[empty message]"
+    else:
+        return message
+    tag = {**get_tag(message), "shown_as": "user"}
+    return HumanMessage(content=text, id=message.id, additional_kwargs={TAG_KEY: tag})
+
+
 def _repair_id(ai: AIMessage, call_id: str | None) -> str:
     # Deterministic, so a repaired prompt is the same bytes on every build.
     source = ai.id or message_fingerprint(ai)

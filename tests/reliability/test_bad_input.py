@@ -57,7 +57,7 @@ from langgraph_ctx import (
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.cli import main
 from langgraph_ctx.ledger import merge_ledger
-from langgraph_ctx.messages import get_tag
+from langgraph_ctx.messages import CONVERSATION_START_ID, get_tag, text_of
 
 # --- helpers ------------------------------------------------------------------------------
 
@@ -128,6 +128,56 @@ def test_orphan_tool_result_is_left_out_of_the_prompt() -> None:
     assert "orphan" in decision.detail["messages"][0]
     assert "orphan" in decision.message_ids
     assert len(history) == 4  # the state keeps it
+
+
+# --- messages a provider refuses where they stand (shown differently, kept in state) --------
+
+
+def test_system_message_inside_the_conversation_is_shown_as_user_text() -> None:
+    history: list[BaseMessage] = [
+        SystemMessage("You are an agent.", id="s"),
+        HumanMessage("go", id="h1"),
+        AIMessage("on it", id="a1"),
+        SystemMessage("[tool: bash] exit 0", id="mid"),
+        HumanMessage("next", id="h2"),
+    ]
+    result = build_checked(manager(), history)
+    assert [m.type for m in result.messages] == ["system", "human", "ai", "human", "human"]
+    shown = result.messages[3]
+    assert shown.id == "mid" and get_tag(shown)["shown_as"] == "user"
+    assert text_of(shown) == "<system_message>\n[tool: bash] exit 0\n</system_message>"
+    assert "showed system message mid" in repair_decision(result).detail["messages"][0]
+
+
+def test_empty_user_message_gets_a_placeholder() -> None:
+    history: list[BaseMessage] = [
+        HumanMessage("go", id="h1"),
+        AIMessage("on it", id="a1"),
+        HumanMessage("", id="empty"),
+        AIMessage("still here", id="a2"),
+        HumanMessage([], id="empty-list"),
+    ]
+    result = build_checked(manager(), history)
+    shown = {m.id: text_of(m) for m in result.messages}
+    assert shown["empty"] == shown["empty-list"] == "[empty message]"
+    assert set(repair_decision(result).message_ids) == {"empty", "empty-list"}
+
+
+@pytest.mark.parametrize("rest", [[], [HumanMessage("my order is late", id="h1")]])
+def test_conversation_opening_with_the_model_gets_a_user_stand_in(rest: list[BaseMessage]) -> None:
+    history: list[BaseMessage] = [
+        SystemMessage("You are a support agent.", id="s"),
+        AIMessage("Hello! How can I help you today?", id="greeting"),
+        *rest,
+    ]
+    cm = manager()
+    result = build_checked(cm, history)
+    assert [m.id for m in result.messages][:3] == ["s", CONVERSATION_START_ID, "greeting"]
+    assert "stand-in" in repair_decision(result).detail["messages"][-1]
+    again = cm.build(history, state=result.state)
+    assert [m.model_dump() for m in again.messages] == [m.model_dump() for m in result.messages]
+    fed_back = cm.build(result.messages)  # building on its own output changes nothing
+    assert [m.model_dump() for m in fed_back.messages] == [m.model_dump() for m in result.messages]
 
 
 @pytest.mark.parametrize("where", ["middle", "end"])

@@ -243,10 +243,12 @@ def test_system_tool_fallbacks_are_pruned() -> None:
     ]
     size = COUNTER(messages)
     result = ContextManager(context_window_tokens=int(size * 0.8)).build(messages)
-    assert result.report.kinds() == ["prune"]
+    # Shown as a user message (Anthropic takes system text only at the start): a repair.
+    assert result.report.kinds() == ["repair", "prune"]
+    assert validate_messages(result.messages, provider="all") == []
     shown = by_id(result.messages)["fallback"]
-    assert isinstance(shown, SystemMessage)
-    text = text_of(shown)
+    assert isinstance(shown, HumanMessage)
+    text = text_of(shown).removeprefix("<system_message>\n")
     assert text.startswith("[tool:") and "pruned" in text and "bash" in text
     assert f"{len(text_of(messages[3])):,} chars" in text
     assert get_tag(shown)["pruned"] is True
