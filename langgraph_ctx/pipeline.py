@@ -43,6 +43,7 @@ from langgraph_ctx.messages import coerce_messages, text_of, with_id
 from langgraph_ctx.report import ContextBudget, ContextCostReport
 from langgraph_ctx.strategies import (
     REDUCE_STAGES_FROM,
+    STAGE_COMPACT,
     STAGE_DROP_MEMORY,
     SlidingWindow,
     Strategy,
@@ -344,14 +345,29 @@ class ContextManager:
                 f"the prompt needs {work.tokens} tokens but the limit is {work.budget.limit} "
                 f"(window {work.budget.context_window_tokens} - reserved "
                 f"{work.budget.reserved_output_tokens}); tool schemas take {work.tool_tokens}. "
-                "Raise context_window_tokens, reserve fewer output tokens, shorten the system "
-                "prompt or tools, or add Compaction()/auto_compact so large outputs can go."
+                + self._advice(report)
             )
             work.decide("error", work.tokens, detail={"reason": report.error})
             work.ledger["last_report"] = report.to_dict()
             raise ContextWindowExceededError(report.error, report)
         work.ledger["last_report"] = report.to_dict()
         return BuildResult(messages=prompt, tools=tools, state=dict(work.ledger), report=report)
+
+    def _advice(self, report: ContextCostReport) -> str:
+        """What to do about a prompt that cannot fit, given what was configured and tried."""
+        advice = "Raise context_window_tokens, reserve fewer output tokens, shorten the system "
+        if any(s.stage == STAGE_COMPACT for s in self.strategies) and self.auto_compact:
+            advice += "prompt or tools, or split the oversized message."
+        else:
+            advice += "prompt or tools, or add Compaction()/auto_compact so large outputs can go."
+        skipped = [
+            str(d.detail["reason"])
+            for d in report.decisions
+            if d.kind == "skip" and d.detail.get("reason")
+        ]
+        if skipped:  # e.g. an archive write failed, so nothing could be compacted away
+            advice += f" Skipped on the way: {'; '.join(dict.fromkeys(skipped))}."
+        return advice
 
     def _count_tools(self, tools: list[Any]) -> int:
         if not tools:

@@ -483,6 +483,9 @@ async def test_archive_write_failure_without_room_raises_and_recovers(mode: str)
     skips = [d for d in report.decisions if d.kind == "skip"]
     assert skips and "archive write failed" in skips[0].detail["reason"]
     assert "injected write fault" in skips[0].detail["reason"]
+    # The error itself says why, instead of suggesting the Compaction() already configured.
+    assert "Skipped on the way: compaction: archive write failed" in str(caught.value)
+    assert "add Compaction()" not in str(caught.value)
     assert all(d.kind != "compact" for d in report.decisions)
     answered = len(model.prompts)
     stuck = agent.get_state(config)
