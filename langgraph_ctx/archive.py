@@ -355,7 +355,7 @@ class Archive:
         if _sha256(data) != parsed.digest:
             msg = (
                 f"archive entry {ref} is corrupt: its bytes hash to {_sha256(data)}, not to "
-                "the address they are stored under; restore it from a backup"
+                "the address they are stored under"
             )
             raise ArchiveCorruptError(msg)
         return parsed.kind, data

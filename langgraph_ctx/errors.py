@@ -79,7 +79,22 @@ class ArchiveEntryNotFoundError(ArchiveError, KeyError):
 
 
 class ArchiveCorruptError(ArchiveError):
-    """An archive entry exists but its bytes do not match their content address."""
+    """An archive entry exists but its bytes do not match their content address.
+
+    The message ends with `CORRUPT_ADVICE`: the entry cannot be trusted, so the way back is a
+    backup of the store (or the checkpoint history, which may still hold the message).
+    """
+
+    def __str__(self) -> str:
+        return f"{super().__str__().rstrip('.')}. {CORRUPT_ADVICE}"
+
+
+CORRUPT_ADVICE = (
+    "The entry cannot be trusted and is not used: restore it from a backup of the archive "
+    "store, or find the original message in the thread's checkpoint history "
+    "(graph.get_state_history)"
+)
+"""What to do about a corrupt archive entry (the end of every `ArchiveCorruptError`)."""
 
 
 class ArchiveAccessError(ArchiveError, PermissionError):

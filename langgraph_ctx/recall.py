@@ -111,7 +111,8 @@ def render_recall(
         first = 1 if start_line is None else start_line
         last = n_lines if end_line is None else min(end_line, n_lines)
         if first < 1 or (n_lines and first > n_lines) or last < first:
-            detail = f"lines {start_line}-{end_line} are outside 1-{n_lines}"
+            asked = f"{first}-{'end' if end_line is None else end_line}"
+            detail = f"lines {asked} are outside 1-{n_lines}"
             raise _bad_range(f"{detail}; the output has {n_lines} lines")
         begin = sum(len(line) for line in lines[: first - 1])
         end = begin + sum(len(line) for line in lines[first - 1 : last])
@@ -119,7 +120,8 @@ def render_recall(
         begin = 0 if start_char is None else start_char
         end = total if end_char is None else min(end_char, total)
         if begin < 0 or begin > total or end < begin:
-            detail = f"characters {start_char}-{end_char} are outside 0-{total}"
+            asked = f"{begin}-{'end' if end_char is None else end_char}"
+            detail = f"characters {asked} are outside 0-{total}"
             raise _bad_range(f"{detail}; the output has {total} characters")
     shown_end = min(end, begin + max_chars)
     shown = text[begin:shown_end]

@@ -41,6 +41,38 @@ STAGE_WINDOW = 50
 REDUCE_STAGES_FROM = STAGE_COMPACT
 
 
+_SCALAR_TYPES: dict[str, type | tuple[type, ...]] = {
+    "int": int,
+    "bool": bool,
+    "float": (int, float),
+    "str": str,
+}
+
+
+def check_field_types(config: Any) -> None:
+    """Refuse a strategy field whose value is not of its declared scalar type.
+
+    Only plain `int`/`bool`/`float`/`str` fields (optionally `| None`) are checked; `True` is
+    not a number here. Raises `ConfigError` with the field, the value and the type expected.
+    """
+    for f in dataclasses.fields(config):
+        declared = str(f.type)
+        options = [part.strip() for part in declared.split("|")]
+        value = getattr(config, f.name)
+        wanted = [o for o in options if o != "None"]
+        if (value is None and "None" in options) or not all(o in _SCALAR_TYPES for o in wanted):
+            continue
+        if not any(
+            isinstance(value, _SCALAR_TYPES[o]) and (o == "bool" or not isinstance(value, bool))
+            for o in wanted
+        ):
+            msg = (
+                f"{type(config).__name__}({f.name}={value!r}): {f.name} must be {declared}, "
+                f"got {type(value).__name__}"
+            )
+            raise ConfigError(msg)
+
+
 @runtime_checkable
 class Strategy(Protocol):
     """What every strategy provides."""
@@ -132,6 +164,9 @@ class SlidingWindow:
     summarize: bool | None = None
     """Summarize what leaves the window; None follows the manager's `auto_compact`."""
 
+    def __post_init__(self) -> None:
+        check_field_types(self)
+
     def run(self, work: Workspace) -> Plan[None]:
         """Shrink until the prompt is at or under the target."""
         if work.tokens <= work.goal:  # earlier stages (pruning, compaction) were enough
@@ -206,6 +241,7 @@ class Compaction:
     """Characters of the output kept as a preview."""
 
     def __post_init__(self) -> None:
+        check_field_types(self)
         if self.min_chars < 0 or self.keep_last < 0 or self.preview_chars < 0:
             msg = (
                 "min_chars, keep_last and preview_chars must be >= 0, got "
@@ -243,6 +279,7 @@ class DynamicSummarization:
     again)."""
 
     def __post_init__(self) -> None:
+        check_field_types(self)
         if self.threshold_turns is None and self.threshold_tokens is None:
             msg = "DynamicSummarization needs threshold_turns or threshold_tokens"
             raise ConfigError(msg)
@@ -296,6 +333,7 @@ class EntityExtraction:
     """How many of the newest messages the extractor sees."""
 
     def __post_init__(self) -> None:
+        check_field_types(self)
         if self.recent_messages < 1:
             msg = (
                 f"recent_messages must be >= 1, got {self.recent_messages}; it is how many of "

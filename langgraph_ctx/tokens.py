@@ -319,8 +319,13 @@ def count_tokens(
         >>> from langchain_core.messages import HumanMessage, SystemMessage
         >>> count_tokens([SystemMessage("Be brief."), HumanMessage("hi")])
         15
+
+    Dicts, tuples and strings are taken as `add_messages` takes them
+    (`{"role": "user", "content": "hi"}`); anything else raises `InvalidMessagesError`.
     """
-    return get_counter(model).count(messages, tools=tools)
+    from langgraph_ctx.messages import coerce_messages
+
+    return get_counter(model).count(coerce_messages(messages), tools=tools)
 
 
 class ApproximateCounter:
@@ -356,6 +361,9 @@ class ApproximateCounter:
             raise ConfigError(msg)
         if not 0 < smoothing <= 1:
             msg = f"smoothing must be in (0, 1], got {smoothing}"
+            raise ConfigError(msg)
+        if not isinstance(tokens_per_message, int) or tokens_per_message < 0:
+            msg = f"tokens_per_message must be a whole number >= 0, got {tokens_per_message!r}"
             raise ConfigError(msg)
         self.chars_per_token = chars_per_token
         self.tokens_per_message = tokens_per_message

@@ -33,6 +33,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx import (
+    ApproximateCounter,
     Archive,
     ArchiveCorruptError,
     ArchiveEntryNotFoundError,
@@ -255,6 +256,7 @@ def test_message_likes_are_coerced_like_add_messages(item: Any) -> None:
     result = build_checked(manager(), history)
     assert [m.type for m in result.messages] == ["system", "human"]
     assert result.messages[-1].content == "hi"
+    assert count_tokens(history) == count_tokens([SystemMessage("Be brief."), HumanMessage("hi")])
 
 
 @pytest.mark.parametrize(
@@ -456,6 +458,9 @@ def test_reserved_output_above_the_window_leaves_no_room() -> None:
         (lambda: manager(tool_policy={"allow": "read"}), ["list of tool names", "'read'"]),
         (lambda: manager(summarizer=5), ["Summarizer or a chat model", "int"]),
         (lambda: ContextMemory(context_window_tokens=9, hint_threshold=0), ["hint_threshold", "0"]),
+        (lambda: ApproximateCounter(tokens_per_message=-3), ["tokens_per_message", "-3"]),
+        (lambda: SlidingWindow(summarize="yes"), ["summarize must be bool | None", "'yes'"]),
+        (lambda: Compaction(keep_last=True), ["keep_last must be int", "got bool"]),
     ],
 )
 def test_invalid_configuration_values_are_config_errors(make: Any, words: list[str]) -> None:
@@ -472,7 +477,8 @@ def test_invalid_configuration_values_are_config_errors(make: Any, words: list[s
         ([{"min_chars": 5}], ["needs a 'type'", "known types"]),
         ([{"type": "compaction", "foo": 1}], ["unknown field(s) ['foo']", "allowed"]),
         ([{"type": "compaction", "min_chars": -1}], ["must be >= 0", "-1"]),
-        ([{"type": "compaction", "min_chars": "big"}], ["'min_chars': 'big'", "help(Compaction)"]),
+        ([{"type": "compaction", "min_chars": "big"}], ["min_chars='big'", "must be int"]),
+        ([{"type": "sliding_window", "summarize": "yes"}], ["summarize='yes'", "bool | None"]),
         ([{"type": "dynamic_summarization", "turns": 0}], ["turns must be >= 1", "0"]),
         ([{"type": "dynamic_summarization", "threshold_turns": -1}], ["threshold_turns", "-1"]),
         ([{"type": "entity_extraction", "recent_messages": 0}], ["recent_messages", "0"]),
@@ -660,8 +666,10 @@ def test_corrupt_archive_entry_is_a_typed_error(archive: Archive) -> None:
     value = dict(store.get(namespace, key).value)
     value["data"] = value["data"].replace("precious", "tampered")
     store.put(namespace, key, value)
-    with pytest.raises(ArchiveCorruptError, match="does not match its recorded sha256"):
+    with pytest.raises(ArchiveCorruptError, match="does not match its recorded sha256") as info:
         archive.restore(ref)
+    assert "restore it from a backup" in str(info.value)  # and what to do
+    assert "get_state_history" in str(info.value)
     store.put(namespace, key, {"encoding": "rot13", "data": 5})
     with pytest.raises(ArchiveCorruptError, match="not an archive entry"):
         archive.restore("m1")
@@ -764,7 +772,7 @@ def test_two_megabyte_single_line_counts_compacts_recalls_and_prunes(archive: Ar
     assert first.startswith("[t1: 2000000 characters, 1 lines; showing characters 0-20000")
     middle = recall.invoke({"ref": "t1", "start_char": 1_000_000, "end_char": 1_000_016})
     assert middle.endswith("\n0125000,0125001,")
-    assert "outside 1-1" in recall.invoke({"ref": "t1", "start_line": 2})
+    assert "lines 2-end are outside 1-1" in recall.invoke({"ref": "t1", "start_line": 2})
     pruned = build_checked(
         manager(4_000, protect_turns=1), history
     )  # no archive: pruned in the view instead
