@@ -183,6 +183,16 @@ class Workspace:
         first = self.history[self.start] if self.start < len(self.history) else None
         return first is not None and not isinstance(self.shown(first), HumanMessage)
 
+    def opener(self) -> HumanMessage | None:
+        """The user stand-in that opens the shown conversation, when it needs one.
+
+        The note for a task too large to keep, or the stand-in before a conversation that
+        starts with the model. Window moves account for it appearing and going.
+        """
+        if self.pin is None and (self.ledger.get("window") or {}).get("task_dropped"):
+            return task_dropped_message()
+        return conversation_start_message() if self.opens_with_stand_in() else None
+
     # --- the view -------------------------------------------------------------------------
 
     def _restore_window(self) -> None:
@@ -311,10 +321,9 @@ class Workspace:
         summary = self.summary_message()
         if summary is not None:
             out.append(summary)
-        if self.pin is None and (self.ledger.get("window") or {}).get("task_dropped"):
-            out.append(task_dropped_message())
-        elif self.opens_with_stand_in():
-            out.append(conversation_start_message())
+        opener = self.opener()
+        if opener is not None:
+            out.append(opener)
         out.extend(self.shown(self.history[i]) for i in self.window_indices())
         return out
 
@@ -556,10 +565,9 @@ class Workspace:
             new_pin = blocks[0].start if opens_turn else self.pin
         dropped = [i for i in self.window_indices() if i < new_start and i != new_pin]
         self.tokens -= sum(self.cost(self.shown(self.history[i])) for i in dropped)
+        opener_before = self.cost(self.opener())
         note = bool((self.ledger.get("window") or {}).get("task_dropped"))
         keep_note = note and not later_turns  # still mid-turn without its task
-        if note and not keep_note:
-            self.tokens -= self.cost(task_dropped_message())
         self.start, self.pin = new_start, new_pin
         self.ledger["window"] = {
             "start_id": self.history[self.start].id,
@@ -567,6 +575,7 @@ class Workspace:
         }
         if keep_note:
             self.ledger["window"]["task_dropped"] = True
+        self.tokens += self.cost(self.opener()) - opener_before
         return [self.history[i] for i in dropped]
 
     def drop_task(self) -> bool:

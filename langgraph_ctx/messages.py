@@ -85,8 +85,16 @@ class Turn:
 
 
 def is_user_input(message: BaseMessage) -> bool:
-    """Whether a message opens a turn (a human message)."""
-    return isinstance(message, HumanMessage)
+    """Whether a message opens a turn: a human message the user wrote.
+
+    Not the user messages a prompt view made (a system message shown as user text, the
+    stand-in that opens a conversation starting with the model), so a prompt fed back as
+    history splits into the same turns as the history it was built from.
+    """
+    if not isinstance(message, HumanMessage):
+        return False
+    tag = get_tag(message)
+    return tag.get("was") != "system" and tag.get("repair") != "conversation_start"
 
 
 def split_blocks(messages: Sequence[BaseMessage]) -> list[Block]:
@@ -116,7 +124,7 @@ def split_blocks(messages: Sequence[BaseMessage]) -> list[Block]:
         if isinstance(msg, SystemMessage):
             kind = "system"
         elif isinstance(msg, HumanMessage):
-            kind = "user"
+            kind = "user" if is_user_input(msg) else "system"
         elif isinstance(msg, AIMessage):
             kind = "ai"
         elif isinstance(msg, ToolMessage):
@@ -372,16 +380,17 @@ def in_conversation_form(message: BaseMessage) -> BaseMessage:
     A system message after the conversation started becomes a user message holding its text
     in `<system_message>` tags (Anthropic accepts system text only at the start); an empty user
     message gets a short placeholder (providers refuse empty user content). The id stays and
-    the copy is tagged `{"shown_as": "user"}`; the state keeps the original. Anything else is
+    the copy is tagged `{"shown_as": "user", "was": "system" | "empty"}`; the state keeps the
+    original. Anything else is
     returned as it is.
     """
     if isinstance(message, SystemMessage):
-        text = f"<system_message>\n{text_of(message)}\n</system_message>"
+        text, was = f"<system_message>\n{text_of(message)}\n</system_message>", "system"
     elif isinstance(message, HumanMessage) and not message.content:
-        text = "[empty message]"
+        text, was = "[empty message]", "empty"
     else:
         return message
-    tag = {**get_tag(message), "shown_as": "user"}
+    tag = {**get_tag(message), "shown_as": "user", "was": was}
     return HumanMessage(content=text, id=message.id, additional_kwargs={TAG_KEY: tag})
 
 

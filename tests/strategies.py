@@ -274,6 +274,43 @@ def rich_histories(**options: Any) -> st.SearchStrategy[list[BaseMessage]]:
     return histories(**{**defaults, **options})
 
 
+MESSES = ("system_inside", "empty_user", "greeting_first", "broken_pairing")
+"""What `messy_histories` can do to a history, besides breaking the tool-call pairing."""
+
+
+@st.composite
+def messy_histories(draw: st.DrawFn) -> tuple[list[BaseMessage], list[str]]:
+    """A rich history with what providers refuse where it stands, and what was done to it.
+
+    One to three of: a system message inside the conversation (a `[tool: ...]` fallback or a
+    note, anywhere, even inside a tool batch), an empty user message, a greeting from the
+    model before any user message, and the damage of `broken_histories` (orphan results,
+    unanswered calls).
+    """
+    messages = list(draw(rich_histories(max_turns=4)))
+    done = draw(st.lists(st.sampled_from(MESSES), min_size=1, max_size=3))
+    for n, mess in enumerate(done):
+        lead = sum(1 for _ in itertools.takewhile(lambda m: isinstance(m, SystemMessage), messages))
+        at = draw(st.integers(lead, len(messages)))
+        if mess == "system_inside":
+            text = draw(st.sampled_from([f"[tool: bash] exit {n}", "Note: be brief.", ""]))
+            messages.insert(max(at, lead + 1), SystemMessage(text, id=f"inside-{n}"))
+        elif mess == "empty_user":
+            messages.insert(at, HumanMessage(draw(st.sampled_from(["", []])), id=f"empty-{n}"))
+        elif mess == "greeting_first":
+            messages.insert(lead, AIMessage("Hello! How can I help?", id=f"greeting-{n}"))
+        else:
+            _insert_stray(draw, messages, f"mess-{n}")
+            results = [
+                i
+                for i, m in enumerate(messages)
+                if isinstance(m, ToolMessage) and not str(m.id).startswith("stray-")
+            ]
+            if results and draw(st.booleans()):
+                del messages[draw(st.sampled_from(results))]  # its call goes unanswered
+    return messages, done
+
+
 # --- histories that went through a previous build ------------------------------------------
 
 PRIOR_KINDS = ("summary_in_state", "compacted", "own_output", "summary_without_ledger", "fresh")

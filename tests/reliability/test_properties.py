@@ -69,6 +69,7 @@ from tests.integration._agents import ScriptedChatModel, recall_step, replay_too
 from tests.strategies import (
     THREAD,
     Prior,
+    messy_histories,
     multimodal_content,
     prior_builds,
     rich_histories,
@@ -331,6 +332,45 @@ def test_rich_build_keeps_every_invariant(case: tuple[Prior, Config]) -> None:
     assert _dump(fed_back.messages) == _dump(result.messages)
     assert _state_json(fed_back.state) == _state_json(result.state)
 
+    check_restorable(prior, messages, result, cm.archive)
+
+
+# --- one build on a history that breaks the providers' rules ------------------------------
+
+
+@PROPERTY_SETTINGS
+@given(messy=messy_histories(), case=rich_cases(fresh=True))
+def test_messy_history_is_repaired_in_the_prompt_only(
+    messy: tuple[list[BaseMessage], list[str]], case: tuple[Prior, Config]
+) -> None:
+    """System messages inside the conversation, empty user messages, a greeting first, orphan
+    results and unanswered calls: the prompt is repaired (never the state) and keeps every
+    invariant; whatever the repair made up is never archived as history."""
+    messages, done = messy
+    _, config = case
+    for mess in done:
+        event(f"mess: {mess}")
+    prior = Prior("fresh", messages, None, InMemoryStore(), list(messages))
+    before = _dump(messages)
+    cm = config.manager(prior.store)
+    try:
+        result = config.build(cm, messages)
+    except ContextWindowExceededError as exc:
+        check_failed(exc)
+        assert _dump(messages) == before
+        return
+    assert _dump(messages) == before, "the state is never repaired"
+    check_prompt(config, result)
+    assert "repair" in result.report.kinds()
+    again = config.build(config.manager(InMemoryStore()), messages)
+    assert _dump(again.messages) == _dump(result.messages), "deterministic"
+    rerun = config.build(cm, messages, result.state)
+    assert _dump(rerun.messages) == _dump(result.messages), "idempotent on its state"
+    assert [d.kind for d in rerun.report.edits() if d.kind not in ("drop_memory", "repair")] == []
+    fed_back = config.build(cm, result.messages, result.state)
+    assert _dump(fed_back.messages) == _dump(result.messages), "idempotent on its output"
+    made_up = {m.id for m in result.messages if get_tag(m).get("repair")}
+    assert not made_up & set(archived_ids(result.state, cm.archive)), "stand-ins never archived"
     check_restorable(prior, messages, result, cm.archive)
 
 
