@@ -32,13 +32,17 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 from pydantic import ConfigDict, Field, create_model
 
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.memory import REPORT_KEY, ContextMemory
 from langgraph_ctx.messages import validate_messages
+from langgraph_ctx.state import ContextState
 
 Step = AIMessage | str | Callable[[list[BaseMessage]], AIMessage]
 """One scripted reply: a message, a text, or a function of the prompt."""
@@ -476,3 +480,37 @@ _ids = itertools.count()
 def unique(prefix: str) -> str:
     """A process-unique name."""
     return f"{prefix}-{next(_ids)}"
+
+
+# --- graphs -----------------------------------------------------------------------------------
+
+
+def hand_built(
+    memory: ContextMemory,
+    model: ScriptedChatModel,
+    tools: list[Any],
+    *,
+    context_node: Any = None,
+) -> StateGraph[Any]:
+    """context -> model -> tools -> context ... -> after_turn, as a user would write it."""
+    bound = model.bind_tools(tools)
+
+    def call_model(state: ContextState) -> dict[str, Any]:
+        return {"messages": [bound.invoke(state["llm_input_messages"])]}
+
+    async def acall_model(state: ContextState) -> dict[str, Any]:
+        return {"messages": [await bound.ainvoke(state["llm_input_messages"])]}
+
+    builder = StateGraph(ContextState)
+    builder.add_node("context", context_node or memory.node(tools=tools))
+    builder.add_node("model", RunnableLambda(call_model, afunc=acall_model))
+    builder.add_node("tools", ToolNode(tools))
+    builder.add_node("after_turn", memory.after_turn_node())
+    builder.add_edge(START, "context")
+    builder.add_edge("context", "model")
+    builder.add_conditional_edges(
+        "model", tools_condition, {"tools": "tools", "__end__": "after_turn"}
+    )
+    builder.add_edge("tools", "context")
+    builder.add_edge("after_turn", END)
+    return builder

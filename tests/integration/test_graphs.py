@@ -18,7 +18,6 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.warnings import LangGraphDeprecatedSinceV10
 from typing_extensions import TypedDict
 
@@ -27,7 +26,7 @@ from langgraph_ctx.archive import encode_message
 from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.memory import REPORT_KEY
 from langgraph_ctx.report import ContextBudget
-from langgraph_ctx.state import ContextReactState, ContextState
+from langgraph_ctx.state import ContextReactState
 from tests.conftest import load_trajectories
 from tests.integration._agents import (
     Script,
@@ -39,6 +38,7 @@ from tests.integration._agents import (
     check_ledger,
     check_prompts,
     drive,
+    hand_built,
     long_turn_script,
     report_kinds,
     synthetic_script,
@@ -329,34 +329,6 @@ def test_create_react_agent_post_model_hook_with_rebuild() -> None:
 
 
 # --- 3. a hand-built StateGraph -----------------------------------------------------------------
-
-
-def hand_built(
-    memory: ContextMemory, model: ScriptedChatModel, tools: list[Any]
-) -> StateGraph[Any]:
-    bound = model.bind_tools(tools)
-
-    def call_model(state: ContextState) -> dict[str, Any]:
-        return {"messages": [bound.invoke(state["llm_input_messages"])]}
-
-    async def acall_model(state: ContextState) -> dict[str, Any]:
-        return {"messages": [await bound.ainvoke(state["llm_input_messages"])]}
-
-    from langchain_core.runnables import RunnableLambda
-
-    builder = StateGraph(ContextState)
-    builder.add_node("context", memory.node(tools=tools))
-    builder.add_node("model", RunnableLambda(call_model, afunc=acall_model))
-    builder.add_node("tools", ToolNode(tools))
-    builder.add_node("after_turn", memory.after_turn_node())
-    builder.add_edge(START, "context")
-    builder.add_edge("context", "model")
-    builder.add_conditional_edges(
-        "model", tools_condition, {"tools": "tools", "__end__": "after_turn"}
-    )
-    builder.add_edge("tools", "context")
-    builder.add_edge("after_turn", END)
-    return builder
 
 
 async def test_hand_built_graph(checkpointer_backend: CheckpointerBackend, mode: str) -> None:

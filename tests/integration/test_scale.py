@@ -64,7 +64,7 @@ def build(job: Job, model: ScriptedChatModel, saver: Any, store: Any) -> tuple[A
     """The thread's graph and memory (the parent rebuilds them to read the thread back)."""
     script = script_for(job)
     if job.variant == "graph+long_turn":
-        from tests.integration.test_graphs import hand_built
+        from tests.integration._agents import hand_built
 
         memory = ContextMemory(context_window_tokens=14_000, archive=store)
         tools = [*script.tools(), memory.recall_tool()]

@@ -31,8 +31,6 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig, RunnableLambda
-from langgraph.graph import END, START, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
@@ -54,6 +52,7 @@ from tests.integration._agents import (
     check_ledger,
     check_prompts,
     drive,
+    hand_built,
     long_turn_script,
     synthetic_script,
 )
@@ -224,37 +223,6 @@ class DyingSummarizer(Summarizer):
 
 
 # --- the graph and the checks ---------------------------------------------------------------
-
-
-def hand_built(
-    memory: ContextMemory,
-    model: ScriptedChatModel,
-    tools: list[Any],
-    *,
-    context_node: Any = None,
-) -> StateGraph[Any]:
-    """context -> model -> tools -> context ... -> after_turn, as a user would write it."""
-    bound = model.bind_tools(tools)
-
-    def call_model(state: ContextState) -> dict[str, Any]:
-        return {"messages": [bound.invoke(state["llm_input_messages"])]}
-
-    async def acall_model(state: ContextState) -> dict[str, Any]:
-        return {"messages": [await bound.ainvoke(state["llm_input_messages"])]}
-
-    builder = StateGraph(ContextState)
-    builder.add_node("context", context_node or memory.node(tools=tools))
-    builder.add_node("model", RunnableLambda(call_model, afunc=acall_model))
-    builder.add_node("tools", ToolNode(tools))
-    builder.add_node("after_turn", memory.after_turn_node())
-    builder.add_edge(START, "context")
-    builder.add_edge("context", "model")
-    builder.add_conditional_edges(
-        "model", tools_condition, {"tools": "tools", "__end__": "after_turn"}
-    )
-    builder.add_edge("tools", "context")
-    builder.add_edge("after_turn", END)
-    return builder
 
 
 def inputs_of(script: Script) -> list[Any]:

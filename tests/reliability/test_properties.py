@@ -47,10 +47,8 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx import ContextMemory
@@ -62,10 +60,9 @@ from langgraph_ctx.memory import full_history
 from langgraph_ctx.messages import get_tag, validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.report import ContextBudget
-from langgraph_ctx.state import ContextState
 from langgraph_ctx.strategies import Compaction, DynamicSummarization, SlidingWindow
 from langgraph_ctx.tokens import TiktokenCounter
-from tests.integration._agents import ScriptedChatModel, recall_step, replay_tools
+from tests.integration._agents import ScriptedChatModel, hand_built, recall_step, replay_tools
 from tests.strategies import (
     THREAD,
     Prior,
@@ -530,27 +527,6 @@ def _script(run: Run) -> tuple[list[HumanMessage], list[Any], list[ToolMessage]]
     return inputs, replies, results
 
 
-def _state_graph(memory: ContextMemory, model: ScriptedChatModel, tools: list[Any]) -> Any:
-    bound = model.bind_tools(tools)
-
-    def call_model(state: ContextState) -> dict[str, Any]:
-        return {"messages": [bound.invoke(state["llm_input_messages"])]}
-
-    builder = StateGraph(ContextState)
-    builder.add_node("context", memory.node(tools=tools))
-    builder.add_node("model", RunnableLambda(call_model))
-    builder.add_node("tools", ToolNode(tools))
-    builder.add_node("after_turn", memory.after_turn_node())
-    builder.add_edge(START, "context")
-    builder.add_edge("context", "model")
-    builder.add_conditional_edges(
-        "model", tools_condition, {"tools": "tools", "__end__": "after_turn"}
-    )
-    builder.add_edge("tools", "context")
-    builder.add_edge("after_turn", END)
-    return builder.compile(checkpointer=InMemorySaver())
-
-
 def _check_new_prompts(model: ScriptedChatModel, memory: ContextMemory, done: int) -> int:
     limit = memory.manager.budget.limit
     for n in range(done, len(model.prompts)):
@@ -590,7 +566,9 @@ def test_graph_run_keeps_every_invariant(run: Run) -> None:
         )
         payloads: list[Any] = [{"messages": [m]} for m in inputs]
     else:
-        graph = _state_graph(memory, model, [*tools, memory.recall_tool()])
+        graph = hand_built(memory, model, [*tools, memory.recall_tool()]).compile(
+            checkpointer=InMemorySaver()
+        )
         payloads = [{"messages": [SystemMessage(SYSTEM, id="sys"), inputs[0]]}]
         payloads += [{"messages": [m]} for m in inputs[1:]]
     archive = memory.archive_for(config)
