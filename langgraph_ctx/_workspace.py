@@ -6,19 +6,27 @@ from the cached counter), and the final prompt is counted in full once at the en
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_ctx._assembly import merge_system, render_entities, render_memory
 from langgraph_ctx._effects import Effect, Plan
+from langgraph_ctx._render import (
+    RenderCache,
+    compacted_text,
+    pruned_text,
+    replace_text,
+    still_describes,
+    summary_message_for,
+    task_dropped_message,
+    tool_of,
+)
 from langgraph_ctx.ledger import ContextLedger, PrunedEntry
 from langgraph_ctx.messages import (
-    TAG_KEY,
     Block,
     check_unique_ids,
     conversation_start_message,
@@ -38,40 +46,6 @@ from langgraph_ctx.report import ContextBudget, ContextCostReport, Decision
 from langgraph_ctx.tokens import TokenCounter
 
 SummaryPlacement = Literal["separate", "merged"]
-
-
-class RenderCache:
-    """A bounded map from a rendering's inputs to the message rendered (same key, same object).
-
-    Rendering is deterministic, so reusing an earlier object changes no byte of a prompt; it
-    lets a counter that remembers the previous prompt recognise the unchanged prefix cheaply.
-    """
-
-    def __init__(self, size: int = 4_096) -> None:
-        self.size = size
-        self._items: dict[Any, Any] = {}
-
-    def get(self, key: Any, make: Callable[[], Any]) -> Any:
-        """The message rendered for `key`, made by `make()` the first time."""
-        hit = self._items.get(key)
-        if hit is None:
-            if len(self._items) >= self.size:
-                self._items.clear()
-            hit = self._items[key] = make()
-        return hit
-
-    def placeholder(
-        self, key: Any, entry: Mapping[str, Any], make: Callable[[], BaseMessage]
-    ) -> BaseMessage:
-        """The placeholder for a ledger entry: reused while the entry is unchanged."""
-        hit = self._items.get(key)
-        if hit is not None and hit[0] == entry:
-            return hit[1]  # type: ignore[no-any-return]
-        if len(self._items) >= self.size:
-            self._items.clear()
-        message = make()
-        self._items[key] = (dict(entry), message)
-        return message
 
 
 @dataclass(kw_only=True)
@@ -232,7 +206,7 @@ class Workspace:
             kept = {
                 mid: entry
                 for mid, entry in entries.items()
-                if mid in in_view and _still_describes(entry, in_view[mid])
+                if mid in in_view and still_describes(entry, in_view[mid])
             }
             if len(kept) != len(entries):
                 self.ledger[key] = kept  # type: ignore[literal-required]
@@ -273,7 +247,7 @@ class Workspace:
         covered = len(summary.get("covered_ids", []))
         refs = tuple(summary.get("dump_refs", []))
         message: SystemMessage = self.render_cache.get(
-            ("summary", text, covered, refs), lambda: _summary_message(text, covered, refs)
+            ("summary", text, covered, refs), lambda: summary_message_for(text, covered, refs)
         )
         return message
 
@@ -291,13 +265,13 @@ class Workspace:
             shown = self.render_cache.placeholder(
                 ("compacted", mid),
                 compacted,
-                lambda: _replace_text(message, compacted_text(compacted), compacted=True),
+                lambda: replace_text(message, compacted_text(compacted), compacted=True),
             )
         elif pruned is not None:
             shown = self.render_cache.placeholder(
                 ("pruned", mid),
                 pruned,
-                lambda: _replace_text(message, pruned_text(mid, pruned), pruned=True),
+                lambda: replace_text(message, pruned_text(mid, pruned), pruned=True),
             )
         if not needs_conversation_form(shown):
             return shown
@@ -421,10 +395,8 @@ class Workspace:
             if len(text_of(msg)) < self.min_prune_chars:
                 continue
             picked.append(msg)
-            probe = {"tool": _tool_of(msg), "chars": len(text_of(msg)), "ref": "?"}
-            saved += self.cost(msg) - self.cost(
-                _replace_text(msg, pruned_text(msg.id or "", probe))
-            )
+            probe = {"tool": tool_of(msg), "chars": len(text_of(msg)), "ref": "?"}
+            saved += self.cost(msg) - self.cost(replace_text(msg, pruned_text(msg.id or "", probe)))
             if self.tokens - saved <= self.goal:
                 break
         if not picked:  # each attempt is a decision, also when nothing was left to prune
@@ -438,7 +410,7 @@ class Workspace:
             detail["archive_error"] = f"{type(exc).__name__}: {exc}"
         for msg in picked:
             old = self.cost(msg)
-            entry: PrunedEntry = {"tool": _tool_of(msg), "chars": len(text_of(msg))}
+            entry: PrunedEntry = {"tool": tool_of(msg), "chars": len(text_of(msg))}
             if refs:
                 entry["ref"] = refs[msg.id or ""]
             self.ledger["pruned"][msg.id or ""] = entry
@@ -491,7 +463,7 @@ class Workspace:
         saved = 0
         for i in tool_positions:
             msg = self.history[i]
-            tool = _tool_of(msg)
+            tool = tool_of(msg)
             if i in newest or not self._untouched(msg) or len(text_of(msg)) < min_chars:
                 continue
             if (keep_errors and is_error_result(msg)) or tool in exclude:
@@ -522,7 +494,7 @@ class Workspace:
             text = text_of(msg)
             self.ledger["compacted"][msg.id or ""] = {
                 "ref": refs[msg.id or ""],
-                "tool": _tool_of(msg),
+                "tool": tool_of(msg),
                 "chars": len(text),
                 "input": json.dumps(call.get("args", {}), sort_keys=True, ensure_ascii=False)[:300],
                 "preview": text[:preview_chars],
@@ -656,94 +628,16 @@ class Workspace:
         )
 
 
-# --- placeholders -----------------------------------------------------------------------
-
-
-def _still_describes(entry: Mapping[str, Any], message: BaseMessage) -> bool:
-    tag = get_tag(message)
-    if tag.get("pruned") or tag.get("compacted"):
-        return True  # our own placeholder fed back as history
-    text = text_of(message)
-    if "chars" in entry and len(text) != entry["chars"]:
-        return False
-    return text.startswith(str(entry.get("preview", "")))
-
-
-def _tool_of(message: BaseMessage) -> str:
-    name = getattr(message, "name", None)
-    if name:
-        return str(name)
-    text = text_of(message)
-    if text.startswith("[tool:"):
-        return text[6 : text.find("]")].strip() if "]" in text else "tool"
-    return "tool"
-
-
-def _summary_message(text: str, covered: int, dump_refs: Sequence[str]) -> SystemMessage:
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
-    return SystemMessage(
-        content=f"<summary>\n{text}\n</summary>",
-        id=f"lgctx-summary-{digest}",
-        additional_kwargs={
-            TAG_KEY: {"kind": "summary", "covered": covered, "dump_refs": list(dump_refs)}
-        },
-    )
-
-
-def pruned_text(message_id: str, entry: Mapping[str, Any]) -> str:
-    """The placeholder of a pruned tool output (says what it was and how to get it back)."""
-    how = (
-        f'call recall(ref="{message_id}") to read it back'
-        if entry.get("ref")
-        else "the full output is kept in the thread's state"
-    )
-    tool, chars = entry.get("tool", "tool"), entry.get("chars", 0)
-    return f"[pruned: output of {tool} ({chars:,} chars) removed to save context; {how}]"
-
-
-def compacted_text(entry: Mapping[str, Any]) -> str:
-    """The deterministic text a compacted tool output shows."""
-    return (
-        "[compacted tool output]\n"
-        f"tool: {entry.get('tool', 'tool')}\n"
-        f"input: {entry.get('input', '')}\n"
-        f"ref: {entry.get('ref', '')}\n"
-        f"length: {entry.get('chars', 0)} chars\n"
-        f"preview: {entry.get('preview', '')}\n"
-        f'Call recall(ref="{entry.get("ref", "")}") to read the full output.'
-    )
-
-
-def task_dropped_message() -> HumanMessage:
-    """Stands in for a task too large to keep, so the prompt still opens with a user turn."""
-    return HumanMessage(
-        content="[The original task message was too large to keep in the context window; "
-        "continue from the conversation below.]",
-        id="lgctx-task-dropped",
-        additional_kwargs={TAG_KEY: {"kind": "task_dropped"}},
-    )
-
-
-def _replace_text(message: BaseMessage, text: str, **tag: Any) -> BaseMessage:
-    kwargs = dict(message.additional_kwargs)
-    kwargs[TAG_KEY] = {**get_tag(message), **tag}
-    if isinstance(message, ToolMessage):
-        return message.model_copy(update={"content": text, "additional_kwargs": kwargs})
-    if text.startswith("[") and isinstance(message, SystemMessage):
-        text = "[tool:" + text[1:] if not text.startswith("[tool:") else text
-    return message.model_copy(update={"content": text, "additional_kwargs": kwargs})
-
-
 def _estimate_compacted(work: Workspace, message: BaseMessage, preview_chars: int) -> int:
     text = text_of(message)
     entry = {
-        "tool": _tool_of(message),
+        "tool": tool_of(message),
         "chars": len(text),
         "input": "",
         "ref": "x" * 90,
         "preview": text[:preview_chars],
     }
-    return work.cost(_replace_text(message, compacted_text(entry))) + 40
+    return work.cost(replace_text(message, compacted_text(entry))) + 40
 
 
 def _union(old: Sequence[str], new: Sequence[str]) -> list[str]:

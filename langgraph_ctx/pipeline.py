@@ -31,7 +31,8 @@ from langgraph_ctx._assembly import (
     render_skills,
 )
 from langgraph_ctx._effects import Effect, Plan, arun_plan, run_plan
-from langgraph_ctx._workspace import RenderCache, Resources, SummaryPlacement, Workspace
+from langgraph_ctx._render import RenderCache
+from langgraph_ctx._workspace import Resources, SummaryPlacement, Workspace
 from langgraph_ctx.errors import (
     ConfigError,
     ContextWindowExceededError,

@@ -1,0 +1,128 @@
+"""The pieces of the prompt view: placeholders, notes, the summary message, the render cache.
+
+The cache hands back the same object for the same rendering. The rest are pure functions of
+ledger entries and messages; `Workspace` decides when each is shown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langgraph_ctx.messages import TAG_KEY, get_tag, text_of
+
+
+class RenderCache:
+    """A bounded map from a rendering's inputs to the message rendered (same key, same object).
+
+    Rendering is deterministic, so reusing an earlier object changes no byte of a prompt; it
+    lets a counter that remembers the previous prompt recognise the unchanged prefix cheaply.
+    """
+
+    def __init__(self, size: int = 4_096) -> None:
+        self.size = size
+        self._items: dict[Any, Any] = {}
+
+    def get(self, key: Any, make: Callable[[], Any]) -> Any:
+        """The message rendered for `key`, made by `make()` the first time."""
+        hit = self._items.get(key)
+        if hit is None:
+            if len(self._items) >= self.size:
+                self._items.clear()
+            hit = self._items[key] = make()
+        return hit
+
+    def placeholder(
+        self, key: Any, entry: Mapping[str, Any], make: Callable[[], BaseMessage]
+    ) -> BaseMessage:
+        """The placeholder for a ledger entry: reused while the entry is unchanged."""
+        hit = self._items.get(key)
+        if hit is not None and hit[0] == entry:
+            return hit[1]  # type: ignore[no-any-return]
+        if len(self._items) >= self.size:
+            self._items.clear()
+        message = make()
+        self._items[key] = (dict(entry), message)
+        return message
+
+
+def still_describes(entry: Mapping[str, Any], message: BaseMessage) -> bool:
+    """Whether a ledger entry still describes `message` (or `message` is our placeholder)."""
+    tag = get_tag(message)
+    if tag.get("pruned") or tag.get("compacted"):
+        return True  # our own placeholder fed back as history
+    text = text_of(message)
+    if "chars" in entry and len(text) != entry["chars"]:
+        return False
+    return text.startswith(str(entry.get("preview", "")))
+
+
+def tool_of(message: BaseMessage) -> str:
+    """The tool a result (or a `[tool: ...]` fallback) came from."""
+    name = getattr(message, "name", None)
+    if name:
+        return str(name)
+    text = text_of(message)
+    if text.startswith("[tool:"):
+        return text[6 : text.find("]")].strip() if "]" in text else "tool"
+    return "tool"
+
+
+def summary_message_for(text: str, covered: int, dump_refs: Sequence[str]) -> SystemMessage:
+    """The `<summary>` system message, its id derived from the text."""
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return SystemMessage(
+        content=f"<summary>\n{text}\n</summary>",
+        id=f"lgctx-summary-{digest}",
+        additional_kwargs={
+            TAG_KEY: {"kind": "summary", "covered": covered, "dump_refs": list(dump_refs)}
+        },
+    )
+
+
+def pruned_text(message_id: str, entry: Mapping[str, Any]) -> str:
+    """The placeholder of a pruned tool output (says what it was and how to get it back)."""
+    how = (
+        f'call recall(ref="{message_id}") to read it back'
+        if entry.get("ref")
+        else "the full output is kept in the thread's state"
+    )
+    tool, chars = entry.get("tool", "tool"), entry.get("chars", 0)
+    return f"[pruned: output of {tool} ({chars:,} chars) removed to save context; {how}]"
+
+
+def compacted_text(entry: Mapping[str, Any]) -> str:
+    """The deterministic text a compacted tool output shows."""
+    return (
+        "[compacted tool output]\n"
+        f"tool: {entry.get('tool', 'tool')}\n"
+        f"input: {entry.get('input', '')}\n"
+        f"ref: {entry.get('ref', '')}\n"
+        f"length: {entry.get('chars', 0)} chars\n"
+        f"preview: {entry.get('preview', '')}\n"
+        f'Call recall(ref="{entry.get("ref", "")}") to read the full output.'
+    )
+
+
+def task_dropped_message() -> HumanMessage:
+    """Stands in for a task too large to keep, so the prompt still opens with a user turn."""
+    return HumanMessage(
+        content="[The original task message was too large to keep in the context window; "
+        "continue from the conversation below.]",
+        id="lgctx-task-dropped",
+        additional_kwargs={TAG_KEY: {"kind": "task_dropped"}},
+    )
+
+
+def replace_text(message: BaseMessage, text: str, **tag: Any) -> BaseMessage:
+    """A copy of `message` showing `text`, tagged with `tag` (a `[tool:` fallback stays one)."""
+    kwargs = dict(message.additional_kwargs)
+    kwargs[TAG_KEY] = {**get_tag(message), **tag}
+    if isinstance(message, ToolMessage):
+        return message.model_copy(update={"content": text, "additional_kwargs": kwargs})
+    if text.startswith("[") and isinstance(message, SystemMessage):
+        text = "[tool:" + text[1:] if not text.startswith("[tool:") else text
+    return message.model_copy(update={"content": text, "additional_kwargs": kwargs})
