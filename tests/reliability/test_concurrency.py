@@ -478,7 +478,10 @@ def race_outcome(
 
 def _assert_race_exercised(figures: Mapping[str, Any]) -> None:
     assert figures["forks"] > 0, "the runs never raced"
-    assert {"compact", "rebuild"} <= figures["kinds"], figures["kinds"]
+    # Which edits a race shows depends on its timing; it must have removed or summarized
+    # something (what can leave the ledger dangling) and edited the view.
+    kinds = figures["kinds"]
+    assert kinds & {"rebuild", "auto_compact"} and kinds & {"compact", "prune"}, kinds
 
 
 def test_race_two_os_threads_in_memory(capsys: pytest.CaptureFixture[str]) -> None:
