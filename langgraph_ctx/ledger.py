@@ -249,6 +249,14 @@ def _summary(value: Any, repairs: list[str]) -> Any:
         "source": (_is_str, "input"),
         "updates": (_is_int, 0),
     }
+    for name in ("covered_ids", "dump_refs"):  # keep every good id and ref of a damaged list
+        items = fixed.get(name)
+        if isinstance(items, list) and not _str_list(items):
+            fixed[name] = [v for v in items if isinstance(v, str)]
+            repairs.append(
+                f"ledger['summary'][{name!r}]: {len(items) - len(fixed[name])} item(s) that "
+                "are not strings; left out (the others are kept)"
+            )
     for name, (check, default) in defaults.items():
         if name in fixed and not check(fixed[name]):
             repairs.append(

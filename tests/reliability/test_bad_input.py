@@ -562,6 +562,17 @@ def test_corrupt_ledger_parts_are_dropped_and_reported(state: dict[str, Any], wh
     assert "repair" not in clean.report.kinds()
 
 
+def test_damaged_summary_lists_keep_their_good_items() -> None:
+    # A dump ref is how the full history finds a dump: one bad item must not lose the others.
+    good = "lgctx:t:messages:" + "0" * 64
+    state = {"summary": {"text": "earlier", "covered_ids": ["a", None], "dump_refs": [good, 5]}}
+    result = build_checked(manager(), ledger_history(), state=state)
+    assert result.state["summary"]["dump_refs"] == [good]
+    assert result.state["summary"]["covered_ids"] == ["a"]
+    lines = repair_decision(result).detail["ledger"]
+    assert any("['summary']['dump_refs']" in line and "others are kept" in line for line in lines)
+
+
 def test_bare_string_summary_is_kept_as_the_summary_text() -> None:
     result = build_checked(manager(), ledger_history(), state={"summary": "we read a.py"})
     assert result.state["summary"]["text"] == "we read a.py"
