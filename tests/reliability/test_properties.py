@@ -72,6 +72,8 @@ from tests.strategies import (
     rich_histories,
     texts,
 )
+from tests.unit.test_pipeline_properties import MEMORY
+from tests.unit.test_pipeline_properties import TOOLS as PIPELINE_TOOLS
 
 PROPERTY_SETTINGS = settings(
     deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
@@ -82,22 +84,8 @@ _COUNTER = TiktokenCounter("gpt-4o")
 _RECOUNT = TiktokenCounter("gpt-4o", cache_size=0)
 """Uncached counter for the exact recount."""
 
-MEMORY = ("The user prefers tabs over spaces.", "Deploys go through staging first.", "on call")
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "read_file",
-            "description": "Read a file from the repository.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string", "description": "File path"}},
-                "required": ["path"],
-            },
-        },
-    }
-]
+# The same memory items and tool schemas as the unit property tests (TOOLS[:1]: read_file).
+TOOLS = PIPELINE_TOOLS[:1]
 
 
 def _dump(messages: Sequence[BaseMessage]) -> list[bytes]:
