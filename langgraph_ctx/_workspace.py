@@ -125,9 +125,11 @@ class Workspace:
         """Make the shown history valid for the providers; the state keeps every message.
 
         Orphan tool results and second answers to one call leave the prompt, and a call
-        without an answer gets an error result (`repair_messages`). Deterministic, so the
-        prompt stays the same bytes from call to call. Returns the actions and the ids of the
-        messages involved, or None when the history needed nothing.
+        without an answer gets an error result (`repair_messages`). System and empty user
+        messages inside the conversation are listed here and shown in their conversation form
+        by `shown`; a conversation opening with the model gets the stand-in from `opener`.
+        Deterministic, so the prompt stays the same bytes from call to call. Returns the
+        actions and the ids of the messages involved, or None when the history needed nothing.
         """
         view = self.history[self.start :]
         actions: list[str] = []

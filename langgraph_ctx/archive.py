@@ -29,10 +29,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, cast, get_args
 
@@ -421,15 +422,21 @@ class Archive:
 
     # drivers --------------------------------------------------------------------------
 
-    def _failed(self, op: _Put | _Get, exc: Exception) -> ArchiveError:
+    @contextlib.contextmanager
+    def _backend_errors(self, op: _Put | _Get) -> Iterator[None]:
         """A backend failure (lost connection, full disk...) as an `ArchiveError` naming it."""
-        what = "write" if isinstance(op, _Put) else "read"
-        where = "/".join((*op.namespace, op.key))
-        msg = (
-            f"archive backend {type(self.backend).__name__} failed to {what} {where} "
-            f"(thread {self.thread_id!r}): {type(exc).__name__}: {exc}"
-        )
-        return ArchiveError(msg)
+        try:
+            yield
+        except ArchiveError:
+            raise
+        except Exception as exc:
+            what = "write" if isinstance(op, _Put) else "read"
+            where = "/".join((*op.namespace, op.key))
+            msg = (
+                f"archive backend {type(self.backend).__name__} failed to {what} {where} "
+                f"(thread {self.thread_id!r}): {type(exc).__name__}: {exc}"
+            )
+            raise ArchiveError(msg) from exc
 
     def _run(self, flow: _Flow[T]) -> T:
         result: bytes | None = None
@@ -438,16 +445,12 @@ class Archive:
                 op = flow.send(result)
             except StopIteration as stop:
                 return cast(T, stop.value)
-            try:
+            with self._backend_errors(op):
                 if isinstance(op, _Put):
                     self.backend.put(op.namespace, op.key, op.data)
                     result = None
                 else:
                     result = self.backend.get(op.namespace, op.key)
-            except ArchiveError:
-                raise
-            except Exception as exc:
-                raise self._failed(op, exc) from exc
 
     async def _arun(self, flow: _Flow[T]) -> T:
         result: bytes | None = None
@@ -456,16 +459,12 @@ class Archive:
                 op = flow.send(result)
             except StopIteration as stop:
                 return cast(T, stop.value)
-            try:
+            with self._backend_errors(op):
                 if isinstance(op, _Put):
                     await self.backend.aput(op.namespace, op.key, op.data)
                     result = None
                 else:
                     result = await self.backend.aget(op.namespace, op.key)
-            except ArchiveError:
-                raise
-            except Exception as exc:
-                raise self._failed(op, exc) from exc
 
     # public API -------------------------------------------------------------------------
 

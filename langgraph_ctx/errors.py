@@ -99,3 +99,9 @@ CORRUPT_ADVICE = (
 
 class ArchiveAccessError(ArchiveError, PermissionError):
     """A reference points outside the archive namespace the caller may read."""
+
+
+def shorten(value: Any, limit: int = 80) -> str:
+    """`repr(value)` cut to `limit` characters, for showing a bad value in an error message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -11,7 +11,7 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import Any, TypedDict
 
-from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.errors import ConfigError, shorten
 
 
 class PrunedEntry(TypedDict, total=False):
@@ -120,7 +120,7 @@ def repair_ledger(state: Mapping[str, Any] | None) -> tuple[ContextLedger, list[
     if not isinstance(state, Mapping):
         msg = (
             f"the context ledger must be a dict (BuildResult.state, state['context']), got "
-            f"{type(state).__name__} {_short(state)}; pass the state the previous build "
+            f"{type(state).__name__} {shorten(state)}; pass the state the previous build "
             "returned, or None to start a fresh ledger"
         )
         raise ConfigError(msg)
@@ -144,7 +144,7 @@ def merge_ledger(left: dict[str, Any] | None, right: dict[str, Any] | None) -> d
         if side is not None and not isinstance(side, Mapping):
             msg = (
                 f"the 'context' channel holds the ledger, a dict, but got "
-                f"{type(side).__name__} {_short(side)}; write a dict such as "
+                f"{type(side).__name__} {shorten(side)}; write a dict such as "
                 "BuildResult.state, or {} to reset it"
             )
             raise ConfigError(msg)
@@ -154,11 +154,6 @@ def merge_ledger(left: dict[str, Any] | None, right: dict[str, Any] | None) -> d
 
 
 # --- shape checks (one per ledger key) ---------------------------------------------------
-
-
-def _short(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _is_int(value: Any) -> bool:
@@ -179,7 +174,7 @@ def _entries(
     if not isinstance(value, Mapping):
         repairs.append(
             f"ledger[{key!r}]: expected a dict of entries by message id, got "
-            f"{type(value).__name__} {_short(value)}; dropped"
+            f"{type(value).__name__} {shorten(value)}; dropped"
         )
         return {}
     kept: dict[str, Any] = {}
@@ -192,8 +187,8 @@ def _entries(
             kept[mid] = entry
         else:
             repairs.append(
-                f"ledger[{key!r}][{_short(mid, 40)}]: malformed entry "
-                f"{_short(entry)}; dropped (the message shows whole)"
+                f"ledger[{key!r}][{shorten(mid, 40)}]: malformed entry "
+                f"{shorten(entry)}; dropped (the message shows whole)"
             )
     return kept
 
@@ -224,7 +219,7 @@ def _window(value: Any, repairs: list[str]) -> Any:
     )
     if not ok:
         repairs.append(
-            f"ledger['window']: malformed {_short(value)}; dropped (the whole "
+            f"ledger['window']: malformed {shorten(value)}; dropped (the whole "
             "history is shown to the budget again)"
         )
         return {}
@@ -238,7 +233,7 @@ def _summary(value: Any, repairs: list[str]) -> Any:
     if not isinstance(value, Mapping):
         repairs.append(
             f"ledger['summary']: expected a dict, got {type(value).__name__} "
-            f"{_short(value)}; dropped"
+            f"{shorten(value)}; dropped"
         )
         return None
     fixed = dict(value)
@@ -260,7 +255,7 @@ def _summary(value: Any, repairs: list[str]) -> Any:
     for name, (check, default) in defaults.items():
         if name in fixed and not check(fixed[name]):
             repairs.append(
-                f"ledger['summary'][{name!r}]: malformed {_short(fixed[name])}; "
+                f"ledger['summary'][{name!r}]: malformed {shorten(fixed[name])}; "
                 f"reset to {default!r}"
             )
             fixed[name] = default
@@ -275,7 +270,7 @@ def _hint(value: Any, repairs: list[str]) -> Any:
     ok = ok and (value.get("cleared_ids") is None or _str_list(value.get("cleared_ids")))
     ok = ok and (value.get("prompt_tokens") is None or _is_int(value.get("prompt_tokens")))
     if not ok:
-        repairs.append(f"ledger['hint']: malformed {_short(value)}; dropped")
+        repairs.append(f"ledger['hint']: malformed {shorten(value)}; dropped")
         return None
     return value
 
@@ -287,7 +282,7 @@ def _entities(value: Any, repairs: list[str]) -> Any:
     ok = ok and all(_optional_str(value.get(n)) for n in ("last_input_id", "error"))
     if not ok:
         repairs.append(
-            f"ledger['entities']: malformed {_short(value)}; dropped (extracted "
+            f"ledger['entities']: malformed {shorten(value)}; dropped (extracted "
             "again at the next user input)"
         )
         return None
@@ -296,7 +291,7 @@ def _entities(value: Any, repairs: list[str]) -> Any:
 
 def _last_report(value: Any, repairs: list[str]) -> Any:
     if not isinstance(value, Mapping) or not isinstance(value.get("decisions", []), list):
-        repairs.append(f"ledger['last_report']: malformed {_short(value)}; dropped")
+        repairs.append(f"ledger['last_report']: malformed {shorten(value)}; dropped")
         return None
     return value
 

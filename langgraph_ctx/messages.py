@@ -24,7 +24,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langgraph_ctx.errors import InvalidMessagesError
+from langgraph_ctx.errors import InvalidMessagesError, shorten
 
 _MESSAGE_ID = operator.attrgetter("id")
 
@@ -381,8 +381,7 @@ def in_conversation_form(message: BaseMessage) -> BaseMessage:
     in `<system_message>` tags (Anthropic accepts system text only at the start); an empty user
     message gets a short placeholder (providers refuse empty user content). The id stays and
     the copy is tagged `{"shown_as": "user", "was": "system" | "empty"}`; the state keeps the
-    original. Anything else is
-    returned as it is.
+    original. Anything else is returned as it is.
     """
     if isinstance(message, SystemMessage):
         text, was = f"<system_message>\n{text_of(message)}\n</system_message>", "system"
@@ -419,7 +418,7 @@ def coerce_messages(messages: Any) -> list[BaseMessage]:
     if isinstance(messages, (str, bytes, BaseMessage, dict)) or not isinstance(messages, Sequence):
         msg = (
             f"messages must be a list of messages, got {type(messages).__name__} "
-            f"{_short(messages)}; pass a list such as [HumanMessage('...')] "
+            f"{shorten(messages)}; pass a list such as [HumanMessage('...')] "
             "(state['messages'] in a graph)"
         )
         raise InvalidMessagesError(msg)
@@ -439,17 +438,12 @@ def coerce_messages(messages: Any) -> list[BaseMessage]:
             reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             msg = (
                 f"item {i} of the history is not a message: {type(item).__name__} "
-                f"{_short(item)} ({reason}). Pass BaseMessage objects, or what LangGraph's "
+                f"{shorten(item)} ({reason}). Pass BaseMessage objects, or what LangGraph's "
                 'add_messages accepts: {"role": "user", "content": "..."} dicts, '
                 '("user", "...") tuples or strings'
             )
             raise InvalidMessagesError(msg, [f"item {i}: {type(item).__name__}"]) from exc
     return out
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def check_unique_ids(messages: Sequence[BaseMessage]) -> None:

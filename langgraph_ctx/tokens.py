@@ -26,6 +26,7 @@ from langchain_core.tools import BaseTool
 
 from langgraph_ctx._encodings import encoding_name_for_model, get_encoding
 from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.messages import coerce_messages
 
 _CONTENT = operator.attrgetter("content")
 
@@ -323,8 +324,6 @@ def count_tokens(
     Dicts, tuples and strings are taken as `add_messages` takes them
     (`{"role": "user", "content": "hi"}`); anything else raises `InvalidMessagesError`.
     """
-    from langgraph_ctx.messages import coerce_messages
-
     return get_counter(model).count(coerce_messages(messages), tools=tools)
 
 
