@@ -23,6 +23,7 @@ from langgraph_ctx.messages import (
     is_error_result,
     is_tool_output,
     message_fingerprint,
+    needs_repair,
     repair_messages,
     split_blocks,
     split_turns,
@@ -179,6 +180,12 @@ def test_repair_output_is_valid_and_every_change_is_listed(history: list[BaseMes
     ]
     assert [m for m in result.messages if m in kept] == kept  # order preserved, nothing else lost
     assert repair_messages(result.messages).actions == []  # repairing again is a no-op
+
+
+@given(st.one_of(broken_histories(), histories()))
+def test_needs_repair_agrees_with_repair_messages(history: list[BaseMessage]) -> None:
+    # The one-pass check the pipeline runs on every build must see what the repair would fix.
+    assert needs_repair(history) == bool(repair_messages(history).actions)
 
 
 @given(histories())
