@@ -28,6 +28,7 @@ from pydantic import Field
 from langgraph_ctx import ContextManager, ContextMemory, Summarizer
 from langgraph_ctx.archive import NAMESPACE_ROOT, Archive, ArchiveRef, DirectoryBackend
 from langgraph_ctx.errors import ArchiveAccessError, ArchiveError, ConfigError
+from langgraph_ctx.memory import REPORT_KEY
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.recall import make_recall_tool
 from tests.conftest import make_conversation
@@ -93,9 +94,13 @@ def dump_entries(store: InMemoryStore) -> list[bytes]:
 
 @pytest.mark.parametrize("summarizer", ["model", "fallback"])
 @pytest.mark.parametrize("remove_summarized", [False, True])
+@pytest.mark.parametrize("writer", ["auto_compact", "rebuild"])
 def test_a_planted_secret_reaches_neither_the_summarizer_nor_the_dump(
-    summarizer: str, remove_summarized: bool
+    summarizer: str, remove_summarized: bool, writer: str
 ) -> None:
+    """Each dump writer in turn: the summary's dump (auto_compact, a hint threshold the run
+    never passes) and the after-turn rebuild's (a low threshold); with `remove_summarized`
+    also the removal span's."""
     script = planted_script()
     store = InMemoryStore()
     model = RecordingSummarizerModel(messages=iter(()))
@@ -105,6 +110,7 @@ def test_a_planted_secret_reaches_neither_the_summarizer_nor_the_dump(
         summarizer=model if summarizer == "model" else None,
         redact=redact,
         remove_summarized=remove_summarized,
+        hint_threshold=0.5 if writer == "rebuild" else 0.8,
     )
     agent_model = script.model(usage_counter=memory.manager.token_counter)
     agent = create_agent(
@@ -121,6 +127,14 @@ def test_a_planted_secret_reaches_neither_the_summarizer_nor_the_dump(
     ledger = agent.get_state(config).values["context"]
     summary = ledger["summary"]
     assert summary["dump_refs"], "no summary was written: the test proves nothing"
+    # The dump writer under test ran.
+    kinds = {d.kind for r in memory.get_reports(agent, config) for d in r.decisions}
+    kinds |= {
+        d["kind"]
+        for m in seen.messages.values()
+        for d in m.response_metadata.get(REPORT_KEY, {}).get("decisions", [])
+    }
+    assert writer in kinds, kinds
     assert SECRET not in summary["text"]
     assert "[REDACTED]" in "".join(e.decode() for e in dump_entries(store))
     if summarizer == "model":
