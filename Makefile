@@ -13,10 +13,10 @@ help:  ## list the targets
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,bench]"
+	$(BIN)/python -m pip install --quiet -e ".[test,bench,cli,postgres]"
 	touch $(STAMP)
 
-install: $(STAMP)  ## create .venv and install the package with test dependencies
+install: $(STAMP)  ## create .venv and install the package with every extra the tests need
 
 test: $(STAMP)  ## lint, type-check and run the whole test suite (notebooks included)
 	$(BIN)/ruff check langgraph_ctx tests benchmarks

@@ -7,11 +7,12 @@ Three sections, each replaying the recorded trajectories of `../shared/data/traj
 
 * `pipeline` (issue 3): ours with the default `SlidingWindow` against `trim_messages` and
   `ContextEditingMiddleware(ClearToolUsesEdit)`: prompt tokens, cache-reusable share,
-  overruns, invalid prompts and policy time per call at 100, 1,000 and 5,000 messages.
+  overruns, invalid prompts and policy time per call at 100, 1,000 and 5,000 messages; then
+  the first build on a long history without a ledger (`benchmarks.first_build`).
 * `compaction` (issue 4): ours with `Compaction()` + `SlidingWindow()` and an archive against
   deepagents' large tool result eviction: also the share of removed content restorable byte
   for byte and the archive bytes written.
-* `summarization` (issue 5): ours with `auto_compact=True` and a `Summarizer` against
+* `summarization` (issue 5): ours with `SlidingWindow(summarize=True)` and a `Summarizer` against
   LangChain's `SummarizationMiddleware`, langmem's `summarize_messages` and deepagents'
   summarization, all with the same fake summarizer (`FactEchoModel`, which answers with the
   planted facts it sees): effective input cost, facts visible in the final prompt, facts
@@ -42,6 +43,7 @@ from benchmarks.anchors import (
     LCSummarizationAnchor,
     TrimMessagesAnchor,
 )
+from benchmarks.first_build import first_build
 from benchmarks.replay import (
     FactEchoModel,
     ReplayResult,
@@ -60,7 +62,12 @@ from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.pipeline import ContextManager
 from langgraph_ctx.report import ContextBudget
-from langgraph_ctx.strategies import Compaction, SlidingWindow
+from langgraph_ctx.strategies import (
+    DropMemory,
+    PruneToolOutputs,
+    SlidingWindow,
+    default_strategies,
+)
 from langgraph_ctx.summarize import Summarizer
 
 WINDOW = 32_000
@@ -127,11 +134,12 @@ class Ours:
         self.archive = Archive(self.backend, thread_id="bench") if self.backend else None
         self.manager = ContextManager(
             budget=BUDGET,
-            strategies=strategies,
+            strategies=strategies
+            if strategies is not None
+            else default_strategies(summarize=False),
             token_counter=counter(),
             archive=self.archive,
             summarizer=Summarizer(model=self.model, timeout_seconds=None) if summarize else None,
-            auto_compact=summarize,
         )
         self.remove_summarized = remove_summarized
         self.history: list[BaseMessage] = []
@@ -172,7 +180,7 @@ class Ours:
         if self.archive is None:
             return out
         for ref in ((self.ledger or {}).get("summary") or {}).get("dump_refs", []):
-            for m in self.archive.get_messages(ref):
+            for m in self.archive.read(ref):
                 out.setdefault(m.id or "", m)
         return out
 
@@ -388,8 +396,9 @@ _ANCHOR_NOTES_PIPELINE = [
     "ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger="
     f"{TRIGGER} - system tokens, keep=3)], token_counter=TiktokenCounter) via wrap_model_call"
     " with a real ModelRequest (system prompt as request.system_message, as in create_agent).",
-    f"ours: ContextManager(budget=ContextBudget(context_window_tokens={WINDOW})), default"
-    f" strategies [SlidingWindow()], trigger {BUDGET.trigger} / target {BUDGET.target}"
+    f"ours: ContextManager(budget=ContextBudget(context_window_tokens={WINDOW})),"
+    " default_strategies(summarize=False) (no archive: no compaction),"
+    f" trigger {BUDGET.trigger} / target {BUDGET.target}"
     f" ({TRIGGER:,} / {TARGET:,} tokens), ledger carried between calls.",
     "cache-reusable = tokens of the leading messages identical (role, content, name, tool"
     " calls) to the previous call's prompt.",
@@ -471,6 +480,7 @@ def run(args: argparse.Namespace) -> None:
             ),
         ],
     )
+    first_build(quick=args.quick)  # the build that starts without a ledger (issue 13)
 
 
 # --- issue 4: compaction ---------------------------------------------------------------------
@@ -481,7 +491,9 @@ EVICT_TOKENS = 500  # deepagents' threshold, set to our Compaction(min_chars=200
 def _compaction_entries() -> list[Entry]:
     name = "ours: Compaction + SlidingWindow + archive"
     return [
-        Entry(name, lambda: Ours(name, strategies=[Compaction(), SlidingWindow()], archive=True)),
+        Entry(
+            name, lambda: Ours(name, strategies=default_strategies(summarize=False), archive=True)
+        ),
         Entry(
             f"deepagents eviction (limit {EVICT_TOKENS} tok)",
             lambda: DeepagentsEvictionAnchor(limit=LIMIT, evict_tokens=EVICT_TOKENS),
@@ -536,7 +548,7 @@ def run_compaction(args: argparse.Namespace) -> None:
         " 80,000 chars) evicts nothing on these runs; results of tools named read_file, grep,"
         " ls, glob, edit_file, write_file, delete are never evicted (by name). It manages no"
         " window, so prompts grow without bound.",
-        "ours: ContextManager(strategies=[Compaction(), SlidingWindow()],"
+        "ours: ContextManager(strategies=default_strategies(summarize=False),"
         " archive=Archive(StoreBackend(InMemoryStore())); archive bytes = bytes put (entries"
         " and id index).",
     ]
@@ -588,11 +600,17 @@ LANGMEM_SUMMARY_TOKENS = 1024  # our Summarizer's max_output_tokens
 
 
 def _summarization_entries() -> list[Entry]:
-    ours = "ours: auto_compact + Summarizer"
+    ours = "ours: summarizing window + Summarizer"
     return [
         Entry(
             ours,
-            lambda: Ours(ours, archive=True, summarize=True, remove_summarized=True),
+            lambda: Ours(
+                ours,
+                strategies=[DropMemory(), PruneToolOutputs(), SlidingWindow(summarize=True)],
+                archive=True,
+                summarize=True,
+                remove_summarized=True,
+            ),
         ),
         Entry(
             "LC SummarizationMiddleware",
@@ -613,8 +631,9 @@ _SUMMARY_NOTES = [
     " tokens (all exact gpt-4o counts; summarizer input = every call the fake model received).",
     "fake summarizer (every system): a BaseChatModel answering with each FACT-nnnn line found in"
     " its input, once, one per line; empty when there is none.",
-    "ours: ContextManager(auto_compact=True, summarizer=Summarizer(model=fake), archive=...),"
-    " default SlidingWindow; covered messages leave live state once in the insurance dump"
+    "ours: ContextManager(strategies=[DropMemory(), PruneToolOutputs(),"
+    " SlidingWindow(summarize=True)], summarizer=Summarizer(model=fake), archive=...);"
+    " covered messages leave live state once in the insurance dump"
     " (remove_summarized=True).",
     f"LC SummarizationMiddleware(model=fake, trigger=('tokens', {TRIGGER} - system),"
     f" keep=('tokens', {TARGET} - system), token_counter=TiktokenCounter); default"

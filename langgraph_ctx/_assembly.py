@@ -15,8 +15,10 @@ from xml.sax.saxutils import escape, quoteattr
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
+from langgraph_ctx._ids import SYSTEM_ID
+from langgraph_ctx._summary_text import escape_markup
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.messages import TAG_KEY, get_tag, text_of
+from langgraph_ctx.messages import TAG_KEY, get_tag, text_of, with_id
 
 ToolPolicy = Callable[[Any], bool] | Mapping[str, Sequence[str]]
 """A predicate on tools, or `{"allow": [...]}` / `{"deny": [...]}` by tool name."""
@@ -48,9 +50,42 @@ def is_base_system(message: BaseMessage) -> bool:
     )
 
 
+def split_base(
+    messages: Sequence[BaseMessage],
+) -> tuple[list[BaseMessage], str | None, list[BaseMessage]]:
+    """Split a history into its base system prompt, an adopted summary and the conversation.
+
+    The one rule for what is configuration and what is history, used by the build and by the
+    rebuild alike: the LEADING system/developer messages form the base (each with an id,
+    derived when missing); a leading `<summary>` message we wrote is adopted (its text
+    returned, the message itself dropped). Everything from the first other message on is
+    history, a later system message included: the build shows it in place, and the rebuild
+    archives and clears it with the rest, so it never moves into the base prompt.
+
+    Returns:
+        `(base, adopted_summary_text, history)`; the text is that of the first leading
+        summary, or None.
+    """
+    base: list[BaseMessage] = []
+    adopted: str | None = None
+    i = 0
+    while i < len(messages) and isinstance(messages[i], SystemMessage):
+        message = messages[i]
+        if is_summary_message(message):
+            if adopted is None:
+                text = text_of(message)
+                adopted = text.removeprefix("<summary>\n").removesuffix("\n</summary>")
+        elif is_base_system(message):
+            base.append(with_id(message, i))
+        else:  # a `[tool:` fallback: tool output, so history
+            break
+        i += 1
+    return base, adopted, list(messages[i:])
+
+
 def render_memory(items: Sequence[str]) -> str:
-    """Retrieved memory as a `<relevant_context>` block."""
-    body = "\n".join(f"- {item}" for item in items)
+    """Retrieved memory as a `<relevant_context>` block (items escaped: they are data)."""
+    body = "\n".join(f"- {escape_markup(item)}" for item in items)
     return f"<relevant_context>\n{body}\n</relevant_context>"
 
 
@@ -67,8 +102,9 @@ def render_skills(skills: Sequence[Skill]) -> str:
 
 
 def render_entities(values: Mapping[str, Any]) -> str:
-    """Entity state as stable JSON (sorted keys)."""
-    return "<entities>\n" + json.dumps(values, sort_keys=True, ensure_ascii=False) + "\n</entities>"
+    """Entity state as stable JSON (sorted keys), escaped: the values come from messages."""
+    body = escape_markup(json.dumps(values, sort_keys=True, ensure_ascii=False))
+    return f"<entities>\n{body}\n</entities>"
 
 
 def coerce_skills(skills: Sequence[Skill | Mapping[str, Any]] | None) -> tuple[Skill, ...]:
@@ -148,7 +184,7 @@ def merge_system(base: Sequence[BaseMessage], fragments: Sequence[str]) -> Syste
     if not texts and not fragments:
         return None
     base_text = "\n\n".join(texts)
-    first_id = base[0].id if base else "lgctx-system"
+    first_id = base[0].id if base else SYSTEM_ID
     if not fragments:
         return SystemMessage(content=base_text, id=first_id)
     return SystemMessage(

@@ -129,10 +129,13 @@ class DirectoryBackend:
     reader never sees half an entry. Namespace parts and keys must match
     `[A-Za-z0-9_~-][A-Za-z0-9._~-]*` and the resolved path must stay under `root`, which
     rules out path traversal (`..`, absolute parts, symlinks leading out).
+
+    A relative `root` is made absolute once, here, against the current directory: an agent
+    whose tools change directory mid-run keeps writing to and reading from the same archive.
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.root = Path(root).expanduser()
+        self.root = Path(root).expanduser().absolute()
 
     def _path(self, namespace: Namespace, key: str) -> Path:
         for part in (*namespace, key):

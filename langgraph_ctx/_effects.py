@@ -1,16 +1,34 @@
-"""Sync and async from one body: plans are generators that yield effects.
+"""Sync and async from one body: plans are generators that yield effects as plain data.
 
-A plan (a generator) decides everything on plain data. When it needs I/O (search a store, write
-the archive, call a summarizer) it yields an `Effect`; a driver runs the effect and sends the
-result back in, or throws the effect's exception into the plan. `run_plan` and `arun_plan` are
-the only two drivers, in the spirit of `httpx.Auth.auth_flow`.
+An effect is a frozen dataclass that says WHAT I/O to do (call this model with these messages,
+put these bytes under this key), never how: it holds no closure. A plan is a generator that
+decides everything on plain data and yields an effect whenever it needs I/O; plans compose with
+`x = yield from other_plan(...)`, so the archive's, the summarizer's and the pipeline's plans
+nest into one generator.
+
+`run_plan` and `arun_plan` are the only two drivers. Each performs an effect through one
+dispatch table (effect type -> sync function, async function) and sends the result back in.
+
+The failure rule: when performing an effect raises an `Exception`, the driver throws it into
+the plan at the `yield`, and the plan decides (retry, fall back, convert, or let it propagate
+out of the driver). Drivers never swallow, convert or log an error. The one error a driver makes
+itself is the model timeout: `CallModel.timeout` is enforced by the driver (sync: the call runs
+in a daemon thread with the caller's contextvars; async: `asyncio.wait_for`), which then throws
+the builtin `TimeoutError` into the plan like any other failure.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import inspect
+import threading
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from langchain_core.messages import BaseMessage
 
 T = TypeVar("T")
 
@@ -20,47 +38,172 @@ Plan = Generator["Effect", Any, T]
 
 @dataclass(frozen=True, slots=True)
 class Effect:
-    """One piece of I/O a plan asks for, with a sync and an async way to perform it."""
+    """Base class of the effects: plain data describing one piece of I/O."""
 
-    name: str
-    """What it does, for traces and errors (e.g. `archive.put_messages`)."""
-    run: Callable[[], Any]
-    """Perform the effect synchronously."""
-    arun: Callable[[], Awaitable[Any]]
-    """Perform the effect asynchronously."""
+
+@dataclass(frozen=True, slots=True)
+class CallModel(Effect):
+    """Call `model.invoke(messages, config)` (or `ainvoke`); returns the model's raw output."""
+
+    model: Any
+    messages: Any
+    config: Any = None
+    timeout: float | None = None
+    """Seconds to wait; the driver raises `TimeoutError` after it. `None` waits forever."""
+
+
+@dataclass(frozen=True, slots=True)
+class BackendPut(Effect):
+    """`backend.put(namespace, key, data)` (or `aput`) of an `ArchiveBackend`; returns None."""
+
+    backend: Any
+    namespace: tuple[str, ...]
+    key: str
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class BackendGet(Effect):
+    """`backend.get(namespace, key)` (or `aget`); returns the bytes, or None when absent."""
+
+    backend: Any
+    namespace: tuple[str, ...]
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchStore(Effect):
+    """`store.search(namespace, query=..., limit=...)` (or `asearch`); returns the items."""
+
+    store: Any
+    namespace: tuple[str, ...]
+    query: str | None
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class CallHandler(Effect):
+    """`handler(request)`, awaited when it returns an awaitable; returns its result."""
+
+    handler: Callable[[Any], Any]
+    request: Any
+
+
+@dataclass(kw_only=True)
+class Resources:
+    """What a build may use for I/O, as plan factories (None when not configured)."""
+
+    archive_messages: Callable[[list[BaseMessage]], Plan[dict[str, str]]] | None = None
+    """Write messages one by one, index them by id; the plan returns their refs by id."""
+    dump_messages: Callable[[list[BaseMessage]], Plan[str]] | None = None
+    """Write a list as one insurance dump; the plan returns its ref."""
+    summarize: Callable[[list[BaseMessage], str | None], Plan[Any]] | None = None
+    """Summarize messages, folding a previous summary; the plan returns a `SummaryOutcome`."""
+    extract: Callable[[list[BaseMessage], dict[str, Any] | None], Plan[dict[str, Any]]] | None = (
+        None
+    )
+    """Update entity state from recent messages; the plan returns the new values."""
+
+
+def _timed_out(timeout: float | None) -> TimeoutError:
+    return TimeoutError(f"summarizer model did not answer within {timeout}s")
+
+
+def _call_model(effect: CallModel) -> Any:
+    model, messages, config = effect.model, effect.messages, effect.config
+    if effect.timeout is None:
+        return model.invoke(messages, config)
+    # A daemon thread rather than an executor: a hung provider call cannot be cancelled, and
+    # executor threads are joined at interpreter exit. copy_context keeps the caller's run tree
+    # (callbacks, parent run) attached to the call.
+    context = contextvars.copy_context()
+    box: list[Any] = []
+
+    def target() -> None:
+        try:
+            box.append(context.run(model.invoke, messages, config))
+        except BaseException as exc:  # handed to the caller's thread below
+            box.append(exc)
+
+    worker = threading.Thread(target=target, name="langgraph_ctx-model", daemon=True)
+    worker.start()
+    worker.join(effect.timeout)
+    if not box:
+        raise _timed_out(effect.timeout)
+    if isinstance(box[0], BaseException):
+        raise box[0]
+    return box[0]
+
+
+async def _acall_model(effect: CallModel) -> Any:
+    call = effect.model.ainvoke(effect.messages, effect.config)
+    try:
+        return await asyncio.wait_for(call, effect.timeout)
+    except asyncio.TimeoutError:  # also raised when the model itself times out
+        if effect.timeout is None:
+            raise
+        raise _timed_out(effect.timeout) from None
+
+
+async def _acall_handler(effect: CallHandler) -> Any:
+    result = effect.handler(effect.request)
+    return await result if inspect.isawaitable(result) else result
+
+
+_Sync = Callable[[Any], Any]
+_Async = Callable[[Any], Awaitable[Any]]
+_DISPATCH: dict[type[Effect], tuple[_Sync, _Async]] = {
+    CallModel: (_call_model, _acall_model),
+    BackendPut: (
+        lambda e: e.backend.put(e.namespace, e.key, e.data),
+        lambda e: e.backend.aput(e.namespace, e.key, e.data),
+    ),
+    BackendGet: (
+        lambda e: e.backend.get(e.namespace, e.key),
+        lambda e: e.backend.aget(e.namespace, e.key),
+    ),
+    SearchStore: (
+        lambda e: e.store.search(e.namespace, query=e.query, limit=e.limit),
+        lambda e: e.store.asearch(e.namespace, query=e.query, limit=e.limit),
+    ),
+    CallHandler: (lambda e: e.handler(e.request), _acall_handler),
+}
+
+
+def _performers(effect: Any) -> tuple[_Sync, _Async]:
+    if type(effect) not in _DISPATCH:
+        msg = f"a plan yielded {effect!r}; effects are {', '.join(t.__name__ for t in _DISPATCH)}"
+        raise TypeError(msg)
+    return _DISPATCH[type(effect)]
 
 
 def run_plan(plan: Plan[T]) -> T:
-    """Drive a plan synchronously."""
-    try:
-        effect = next(plan)
-        while True:
-            try:
-                value = effect.run()
-            except Exception as exc:  # handed to the plan, which decides
-                effect = plan.throw(exc)
-            else:
-                effect = plan.send(value)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
+    """Drive a plan synchronously: perform each effect, send its result or throw its error."""
+    value: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            effect = plan.send(value) if error is None else plan.throw(error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        perform = _performers(effect)[0]
+        try:
+            value, error = perform(effect), None
+        except Exception as exc:  # thrown into the plan, which decides
+            value, error = None, exc
 
 
 async def arun_plan(plan: Plan[T]) -> T:
-    """Drive a plan asynchronously."""
-    try:
-        effect = next(plan)
-        while True:
-            try:
-                value = await effect.arun()
-            except Exception as exc:
-                effect = plan.throw(exc)
-            else:
-                effect = plan.send(value)
-    except StopIteration as stop:
-        return stop.value  # type: ignore[no-any-return]
-
-
-def pure(value: T) -> Plan[T]:
-    """A plan that yields nothing and returns `value` (handy default for hooks)."""
-    return value
-    yield  # pragma: no cover - makes this a generator
+    """Drive a plan asynchronously: the same loop as `run_plan`, awaiting each effect."""
+    value: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            effect = plan.send(value) if error is None else plan.throw(error)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        perform = _performers(effect)[1]
+        try:
+            value, error = await perform(effect), None
+        except Exception as exc:  # thrown into the plan, which decides
+            value, error = None, exc

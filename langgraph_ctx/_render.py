@@ -6,12 +6,13 @@ ledger entries and messages; `Workspace` decides when each is shown.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from langgraph_ctx._ids import TASK_DROPPED_ID, summary_id
+from langgraph_ctx._summary_text import WRAPPER_TAGS, escape_markup
 from langgraph_ctx.messages import TAG_KEY, get_tag, text_of
 
 
@@ -36,16 +37,26 @@ class RenderCache:
         return hit
 
     def placeholder(
-        self, key: Any, entry: Mapping[str, Any], make: Callable[[], BaseMessage]
+        self,
+        key: Any,
+        entry: Mapping[str, Any],
+        source: BaseMessage,
+        make: Callable[[], BaseMessage],
     ) -> BaseMessage:
-        """The placeholder for a ledger entry: reused while the entry is unchanged."""
+        """The placeholder of `source` for a ledger entry, reused while both are unchanged.
+
+        A placeholder is a copy of its source message (call id, name, artifact, metadata)
+        with new text, so it is reused only for an equal source: one manager serves many
+        threads, and message ids (the key) collide across threads (client-supplied ids,
+        copied threads, replays).
+        """
         hit = self._items.get(key)
-        if hit is not None and hit[0] == entry:
-            return hit[1]  # type: ignore[no-any-return]
+        if hit is not None and hit[0] == entry and (hit[1] is source or hit[1] == source):
+            return hit[2]  # type: ignore[no-any-return]
         if len(self._items) >= self.size:
             self._items.clear()
         message = make()
-        self._items[key] = (dict(entry), message)
+        self._items[key] = (dict(entry), source, message)
         return message
 
 
@@ -72,11 +83,15 @@ def tool_of(message: BaseMessage) -> str:
 
 
 def summary_message_for(text: str, covered: int, dump_refs: Sequence[str]) -> SystemMessage:
-    """The `<summary>` system message, its id derived from the text."""
-    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    """The `<summary>` system message, its id derived from the text.
+
+    Wrapper tags inside the text are escaped (`escape_markup`): nothing in a summary can close
+    its wrapper and speak as the system prompt.
+    """
+    text = escape_markup(text, WRAPPER_TAGS)
     return SystemMessage(
         content=f"<summary>\n{text}\n</summary>",
-        id=f"lgctx-summary-{digest}",
+        id=summary_id(text),
         additional_kwargs={
             TAG_KEY: {"kind": "summary", "covered": covered, "dump_refs": list(dump_refs)}
         },
@@ -84,7 +99,12 @@ def summary_message_for(text: str, covered: int, dump_refs: Sequence[str]) -> Sy
 
 
 def pruned_text(message_id: str, entry: Mapping[str, Any]) -> str:
-    """The placeholder of a pruned tool output (says what it was and how to get it back)."""
+    """The placeholder of a pruned tool output (says what it was and how to get it back).
+
+    A placeholder names the message id for `recall`, as a compacted one does: one kind of
+    reference for the agent, and a short one (the archive's own reference, a sha256, costs
+    about 50 tokens; `recall` resolves the id through the archive's index).
+    """
     how = (
         f'call recall(ref="{message_id}") to read it back'
         if entry.get("ref")
@@ -94,16 +114,16 @@ def pruned_text(message_id: str, entry: Mapping[str, Any]) -> str:
     return f"[pruned: output of {tool} ({chars:,} chars) removed to save context; {how}]"
 
 
-def compacted_text(entry: Mapping[str, Any]) -> str:
-    """The deterministic text a compacted tool output shows."""
+def compacted_text(message_id: str, entry: Mapping[str, Any]) -> str:
+    """The deterministic text a compacted tool output shows (see `pruned_text` on the ref)."""
     return (
         "[compacted tool output]\n"
         f"tool: {entry.get('tool', 'tool')}\n"
         f"input: {entry.get('input', '')}\n"
-        f"ref: {entry.get('ref', '')}\n"
+        f"ref: {message_id}\n"
         f"length: {entry.get('chars', 0)} chars\n"
         f"preview: {entry.get('preview', '')}\n"
-        f'Call recall(ref="{entry.get("ref", "")}") to read the full output.'
+        f'Call recall(ref="{message_id}") to read the full output.'
     )
 
 
@@ -112,7 +132,7 @@ def task_dropped_message() -> HumanMessage:
     return HumanMessage(
         content="[The original task message was too large to keep in the context window; "
         "continue from the conversation below.]",
-        id="lgctx-task-dropped",
+        id=TASK_DROPPED_ID,
         additional_kwargs={TAG_KEY: {"kind": "task_dropped"}},
     )
 

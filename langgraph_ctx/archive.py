@@ -12,8 +12,9 @@ Layers, from the bottom:
 * Pure helpers: `encode_message`/`decode_message` and friends define the canonical bytes;
   `ArchiveRef` formats and parses references (`lgctx:<thread>:<kind>:<sha256>`).
 * `Archive`: bound to one thread (and optionally one user). Each operation is written once as a
-  generator that yields the backend calls it needs; `_run` and `_arun` drive that generator with
-  the sync or the async backend methods (the pattern of `httpx.Auth.auth_flow`).
+  plan (`plan_put_message`, `plan_read`, ...) that yields `BackendPut`/`BackendGet` effects and
+  turns a backend failure into an `ArchiveError`; the sync and async methods drive that plan
+  with `run_plan`/`arun_plan`, and other plans compose it with `yield from`.
 
 Example:
     >>> from langchain_core.messages import ToolMessage
@@ -29,13 +30,11 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
-from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, cast, get_args
+from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 from langchain_core.runnables import RunnableConfig
@@ -47,6 +46,8 @@ from langgraph_ctx._backends import (
     Namespace,
     StoreBackend,
 )
+from langgraph_ctx._effects import BackendGet, BackendPut, Plan, arun_plan, run_plan
+from langgraph_ctx._ids import REF_SHAPE, ArchiveRef, RefKind, is_archive_ref
 from langgraph_ctx.errors import (
     ArchiveAccessError,
     ArchiveCorruptError,
@@ -72,24 +73,10 @@ __all__ = [
 NAMESPACE_ROOT = "langgraph_ctx"
 """First label of every archive namespace."""
 
-REF_PREFIX = "lgctx:"
-"""Every archive reference starts with this."""
-
-RefKind = Literal["message", "messages", "text"]
-"""What a reference points at: one message, a list of messages (insurance dump), or text."""
-
-_REF_KINDS: tuple[str, ...] = get_args(RefKind)
 _INDEX_KIND = "index"
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-_LABEL = r"(?:[A-Za-z0-9_-]{1,128}|~[0-9a-f]{64})"
-_REF_RE = re.compile(
-    rf"lgctx:(?:(?P<user>{_LABEL})/)?(?P<thread>{_LABEL}):(?P<kind>[a-z]+):(?P<digest>[0-9a-f]{{64}})"
-)
-_REF_SHAPE = "`lgctx:<thread>:<kind>:<sha256>` (or `lgctx:<user>/<thread>:<kind>:<sha256>`)"
 _UTF8 = "utf-8"
 _SURROGATES = "surrogatepass"  # lone surrogates survive the round trip instead of crashing
-
-T = TypeVar("T")
 
 
 # --- canonical bytes ----------------------------------------------------------------------
@@ -170,80 +157,9 @@ def _label(identifier: str, what: str) -> str:
     return "~" + _sha256(identifier.encode(_UTF8, _SURROGATES))
 
 
-# --- references ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ArchiveRef:
-    """A parsed archive reference, `lgctx:[<user>/]<thread>:<kind>:<sha256>`.
-
-    Thread and user appear as labels: the id itself when it matches `[A-Za-z0-9_-]{1,128}`,
-    otherwise `~` followed by the sha256 of the id.
-
-    Example:
-        >>> ref = ArchiveRef.parse("lgctx:alice/t1:text:" + "0" * 64)
-        >>> (ref.user, ref.thread, ref.kind)
-        ('alice', 't1', 'text')
-        >>> str(ref) == "lgctx:alice/t1:text:" + "0" * 64
-        True
-    """
-
-    thread: str
-    """Label of the thread that owns the entry."""
-    kind: RefKind
-    """What the entry holds."""
-    digest: str
-    """sha256 hex of the entry's canonical bytes (its key in the backend)."""
-    user: str | None = None
-    """Label of the user that owns the entry, when the archive is user-scoped."""
-
-    def __str__(self) -> str:
-        scope = self.thread if self.user is None else f"{self.user}/{self.thread}"
-        return f"{REF_PREFIX}{scope}:{self.kind}:{self.digest}"
-
-    @classmethod
-    def parse(cls, text: str) -> ArchiveRef:
-        """Parse a reference string.
-
-        Raises:
-            ArchiveError: The text is not a well-formed reference.
-        """
-        match = _REF_RE.fullmatch(text) if isinstance(text, str) else None
-        if match is None or match["kind"] not in _REF_KINDS:
-            msg = (
-                f"not an archive reference: {text!r}. A reference looks like {_REF_SHAPE} "
-                f"with <kind> one of {', '.join(_REF_KINDS)}; copy it exactly from the "
-                "compacted message"
-            )
-            raise ArchiveError(msg)
-        kind = cast(RefKind, match["kind"])
-        return cls(thread=match["thread"], kind=kind, digest=match["digest"], user=match["user"])
-
-
-def is_archive_ref(text: str) -> bool:
-    """Whether `text` looks like an archive reference (as opposed to a message id)."""
-    return isinstance(text, str) and text.startswith(REF_PREFIX)
-
-
 # The backends live in _backends.py; they are re-exported here.
 
 # --- the archive --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class _Put:
-    namespace: Namespace
-    key: str
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class _Get:
-    namespace: Namespace
-    key: str
-
-
-_Flow = Generator[_Put | _Get, bytes | None, T]
 
 
 class Archive:
@@ -331,21 +247,49 @@ class Archive:
         if kind is not None and parsed.kind != kind:
             msg = (
                 f"reference {ref} points at a {parsed.kind!r} entry, not a {kind!r} entry; "
-                f"use get_{parsed.kind}() (or read()) for it"
+                "use read() for it"
             )
             raise ArchiveError(msg)
         return parsed
 
-    # flows: each yields the backend calls it needs and returns the result ---------------
+    # plans: each yields the backend calls it needs and returns the result -------------
 
-    def _put_flow(self, kind: RefKind, data: bytes) -> _Flow[str]:
+    def _backend_error(
+        self, what: str, namespace: Namespace, key: str, exc: Exception
+    ) -> ArchiveError:
+        """A backend failure (lost connection, full disk...) as an `ArchiveError` naming it."""
+        where = "/".join((*namespace, key))
+        msg = (
+            f"archive backend {type(self.backend).__name__} failed to {what} {where} "
+            f"(thread {self.thread_id!r}): {type(exc).__name__}: {exc}"
+        )
+        return ArchiveError(msg)
+
+    def _put(self, namespace: Namespace, key: str, data: bytes) -> Plan[None]:
+        try:
+            yield BackendPut(self.backend, namespace, key, data)
+        except ArchiveError:
+            raise
+        except Exception as exc:
+            raise self._backend_error("write", namespace, key, exc) from exc
+
+    def _get(self, namespace: Namespace, key: str) -> Plan[bytes | None]:
+        try:
+            data: bytes | None = yield BackendGet(self.backend, namespace, key)
+        except ArchiveError:
+            raise
+        except Exception as exc:
+            raise self._backend_error("read", namespace, key, exc) from exc
+        return data
+
+    def _put_entry(self, kind: RefKind, data: bytes) -> Plan[str]:
         digest = _sha256(data)
-        yield _Put(self._namespace(kind), digest, data)
+        yield from self._put(self._namespace(kind), digest, data)
         return str(ArchiveRef(thread=self._thread, kind=kind, digest=digest, user=self._user))
 
-    def _get_flow(self, ref: str, kind: RefKind | None = None) -> _Flow[tuple[RefKind, bytes]]:
+    def _get_entry(self, ref: str, kind: RefKind | None = None) -> Plan[tuple[RefKind, bytes]]:
         parsed = self._check(ref, kind)
-        data = yield _Get(self._namespace(parsed.kind), parsed.digest)
+        data = yield from self._get(self._namespace(parsed.kind), parsed.digest)
         if data is None:
             msg = (
                 f"no archive entry for {ref} in thread {self.thread_id!r}; it was never "
@@ -361,19 +305,49 @@ class Archive:
             raise ArchiveCorruptError(msg)
         return parsed.kind, data
 
-    def _put_message_flow(self, message: BaseMessage, index: bool) -> _Flow[str]:
-        ref = yield from self._put_flow("message", encode_message(message))
-        if index and message.id:
-            yield from self._index_flow(message.id, ref)
+    def _resolve(self, ref_or_message_id: str) -> Plan[str]:
+        if not isinstance(ref_or_message_id, str) or not ref_or_message_id:
+            msg = (
+                f"expected an archive reference or a message id (a non-empty str), got "
+                f"{type(ref_or_message_id).__name__} {ref_or_message_id!r}; pass a reference "
+                f"like {REF_SHAPE} from a placeholder or the ledger, or a message's id"
+            )
+            raise ArchiveEntryNotFoundError(msg)
+        if is_archive_ref(ref_or_message_id):
+            return ref_or_message_id
+        ref = yield from self.plan_lookup(ref_or_message_id)
+        if ref is None:
+            msg = (
+                f"{ref_or_message_id!r} is neither an archive reference like {REF_SHAPE} nor the "
+                f"id of a message archived in thread {self.thread_id!r}"
+            )
+            raise ArchiveEntryNotFoundError(msg)
         return ref
 
-    def _index_flow(self, message_id: str, ref: str) -> _Flow[None]:
+    def plan_put_message(self, message: BaseMessage, *, index: bool = True) -> Plan[str]:
+        """`put_message` as a plan, to compose with `yield from`."""
+        ref = yield from self._put_entry("message", encode_message(message))
+        if index and message.id:
+            yield from self.plan_index_message(message.id, ref)
+        return ref
+
+    def plan_put_messages(self, messages: Sequence[BaseMessage]) -> Plan[str]:
+        """`put_messages` as a plan."""
+        return (yield from self._put_entry("messages", encode_messages(messages)))
+
+    def plan_put_text(self, text: str) -> Plan[str]:
+        """`put_text` as a plan."""
+        return (yield from self._put_entry("text", text.encode(_UTF8, _SURROGATES)))
+
+    def plan_index_message(self, message_id: str, ref: str) -> Plan[None]:
+        """`index_message` as a plan."""
         self._check(ref)
         entry = _dumps({"message_id": message_id, "ref": ref})
-        yield _Put(self._namespace(_INDEX_KIND), _index_key(message_id), entry)
+        yield from self._put(self._namespace(_INDEX_KIND), _index_key(message_id), entry)
 
-    def _lookup_flow(self, message_id: str) -> _Flow[str | None]:
-        data = yield _Get(self._namespace(_INDEX_KIND), _index_key(message_id))
+    def plan_lookup(self, message_id: str) -> Plan[str | None]:
+        """`lookup` as a plan."""
+        data = yield from self._get(self._namespace(_INDEX_KIND), _index_key(message_id))
         if data is None:
             return None
         entry = _loads(data, f"index[{message_id!r}]")
@@ -382,89 +356,21 @@ class Archive:
             raise ArchiveCorruptError(msg)
         return str(entry["ref"])
 
-    def _resolve_flow(self, ref_or_message_id: str) -> _Flow[str]:
-        if is_archive_ref(ref_or_message_id):
-            return ref_or_message_id
-        ref = yield from self._lookup_flow(ref_or_message_id)
-        if ref is None:
-            msg = (
-                f"{ref_or_message_id!r} is neither an archive reference like {_REF_SHAPE} nor the "
-                f"id of a message archived in thread {self.thread_id!r}"
-            )
-            raise ArchiveEntryNotFoundError(msg)
-        return ref
+    def plan_restore(self, ref_or_message_id: str) -> Plan[BaseMessage]:
+        """`restore` as a plan."""
+        ref = yield from self._resolve(ref_or_message_id)
+        _, data = yield from self._get_entry(ref, "message")
+        return decode_message(data)
 
-    def _read_flow(self, ref_or_message_id: str) -> _Flow[BaseMessage | list[BaseMessage] | str]:
-        ref = yield from self._resolve_flow(ref_or_message_id)
-        kind, data = yield from self._get_flow(ref)
+    def plan_read(self, ref_or_message_id: str) -> Plan[BaseMessage | list[BaseMessage] | str]:
+        """`read` as a plan."""
+        ref = yield from self._resolve(ref_or_message_id)
+        kind, data = yield from self._get_entry(ref)
         if kind == "message":
             return decode_message(data)
         if kind == "messages":
             return decode_messages(data)
         return data.decode(_UTF8, _SURROGATES)
-
-    def _restore_flow(self, ref_or_message_id: str) -> _Flow[BaseMessage]:
-        ref = yield from self._resolve_flow(ref_or_message_id)
-        _, data = yield from self._get_flow(ref, "message")
-        return decode_message(data)
-
-    def _get_message_flow(self, ref: str) -> _Flow[BaseMessage]:
-        _, data = yield from self._get_flow(ref, "message")
-        return decode_message(data)
-
-    def _get_messages_flow(self, ref: str) -> _Flow[list[BaseMessage]]:
-        _, data = yield from self._get_flow(ref, "messages")
-        return decode_messages(data)
-
-    def _get_text_flow(self, ref: str) -> _Flow[str]:
-        _, data = yield from self._get_flow(ref, "text")
-        return data.decode(_UTF8, _SURROGATES)
-
-    # drivers --------------------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _backend_errors(self, op: _Put | _Get) -> Iterator[None]:
-        """A backend failure (lost connection, full disk...) as an `ArchiveError` naming it."""
-        try:
-            yield
-        except ArchiveError:
-            raise
-        except Exception as exc:
-            what = "write" if isinstance(op, _Put) else "read"
-            where = "/".join((*op.namespace, op.key))
-            msg = (
-                f"archive backend {type(self.backend).__name__} failed to {what} {where} "
-                f"(thread {self.thread_id!r}): {type(exc).__name__}: {exc}"
-            )
-            raise ArchiveError(msg) from exc
-
-    def _run(self, flow: _Flow[T]) -> T:
-        result: bytes | None = None
-        while True:
-            try:
-                op = flow.send(result)
-            except StopIteration as stop:
-                return cast(T, stop.value)
-            with self._backend_errors(op):
-                if isinstance(op, _Put):
-                    self.backend.put(op.namespace, op.key, op.data)
-                    result = None
-                else:
-                    result = self.backend.get(op.namespace, op.key)
-
-    async def _arun(self, flow: _Flow[T]) -> T:
-        result: bytes | None = None
-        while True:
-            try:
-                op = flow.send(result)
-            except StopIteration as stop:
-                return cast(T, stop.value)
-            with self._backend_errors(op):
-                if isinstance(op, _Put):
-                    await self.backend.aput(op.namespace, op.key, op.data)
-                    result = None
-                else:
-                    result = await self.backend.aget(op.namespace, op.key)
 
     # public API -------------------------------------------------------------------------
 
@@ -478,11 +384,11 @@ class Archive:
         Returns:
             The reference, `lgctx:<thread>:message:<sha256>`.
         """
-        return self._run(self._put_message_flow(message, index))
+        return run_plan(self.plan_put_message(message, index=index))
 
     async def aput_message(self, message: BaseMessage, *, index: bool = True) -> str:
         """Async `put_message`."""
-        return await self._arun(self._put_message_flow(message, index))
+        return await arun_plan(self.plan_put_message(message, index=index))
 
     def put_messages(self, messages: Sequence[BaseMessage]) -> str:
         """Archive a list of messages as one entry (the insurance dump before a summary).
@@ -490,66 +396,35 @@ class Archive:
         Returns:
             The reference, `lgctx:<thread>:messages:<sha256>`.
         """
-        return self._run(self._put_flow("messages", encode_messages(messages)))
+        return run_plan(self.plan_put_messages(messages))
 
     async def aput_messages(self, messages: Sequence[BaseMessage]) -> str:
         """Async `put_messages`."""
-        return await self._arun(self._put_flow("messages", encode_messages(messages)))
+        return await arun_plan(self.plan_put_messages(messages))
 
     def put_text(self, text: str) -> str:
         """Archive a piece of text and return its reference (`...:text:<sha256>`)."""
-        return self._run(self._put_flow("text", text.encode(_UTF8, _SURROGATES)))
+        return run_plan(self.plan_put_text(text))
 
     async def aput_text(self, text: str) -> str:
         """Async `put_text`."""
-        return await self._arun(self._put_flow("text", text.encode(_UTF8, _SURROGATES)))
-
-    def get_message(self, ref: str) -> BaseMessage:
-        """The message a `message` reference points at.
-
-        Raises:
-            ArchiveError: `ref` is malformed or points at another kind of entry.
-            ArchiveAccessError: `ref` belongs to another thread or user.
-            ArchiveEntryNotFoundError: Nothing is stored under `ref`.
-            ArchiveCorruptError: The stored bytes do not hash to `ref`'s sha256.
-        """
-        return self._run(self._get_message_flow(ref))
-
-    async def aget_message(self, ref: str) -> BaseMessage:
-        """Async `get_message`."""
-        return await self._arun(self._get_message_flow(ref))
-
-    def get_messages(self, ref: str) -> list[BaseMessage]:
-        """The message list a `messages` reference points at (errors as `get_message`)."""
-        return self._run(self._get_messages_flow(ref))
-
-    async def aget_messages(self, ref: str) -> list[BaseMessage]:
-        """Async `get_messages`."""
-        return await self._arun(self._get_messages_flow(ref))
-
-    def get_text(self, ref: str) -> str:
-        """The text a `text` reference points at (errors as `get_message`)."""
-        return self._run(self._get_text_flow(ref))
-
-    async def aget_text(self, ref: str) -> str:
-        """Async `get_text`."""
-        return await self._arun(self._get_text_flow(ref))
+        return await arun_plan(self.plan_put_text(text))
 
     def index_message(self, message_id: str, ref: str) -> None:
         """Record that the message with id `message_id` is archived under `ref`."""
-        self._run(self._index_flow(message_id, ref))
+        run_plan(self.plan_index_message(message_id, ref))
 
     async def aindex_message(self, message_id: str, ref: str) -> None:
         """Async `index_message`."""
-        await self._arun(self._index_flow(message_id, ref))
+        await arun_plan(self.plan_index_message(message_id, ref))
 
     def lookup(self, message_id: str) -> str | None:
         """The reference recorded for a message id, or `None`."""
-        return self._run(self._lookup_flow(message_id))
+        return run_plan(self.plan_lookup(message_id))
 
     async def alookup(self, message_id: str) -> str | None:
         """Async `lookup`."""
-        return await self._arun(self._lookup_flow(message_id))
+        return await arun_plan(self.plan_lookup(message_id))
 
     def restore(self, ref_or_message_id: str) -> BaseMessage:
         """The archived message, by `message` reference or by the id of an indexed message.
@@ -559,19 +434,30 @@ class Archive:
             ArchiveAccessError: The reference belongs to another thread or user.
             ArchiveCorruptError: The stored bytes do not match their address.
         """
-        return self._run(self._restore_flow(ref_or_message_id))
+        return run_plan(self.plan_restore(ref_or_message_id))
 
     async def arestore(self, ref_or_message_id: str) -> BaseMessage:
         """Async `restore`."""
-        return await self._arun(self._restore_flow(ref_or_message_id))
+        return await arun_plan(self.plan_restore(ref_or_message_id))
 
     def read(self, ref_or_message_id: str) -> BaseMessage | list[BaseMessage] | str:
-        """Whatever a reference (of any kind) or an indexed message id points at."""
-        return self._run(self._read_flow(ref_or_message_id))
+        """Whatever a reference or an indexed message id points at.
+
+        A message (from `put_message`), a message list (an insurance dump, from
+        `put_messages`) or a text (from `put_text`).
+
+        The one way to read the archive; `restore` is its typed form for single messages.
+
+        Raises:
+            ArchiveEntryNotFoundError: Unknown message id, or nothing stored under the ref.
+            ArchiveAccessError: The reference belongs to another thread or user.
+            ArchiveCorruptError: The stored bytes do not match their address.
+        """
+        return run_plan(self.plan_read(ref_or_message_id))
 
     async def aread(self, ref_or_message_id: str) -> BaseMessage | list[BaseMessage] | str:
         """Async `read`."""
-        return await self._arun(self._read_flow(ref_or_message_id))
+        return await arun_plan(self.plan_read(ref_or_message_id))
 
 
 def _index_key(message_id: str) -> str:

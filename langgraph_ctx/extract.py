@@ -3,7 +3,9 @@
 `EntityExtractor` asks a chat model (through `with_structured_output`) for the current values
 of a schema (a pydantic model or a TypedDict, e.g. `{destination, date}`) given the previous
 values and the newest messages. The pipeline's `EntityExtraction` strategy calls it after each
-new user input and injects the values as JSON in the system prompt.
+new user input and injects the values as JSON in the system prompt. `EntityExtractor.plan` holds
+the call as a `CallModel` effect on the structured-output runnable, so the pipeline composes it
+with `yield from`; `extract` and `aextract` drive it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
+from langgraph_ctx._effects import CallModel, Plan, arun_plan, run_plan
 from langgraph_ctx.summarize import render_transcript
 
 EXTRACTION_PROMPT = (
@@ -70,17 +73,24 @@ class EntityExtractor:
             ),
         ]
 
+    def plan(
+        self, messages: Sequence[BaseMessage], previous: Mapping[str, Any] | None
+    ) -> Plan[dict[str, Any]]:
+        """`extract` as a plan: one `CallModel` effect; a model failure propagates."""
+        values = yield CallModel(self._runnable, self.prompt(messages, previous))
+        return _as_dict(values)
+
     def extract(
         self, messages: Sequence[BaseMessage], previous: Mapping[str, Any] | None
     ) -> dict[str, Any]:
         """Updated values (raises when the model fails; the strategy keeps the old ones)."""
-        return _as_dict(self._runnable.invoke(self.prompt(messages, previous)))
+        return run_plan(self.plan(messages, previous))
 
     async def aextract(
         self, messages: Sequence[BaseMessage], previous: Mapping[str, Any] | None
     ) -> dict[str, Any]:
         """Async twin of `extract`."""
-        return _as_dict(await self._runnable.ainvoke(self.prompt(messages, previous)))
+        return await arun_plan(self.plan(messages, previous))
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

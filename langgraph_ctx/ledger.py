@@ -8,7 +8,7 @@ checkpointed state trip `LANGGRAPH_STRICT_MSGPACK`; this is dicts, lists, string
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypedDict
 
 from langgraph_ctx.errors import ConfigError, shorten
@@ -150,6 +150,157 @@ def merge_ledger(left: dict[str, Any] | None, right: dict[str, Any] | None) -> d
             raise ConfigError(msg)
     merged = dict(left or {})
     merged.update(right or {})
+    return merged
+
+
+# --- the writes (the only code that changes a ledger) ------------------------------------
+
+
+def fold_summary(
+    ledger: ContextLedger,
+    *,
+    text: str,
+    covered_ids: Sequence[str],
+    dump_ref: str | None,
+    source: str,
+) -> SummaryEntry:
+    """Make `text` the running summary, covering `covered_ids` on top of what it covered.
+
+    Ids already covered are not added twice; `dump_ref` (the insurance dump of what was
+    summarized, if any) joins the dump refs. The running summary takes over from a rebuild
+    hint, so the hint is cleared (a rebuild sets its new hint after this).
+    """
+    previous = ledger.get("summary") or {}
+    ledger["hint"] = None
+    summary: SummaryEntry = {
+        "text": text,
+        "covered_ids": _union(previous.get("covered_ids", []), covered_ids),
+        "dump_refs": list(previous.get("dump_refs", [])) + ([dump_ref] if dump_ref else []),
+        "source": source,
+        "updates": int(previous.get("updates", 0)) + 1,
+    }
+    ledger["summary"] = summary
+    return summary
+
+
+def adopt_summary(ledger: ContextLedger, text: str | None) -> bool:
+    """Adopt a summary found in the history (a `<summary>` message) when the ledger has none.
+
+    Returns whether it was adopted: a ledger that already holds a summary text keeps it.
+    """
+    if text is None or (ledger.get("summary") or {}).get("text"):
+        return False
+    ledger["summary"] = {
+        "text": text,
+        "covered_ids": [],
+        "dump_refs": [],
+        "source": "input",
+        "updates": 0,
+    }
+    return True
+
+
+def add_dump_ref(ledger: ContextLedger | dict[str, Any], ref: str) -> None:
+    """Name one more insurance dump in the summary (a copy: the old summary dict is kept)."""
+    target: dict[str, Any] = ledger  # type: ignore[assignment]
+    summary = dict(target.get("summary") or {})
+    summary["dump_refs"] = [*summary.get("dump_refs", []), ref]
+    target["summary"] = summary
+
+
+def set_hint(
+    ledger: ContextLedger,
+    *,
+    text: str,
+    cleared_ids: list[str],
+    dump_ref: str | None,
+    prompt_tokens: int,
+    after_id: str | None,
+) -> None:
+    """Record the compression hint of a rebuild (the next prompts carry `text`)."""
+    ledger["hint"] = {
+        "text": text,
+        "cleared_ids": cleared_ids,
+        "dump_ref": dump_ref,
+        "prompt_tokens": prompt_tokens,
+        "after_id": after_id,
+    }
+
+
+def set_window(
+    ledger: ContextLedger,
+    start_id: str | None = None,
+    *,
+    pin_id: str | None = None,
+    task_dropped: bool = False,
+) -> None:
+    """Record where the prompt's window starts; no `start_id` shows the whole history again."""
+    if start_id is None:
+        ledger["window"] = {}
+        return
+    window: WindowEntry = {"start_id": start_id, "pin_id": pin_id}
+    if task_dropped:
+        window["task_dropped"] = True
+    ledger["window"] = window
+
+
+def record_pruned(ledger: ContextLedger, message_id: str, entry: PrunedEntry) -> None:
+    """Show a tool output as a pruned placeholder."""
+    ledger["pruned"][message_id] = entry
+
+
+def record_compacted(ledger: ContextLedger, message_id: str, entry: CompactedEntry) -> None:
+    """Show a tool output as its compacted stand-in (no longer as a pruned placeholder)."""
+    ledger["compacted"][message_id] = entry
+    ledger["pruned"].pop(message_id, None)
+
+
+def forget_entries(ledger: ContextLedger | dict[str, Any], ids: Collection[str]) -> None:
+    """Drop the pruned and compacted entries of messages that left the state.
+
+    Their archived copies stay indexed by id, so `recall` still finds them. Works on a
+    `ContextLedger` or on a plain ledger dict (new entry dicts; the old ones are kept).
+    """
+    target: dict[str, Any] = ledger  # type: ignore[assignment]
+    for key in ("pruned", "compacted"):
+        target[key] = {k: v for k, v in (target.get(key) or {}).items() if k not in ids}
+
+
+def record_extraction(
+    ledger: ContextLedger,
+    *,
+    last_input_id: str | None,
+    values: Mapping[str, Any] | None = None,
+    error: str | None = None,
+) -> EntitiesEntry:
+    """Record an entity extraction at user input `last_input_id`.
+
+    On success (`error` None) `values` replace the entity state; on failure the previous
+    values are kept and the error is recorded. Either way the input is not extracted again.
+    """
+    entities: Any = dict(ledger.get("entities") or {})
+    if error is None:
+        entities.update(values=dict(values or {}), last_input_id=last_input_id, error=None)
+    else:
+        entities.update(last_input_id=last_input_id, error=error)
+    ledger["entities"] = entities
+    return entities  # type: ignore[no-any-return]
+
+
+def set_last_report(ledger: ContextLedger | dict[str, Any], report: dict[str, Any]) -> None:
+    """Store a report (its `to_dict()` form) as the ledger's last report."""
+    target: dict[str, Any] = ledger  # type: ignore[assignment]
+    target["last_report"] = report
+
+
+def _union(old: Sequence[str], new: Sequence[str]) -> list[str]:
+    """`old`, then the ids of `new` not yet in it, in order: a message is covered once."""
+    merged = list(old)
+    seen = set(merged)
+    for message_id in new:
+        if message_id not in seen:
+            seen.add(message_id)
+            merged.append(message_id)
     return merged
 
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
@@ -28,11 +29,17 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
-from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.errors import ArchiveError, ConfigError
+from langgraph_ctx.ledger import add_dump_ref, forget_entries, set_last_report
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.rebuild import plan_rebuild
-from langgraph_ctx.report import ContextCostReport, Decision
-from langgraph_ctx.strategies import Compaction, SlidingWindow
+from langgraph_ctx.report import ContextCostReport
+from langgraph_ctx.strategies import Strategy, default_strategies
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from langgraph_ctx.summarize import Summarizer
 
 REPORT_KEY = "context_cost"
 """Key of the report in an AI message's `response_metadata`."""
@@ -52,13 +59,13 @@ class ContextMemory:
             given, and its name picks the tokenizer.
         context_window_tokens: The window in tokens (wins over the model profile).
         reserved_output_tokens: Tokens kept free for the reply.
-        strategies: Strategies or configs; default `[Compaction(), SlidingWindow()]`.
+        strategies: Strategies or configs, run in order; default `default_strategies()`
+            (drop memory, prune, compact, then a window that summarizes what leaves it).
         archive: Where archived content goes: an `ArchiveBackend`, a LangGraph `BaseStore`,
             or a directory path. Default: an in-process `InMemoryStore`.
         store: A `BaseStore` searched for memory (`<relevant_context>`); also the archive
             when `archive` is not given.
         summarizer: A `Summarizer` or chat model; None uses the deterministic summary.
-        auto_compact: Summarize what leaves the window (insured in the archive first).
         hint_threshold: Rebuild after a turn whose real prompt passed this share of the window.
         remove_summarized: Remove summarized messages from live state, by id (they stay in the
             archive, and `get_full_history` keeps them in place).
@@ -69,30 +76,35 @@ class ContextMemory:
     def __init__(
         self,
         *,
-        model: Any = None,
+        model: BaseChatModel | None = None,
         context_window_tokens: int | None = None,
         reserved_output_tokens: int = 0,
-        strategies: Any = None,
-        archive: ArchiveBackend | BaseStore | str | Any = None,
+        strategies: Sequence[Strategy | Mapping[str, Any]] | Mapping[str, Any] | str | None = None,
+        archive: ArchiveBackend | BaseStore | str | os.PathLike[str] | None = None,
         store: BaseStore | None = None,
-        summarizer: Any = None,
-        auto_compact: bool = True,
+        summarizer: Summarizer | BaseChatModel | None = None,
         hint_threshold: float = 0.8,
         remove_summarized: bool = False,
         expose_recall: bool = True,
         **manager_options: Any,
     ) -> None:
-        if not 0 < hint_threshold <= 1:
-            msg = f"hint_threshold must be in (0, 1], got {hint_threshold}"
+        if (
+            not isinstance(hint_threshold, (int, float))
+            or isinstance(hint_threshold, bool)
+            or not 0 < hint_threshold <= 1
+        ):
+            msg = (
+                f"hint_threshold must be a number in (0, 1], got {type(hint_threshold).__name__} "
+                f"{hint_threshold!r}; pass e.g. 0.8"
+            )
             raise ConfigError(msg)
         self.manager = ContextManager(
             model=model,
             context_window_tokens=context_window_tokens,
             reserved_output_tokens=reserved_output_tokens,
-            strategies=strategies if strategies is not None else [Compaction(), SlidingWindow()],
+            strategies=strategies if strategies is not None else default_strategies(),
             store=store,
             summarizer=summarizer,
-            auto_compact=auto_compact,
             **manager_options,
         )
         self.backend = _backend(archive, store)
@@ -205,16 +217,12 @@ class ContextMemory:
         # One kept neighbour on each side anchors the span in the live history.
         span = list(messages[max(0, at[0] - 1) : at[-1] + 2])
         try:
-            ref = yield self.manager.dump_effect(self.archive_for(config), span)
+            ref = yield from self.manager.plan_dump(self.archive_for(config), span)
         except Exception as exc:  # nothing leaves the state without its archive copy
             return [], _skip_removals(result, [messages[i].id or "" for i in at], exc)
-        gone = {messages[i].id for i in at}
         state = dict(result.state)
-        summary = dict(state.get("summary") or {})
-        summary["dump_refs"] = [*summary.get("dump_refs", []), ref]
-        state["summary"] = summary
-        for kind in ("pruned", "compacted"):  # their archived copies stay indexed by id
-            state[kind] = {k: v for k, v in (state.get(kind) or {}).items() if k not in gone}
+        add_dump_ref(state, ref)
+        forget_entries(state, {messages[i].id or "" for i in at})
         return [RemoveMessage(id=messages[i].id or "") for i in at], state
 
     def _plan_build_update(
@@ -237,6 +245,9 @@ class ContextMemory:
     ) -> RunnableLambda[Any, dict[str, Any]]:
         """A node to put before the model node: writes the model's input and the ledger.
 
+        Also the `pre_model_hook` of `create_react_agent` (with `state_schema=ContextReactState`
+        so the ledger has a channel).
+
         Args:
             tools: The tools the model is bound to (counted in the budget).
             output_key: State key the built messages go to.
@@ -257,15 +268,6 @@ class ContextMemory:
             return await arun_plan(plan(state, config))
 
         return RunnableLambda(run, afunc=arun, name="context")
-
-    def pre_model_hook(
-        self, *, tools: Sequence[Any] | None = None
-    ) -> RunnableLambda[Any, dict[str, Any]]:
-        """A `pre_model_hook` for `create_react_agent`; always writes `llm_input_messages`.
-
-        Use it with `state_schema=ContextReactState` so the ledger has a channel.
-        """
-        return self.node(tools=tools, output_key="llm_input_messages")
 
     def after_turn_node(self) -> RunnableLambda[Any, dict[str, Any]]:
         """A node to put after the model (or after a turn): report onto the AI message, rebuild."""
@@ -343,17 +345,15 @@ def _skip_removals(result: BuildResult, ids: list[str], exc: Exception) -> dict[
     report says why.
     """
     report = result.report
-    report.add(
-        Decision(
-            kind="skip",
-            tokens_before=report.tokens,
-            tokens_after=report.tokens,
-            message_ids=ids,
-            detail={"reason": f"remove_summarized: dump failed: {type(exc).__name__}: {exc}"},
-        )
+    report.record(
+        "skip",
+        tokens_before=report.tokens,
+        tokens_after=report.tokens,
+        message_ids=ids,
+        detail={"reason": f"remove_summarized: dump failed: {type(exc).__name__}: {exc}"},
     )
     state = dict(result.state)
-    state["last_report"] = report.to_dict()
+    set_last_report(state, report.to_dict())
     return state
 
 
@@ -361,6 +361,12 @@ def _backend(archive: Any, store: BaseStore | None) -> ArchiveBackend | BaseStor
     if archive is None:
         return store if store is not None else InMemoryStore()
     if isinstance(archive, (str, bytes)) or hasattr(archive, "__fspath__"):
+        if not os.fspath(archive):  # "" would silently mean the working directory
+            msg = (
+                f"archive is an empty path ({archive!r}); pass the directory to archive into, "
+                "e.g. archive='.langgraph_ctx/archive', or None for an in-memory store"
+            )
+            raise ConfigError(msg)
         return DirectoryBackend(archive)
     if isinstance(archive, (BaseStore, ArchiveBackend)):
         return archive
@@ -369,6 +375,20 @@ def _backend(archive: Any, store: BaseStore | None) -> ArchiveBackend | BaseStor
         f"{type(archive).__name__}"
     )
     raise ConfigError(msg)
+
+
+def _plan_full_history(
+    messages: Sequence[BaseMessage], ledger: Mapping[str, Any] | None, archive: Archive
+) -> Plan[list[BaseMessage]]:
+    """`full_history` as a plan: it reads the dumps the ledger names, then merges."""
+    dumps: list[list[BaseMessage]] = []
+    for ref in _dump_refs(ledger):
+        dump = yield from archive.plan_read(ref)
+        if not isinstance(dump, list):
+            msg = f"the ledger names {ref} as an insurance dump, but it holds no message list"
+            raise ArchiveError(msg)
+        dumps.append(dump)
+    return _merge_history(dumps, messages)
 
 
 def full_history(
@@ -385,16 +405,14 @@ def full_history(
         ledger: The thread's ledger (`state["context"]`).
         archive: The thread's archive.
     """
-    dumps = [archive.get_messages(ref) for ref in _dump_refs(ledger)]
-    return _merge_history(dumps, messages)
+    return run_plan(_plan_full_history(messages, ledger, archive))
 
 
 async def afull_history(
     messages: Sequence[BaseMessage], ledger: Mapping[str, Any] | None, archive: Archive
 ) -> list[BaseMessage]:
     """Async twin of `full_history`."""
-    dumps = [await archive.aget_messages(ref) for ref in _dump_refs(ledger)]
-    return _merge_history(dumps, messages)
+    return await arun_plan(_plan_full_history(messages, ledger, archive))
 
 
 def _dump_refs(ledger: Mapping[str, Any] | None) -> list[str]:

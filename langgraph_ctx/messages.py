@@ -9,12 +9,12 @@ A *turn* is one user input and everything up to the next user input.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import operator
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -24,6 +24,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from langgraph_ctx._ids import CONVERSATION_START_ID, call_id, derived_id, repair_id
 from langgraph_ctx.errors import InvalidMessagesError, shorten
 
 _MESSAGE_ID = operator.attrgetter("id")
@@ -108,8 +109,10 @@ def split_blocks(messages: Sequence[BaseMessage]) -> list[Block]:
     i, n = 0, len(messages)
     while i < n:
         msg = messages[i]
-        if isinstance(msg, AIMessage) and msg.tool_calls:
-            call_ids = {tc.get("id") for tc in msg.tool_calls}
+        calls = sent_calls(msg)
+        if calls:
+            # An answer pairs by the id its call has or by the one it is shown with.
+            call_ids = {tc.get("id") or "" for tc in calls} | set(shown_call_ids(msg, calls))
             j = i + 1
             while (
                 j < n
@@ -154,6 +157,73 @@ def split_turns(messages: Sequence[BaseMessage]) -> list[Turn]:
     return turns
 
 
+def sent_calls(message: BaseMessage) -> list[dict[str, Any]]:
+    """The tool calls a provider is sent for a message, each of which needs an answer.
+
+    LangChain's OpenAI and Anthropic converters send `tool_calls`, and `invalid_tool_calls`
+    too (arguments that were not valid JSON); Anthropic's also sends a `tool_use` content
+    block that no tool call stands for. Invalid calls keep their `type` and `error`; a
+    content-only block comes back as a tool call. Empty for anything but an `AIMessage`.
+    """
+    if not isinstance(message, AIMessage):
+        return []
+    calls = cast(list[dict[str, Any]], [*message.tool_calls, *message.invalid_tool_calls])
+    if isinstance(message.content, list):
+        known = {tc.get("id") for tc in calls}
+        for block in message.content:
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_use"
+                and block.get("id") not in known
+            ):
+                known.add(block.get("id"))
+                calls.append(
+                    {
+                        "type": "tool_call",
+                        "name": block.get("name") or "",
+                        "args": block.get("input") or {},
+                        "id": block.get("id"),
+                    }
+                )
+    return calls
+
+
+def shown_call_ids(message: BaseMessage, calls: Sequence[dict[str, Any]]) -> list[str]:
+    """The id each of `calls` (from `sent_calls(message)`) is shown with: unique, non-empty.
+
+    A call keeps its id unless it has none or an earlier call of the message has it; then it
+    gets `call_id(message, index)`, deterministic, so every build shows the same id.
+    """
+    seen: set[str] = set()
+    out: list[str] = []
+    for index, tc in enumerate(calls):
+        cid = tc.get("id")
+        if not cid or cid in seen:
+            cid = call_id(message, index)
+        seen.add(cid)
+        out.append(cid)
+    return out
+
+
+def is_blank(message: BaseMessage) -> bool:
+    """Whether a message has nothing a provider accepts as content.
+
+    No block but text, and every text empty or whitespace: Anthropic's converter drops empty
+    text blocks (leaving no content) and the API refuses whitespace-only text; OpenAI refuses
+    an empty content list.
+    """
+    content = message.content
+    if isinstance(content, str):
+        return not content.strip()
+    for block in content:
+        text = block if isinstance(block, str) else None
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = str(block.get("text") or "")
+        if text is None or text.strip():  # a non-text block, or real text
+            return False
+    return True
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """One way a message list breaks a provider's rules.
@@ -181,8 +251,10 @@ def validate_messages(
     """Check a prompt against the OpenAI and Anthropic message rules.
 
     Rules: not empty; every tool result answers a call of the AI message right before its run;
-    every tool call is answered; system messages only at the start (Anthropic); at least one
-    non-system message, and the first of them a user message (Anthropic).
+    every tool call the converters send (`sent_calls`: invalid ones too) is answered, has an
+    id of its own in the message and is one of `tool_calls` or `invalid_tool_calls`; system
+    messages only at the start (Anthropic); at least one non-system message, and the first of
+    them a user message (Anthropic); no user message without content (`is_blank`).
 
     Args:
         messages: The prompt as it would be sent.
@@ -224,7 +296,8 @@ def validate_messages(
             ai = block.messages[0]
             assert isinstance(ai, AIMessage)
             answered = [m.tool_call_id for m in block.messages[1:]]  # type: ignore[attr-defined]
-            for tc in ai.tool_calls:
+            problems += _call_problems(ai, block.start)
+            for tc in sent_calls(ai):
                 if tc.get("id") not in answered:
                     problems.append(
                         Problem(
@@ -253,10 +326,38 @@ def validate_messages(
             )
         )
     for i, msg in enumerate(messages):
-        if isinstance(msg, HumanMessage) and not msg.content:
-            problems.append(Problem("empty_user_message", i, "a user message has no content"))
+        if isinstance(msg, HumanMessage) and is_blank(msg):
+            problems.append(
+                Problem("empty_user_message", i, "a user message has no text but whitespace")
+            )
     if provider != "all":
         problems = [p for p in problems if provider in p.providers]
+    return problems
+
+
+def _call_problems(ai: AIMessage, index: int) -> list[Problem]:
+    """Calls the providers cannot pair with an answer: no id, a repeated id, or only a block."""
+    problems: list[Problem] = []
+    ids = [tc.get("id") for tc in sent_calls(ai)]
+    listed = len(ai.tool_calls) + len(ai.invalid_tool_calls)
+    if len(ids) == 1 and ids[0] and listed == 1:
+        return []  # the usual case: one call with an id, listed
+    if not all(ids):
+        problems.append(Problem("tool_call_without_id", index, "a tool call has no id"))
+    for cid in sorted({c for c in ids if c and ids.count(c) > 1}):
+        problems.append(
+            Problem("duplicate_tool_call_id", index, f"two tool calls share the id {cid!r}")
+        )
+    if len(ids) > listed:
+        problems.append(
+            Problem(
+                "tool_use_without_tool_call",
+                index,
+                "a tool_use content block has no tool call: OpenAI is not sent the call, "
+                "so its answer is refused",
+                ("openai",),
+            )
+        )
     return problems
 
 
@@ -278,80 +379,145 @@ class RepairResult:
     """What `repair_messages` returns.
 
     Attributes:
-        messages: The repaired list (new list; the input is untouched).
-        actions: One line per change made.
+        messages: The repaired list: a new list when something changed, else the input list
+            itself (never mutated either way).
+        actions: One line per change made; empty when nothing needed repair.
     """
 
     messages: list[BaseMessage]
     actions: list[str] = field(default_factory=list)
 
 
-def needs_repair(messages: Sequence[BaseMessage]) -> bool:
-    """Whether `repair_messages` would change the tool-call pairing of `messages` (one pass)."""
-    pending: set[Any] = set()
-    for message in messages:
-        if isinstance(message, ToolMessage):
-            if message.tool_call_id not in pending:
-                return True  # an orphan, or a second answer to one call
-            pending.discard(message.tool_call_id)
-            continue
-        if pending:
-            return True  # a call left unanswered
-        if isinstance(message, AIMessage) and message.tool_calls:
-            pending = {tc.get("id") for tc in message.tool_calls}
-    return bool(pending)
-
-
 def repair_messages(messages: Sequence[BaseMessage]) -> RepairResult:
-    """Drop orphan tool results and second answers to one call; answer dangling calls.
+    """Pair every tool call the providers are sent with exactly one answer.
 
-    A dangling call gets a `ToolMessage` with `status="error"`, a deterministic id
-    (`lgctx-repair-...`) and the tag `{"repair": "dangling_call"}`. The pipeline applies this
-    to the prompt it shows (never to state) and reports it as a `repair` decision; call it
-    yourself to fix a list. Nothing is repaired silently: every change is listed in
-    `RepairResult.actions`.
+    The one owner of the tool-call pairing rule (the same blocks as `split_blocks`). Orphan
+    tool results and second answers to one call are dropped; a call without an answer gets a
+    `ToolMessage` with `status="error"`, a deterministic id (`lgctx-repair-...`) and the tag
+    `{"repair": "dangling_call"}` (`"invalid_call"` for a call whose arguments were not valid
+    JSON: the converters still send it, so it needs an answer too). A call with no id, or with
+    the id of an earlier call of its message, is shown with a `call_id` (`lgctx-call-...`),
+    and the answers that name its old id (`""` for none) are given the new one, in order; a
+    `tool_use` content block without a tool call becomes one. Such copies keep their message
+    id and carry no tag.
+
+    A single pass that copies nothing until the first change: a valid history comes back as
+    the same list object with no actions, so the pipeline runs it on every build. The
+    pipeline applies this to the prompt it shows (never to state) and reports it as a
+    `repair` decision; call it yourself to fix a list. Nothing is repaired silently: every
+    change is listed in `RepairResult.actions`.
     """
-    out: list[BaseMessage] = []
+    out: list[BaseMessage] | None = None  # made at the first change
     actions: list[str] = []
-    for block in split_blocks(messages):
-        if block.kind == "orphan_tool":
-            tm = block.messages[0]
+    ai: AIMessage | None = None  # the AI message whose tool results may follow
+    calls: list[dict[str, Any]] = []  # its calls, with the ids they are shown with
+    waiting: dict[str, list[str]] = {}  # an answer's tool_call_id -> shown ids still open
+    answered: set[str] = set()
+    for i, message in enumerate(messages):
+        if ai is not None:
+            if isinstance(message, ToolMessage) and message.tool_call_id in waiting:
+                open_ids = waiting[message.tool_call_id]
+                if not open_ids:
+                    out = out if out is not None else list(messages[:i])
+                    actions.append(
+                        f"dropped duplicate tool result {message.id or '?'} "
+                        f"for {message.tool_call_id!r}"
+                    )
+                    continue
+                shown_id = open_ids.pop(0)
+                answered.add(shown_id)
+                if shown_id != message.tool_call_id:
+                    out = out if out is not None else list(messages[:i])
+                    actions.append(f"gave tool result {message.id or '?'} the call id {shown_id!r}")
+                    message = message.model_copy(update={"tool_call_id": shown_id})
+                if out is not None:
+                    out.append(message)
+                continue
+            out = _answer_dangling(ai, calls, answered, messages, i, out, actions)
+            ai = None
+        if isinstance(message, ToolMessage):
+            out = out if out is not None else list(messages[:i])
             actions.append(
-                f"dropped orphan tool result {tm.id or '?'} for call {tm.tool_call_id!r}"  # type: ignore[attr-defined]
+                f"dropped orphan tool result {message.id or '?'} for call {message.tool_call_id!r}"
             )
             continue
-        if block.kind != "tool_exchange":
-            out.extend(block.messages)
-        else:
-            ai = block.messages[0]
-            assert isinstance(ai, AIMessage)
-            out.append(ai)
-            answered: set[str] = set()
-            for tm in block.messages[1:]:
-                call_id = tm.tool_call_id  # type: ignore[attr-defined]
-                if call_id in answered:
-                    actions.append(f"dropped duplicate tool result {tm.id or '?'} for {call_id!r}")
-                    continue
-                answered.add(call_id)
-                out.append(tm)
-            for tc in ai.tool_calls:
-                if tc.get("id") not in answered:
-                    out.append(
-                        ToolMessage(
-                            content=f"[tool call {tc.get('name')} was never answered]",
-                            tool_call_id=tc.get("id") or "",
-                            name=tc.get("name"),
-                            status="error",
-                            id=_repair_id(ai, tc.get("id")),
-                            additional_kwargs={TAG_KEY: {"repair": "dangling_call"}},
-                        )
-                    )
-                    actions.append(f"answered dangling call {tc.get('id')!r} with an error")
+        sent = sent_calls(message)
+        if sent:
+            assert isinstance(message, AIMessage)
+            shown_ids = shown_call_ids(message, sent)
+            waiting = {}
+            for tc, shown_id in zip(sent, shown_ids, strict=True):
+                waiting.setdefault(tc.get("id") or "", []).append(shown_id)
+            ai, answered, calls = message, set(), sent
+            if shown_ids != [tc.get("id") for tc in sent] or len(sent) > len(
+                message.tool_calls
+            ) + len(message.invalid_tool_calls):
+                calls = [{**tc, "id": cid} for tc, cid in zip(sent, shown_ids, strict=True)]
+                out = out if out is not None else list(messages[:i])
+                actions.append(f"showed the tool calls of {message.id or '?'} with ids {shown_ids}")
+                message = _with_calls(message, calls)
+        if out is not None:
+            out.append(message)
+    if ai is not None:
+        out = _answer_dangling(ai, calls, answered, messages, len(messages), out, actions)
+    if out is None:
+        return RepairResult(messages if isinstance(messages, list) else list(messages), [])
     return RepairResult(out, actions)
 
 
-CONVERSATION_START_ID = "lgctx-conversation-start"
-"""Id of the user stand-in that opens a prompt whose conversation starts with the model."""
+def _with_calls(ai: AIMessage, calls: list[dict[str, Any]]) -> AIMessage:
+    """A copy of `ai` whose `tool_calls` and `invalid_tool_calls` are `calls`.
+
+    The copy's `tool_use` content blocks go: both converters send the calls from
+    `tool_calls` and `invalid_tool_calls`, and a block naming a renamed id would be sent
+    twice.
+    """
+    valid = [tc for tc in calls if tc.get("type") != "invalid_tool_call"]
+    invalid = [tc for tc in calls if tc.get("type") == "invalid_tool_call"]
+    content: Any = ai.content
+    if isinstance(content, list):
+        content = [b for b in content if not (isinstance(b, dict) and b.get("type") == "tool_use")]
+    return ai.model_copy(
+        update={"content": content or "", "tool_calls": valid, "invalid_tool_calls": invalid}
+    )
+
+
+def _answer_dangling(
+    ai: AIMessage,
+    calls: list[dict[str, Any]],
+    answered: set[str],
+    messages: Sequence[BaseMessage],
+    end: int,
+    out: list[BaseMessage] | None,
+    actions: list[str],
+) -> list[BaseMessage] | None:
+    """Close the tool block of `ai` ending before `end`: answer each call left unanswered."""
+    for tc in calls:
+        if tc["id"] in answered:
+            continue
+        out = out if out is not None else list(messages[:end])
+        invalid = tc.get("type") == "invalid_tool_call"
+        reason = tc.get("error") or "its arguments were not valid JSON"
+        text = (
+            f"[tool call {tc.get('name')} was not run: {reason}]"
+            if invalid
+            else f"[tool call {tc.get('name')} was never answered]"
+        )
+        out.append(
+            ToolMessage(
+                content=text,
+                tool_call_id=tc["id"],
+                name=tc.get("name"),
+                status="error",
+                id=repair_id(ai, tc["id"]),
+                additional_kwargs={
+                    TAG_KEY: {"repair": "invalid_call" if invalid else "dangling_call"}
+                },
+            )
+        )
+        what = "invalid call" if invalid else "dangling call"
+        actions.append(f"answered {what} {tc['id']!r} with an error")
+    return out
 
 
 def conversation_start_message() -> HumanMessage:
@@ -370,7 +536,7 @@ def conversation_start_message() -> HumanMessage:
 def needs_conversation_form(message: BaseMessage) -> bool:
     """Whether a message inside the conversation breaks a provider rule on its own."""
     return isinstance(message, SystemMessage) or (
-        isinstance(message, HumanMessage) and not message.content
+        isinstance(message, HumanMessage) and is_blank(message)
     )
 
 
@@ -378,26 +544,20 @@ def in_conversation_form(message: BaseMessage) -> BaseMessage:
     """How a message inside the conversation is shown so every provider accepts it.
 
     A system message after the conversation started becomes a user message holding its text
-    in `<system_message>` tags (Anthropic accepts system text only at the start); an empty user
-    message gets a short placeholder (providers refuse empty user content). The id stays and
+    in `<system_message>` tags (Anthropic accepts system text only at the start); a user
+    message with no content but empty or whitespace text (`is_blank`) gets a short placeholder
+    (providers refuse empty user content). The id stays and
     the copy is tagged `{"shown_as": "user", "was": "system" | "empty"}`; the state keeps the
     original. Anything else is returned as it is.
     """
     if isinstance(message, SystemMessage):
         text, was = f"<system_message>\n{text_of(message)}\n</system_message>", "system"
-    elif isinstance(message, HumanMessage) and not message.content:
+    elif isinstance(message, HumanMessage) and is_blank(message):
         text, was = "[empty message]", "empty"
     else:
         return message
     tag = {**get_tag(message), "shown_as": "user", "was": was}
     return HumanMessage(content=text, id=message.id, additional_kwargs={TAG_KEY: tag})
-
-
-def _repair_id(ai: AIMessage, call_id: str | None) -> str:
-    # Deterministic, so a repaired prompt is the same bytes on every build.
-    source = ai.id or message_fingerprint(ai)
-    digest = hashlib.sha256(f"{source}:{call_id}".encode()).hexdigest()
-    return f"lgctx-repair-{digest[:24]}"
 
 
 # --- what counts as a message -------------------------------------------------------------
@@ -423,7 +583,9 @@ def coerce_messages(messages: Any) -> list[BaseMessage]:
         )
         raise InvalidMessagesError(msg)
     # One check per distinct type, not per message: a long history costs a C-level pass.
-    if all(issubclass(kind, BaseMessage) for kind in set(map(type, messages))):
+    kinds = set(map(type, messages))
+    if all(issubclass(kind, BaseMessage) for kind in kinds):
+        _check_sendable(messages, kinds)
         return list(messages)
     from langchain_core.messages import convert_to_messages
 
@@ -443,7 +605,58 @@ def coerce_messages(messages: Any) -> list[BaseMessage]:
                 '("user", "...") tuples or strings'
             )
             raise InvalidMessagesError(msg, [f"item {i}: {type(item).__name__}"]) from exc
+    _check_sendable(out, set(map(type, out)))
     return out
+
+
+def _check_sendable(messages: Sequence[BaseMessage], kinds: set[type]) -> None:
+    """Refuse a `RemoveMessage`: an instruction to LangGraph's `add_messages` reducer.
+
+    It is not a message to send. One set lookup when there is none (`kinds` is at hand).
+    """
+    from langchain_core.messages import RemoveMessage
+
+    if RemoveMessage not in kinds:
+        return
+    for i, m in enumerate(messages):
+        if isinstance(m, RemoveMessage):
+            msg = (
+                f"item {i} of the history is a RemoveMessage (id {m.id!r}): it tells LangGraph's "
+                "add_messages reducer to delete a message and is not a message to send. Return "
+                "it from a node so the reducer applies it, and build from state['messages']"
+            )
+            raise InvalidMessagesError(msg, [f"item {i}: RemoveMessage"])
+
+
+def check_tool_args(messages: Sequence[BaseMessage]) -> None:
+    """Refuse tool-call arguments that are not JSON (a `datetime`, `bytes`, a `set`, deep nesting).
+
+    Both providers' converters send tool arguments with `json.dumps`, so such a value would fail
+    at the provider, and it cannot be counted or archived. The build checks what it shows (the
+    window: every message is in it before it is sent, dumped or summarized), so the work per
+    call follows the window, not the whole history.
+
+    Raises:
+        InvalidMessagesError: Names the message, the tool, the value and how to convert it.
+    """
+    for m in messages:
+        if not (isinstance(m, AIMessage) and m.tool_calls):
+            continue
+        for tc in m.tool_calls:
+            try:
+                json.dumps(tc.get("args"))
+            except (TypeError, ValueError, RecursionError) as exc:
+                try:
+                    shown = shorten(tc.get("args"))
+                except RecursionError:  # the repr recurses as deep as the encoder did
+                    shown = "(nested too deeply to show)"
+                msg = (
+                    f"message {m.id!r} calls tool {tc.get('name')!r} with arguments that are not "
+                    f"JSON ({exc}): {shown}. Providers send tool arguments as JSON; convert the "
+                    "value first (a datetime to an ISO string, bytes to base64 text, a set to a "
+                    "list)"
+                )
+                raise InvalidMessagesError(msg, [f"{m.id}: tool args"]) from exc
 
 
 def check_unique_ids(messages: Sequence[BaseMessage]) -> None:
@@ -474,19 +687,6 @@ def check_unique_ids(messages: Sequence[BaseMessage]) -> None:
 # --- ids and tags -------------------------------------------------------------------------
 
 
-def message_fingerprint(message: BaseMessage) -> str:
-    """A stable sha256 of what a message says (type, content, name, tool calls, call id)."""
-    payload = {
-        "type": message.type,
-        "content": message.content,
-        "name": getattr(message, "name", None),
-        "tool_calls": getattr(message, "tool_calls", None) or None,
-        "tool_call_id": getattr(message, "tool_call_id", None),
-    }
-    raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(raw.encode()).hexdigest()
-
-
 def ensure_ids(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Return the messages with ids, deriving missing ones from position and content.
 
@@ -496,12 +696,6 @@ def ensure_ids(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     if all(map(_MESSAGE_ID, messages)):  # the usual case in graph state: no copy per message
         return list(messages)
     return [with_id(msg, i) for i, msg in enumerate(messages)]
-
-
-def derived_id(message: BaseMessage, position: int) -> str:
-    """The id a message without one gets: deterministic from its position and content."""
-    digest = hashlib.sha256(f"{position}:{message_fingerprint(message)}".encode()).hexdigest()
-    return f"lgctx-{digest[:24]}"
 
 
 def with_id(message: BaseMessage, position: int) -> BaseMessage:
@@ -538,11 +732,24 @@ def text_of(message: BaseMessage) -> str:
     return "\n".join(parts)
 
 
-def is_error_result(message: BaseMessage) -> bool:
-    """Whether a tool result reports an error (status, or a `[tool:` fallback saying error)."""
-    if isinstance(message, ToolMessage):
-        return message.status == "error"
-    return False
+_ERROR_TEXT = re.compile(r"\s*(?:error|traceback|exception)\b", re.IGNORECASE)
+
+
+def is_error_result(message: BaseMessage, *, by_text: bool = False) -> bool:
+    """Whether a tool result reports an error: the one rule for it.
+
+    A `ToolMessage` with `status="error"` (what `ToolNode` writes for a tool that raised) is
+    one. With `by_text`, so is a tool result whose text starts with `Error`, `Traceback` or
+    `Exception`: tools that return their failure as text. The fallback summary asks with
+    `by_text`, so that no failure's text is mined for facts or paths; pruning, compaction and
+    the summarizer's transcript trust the status, so an output that merely mentions an error
+    is handled like any other. A `[tool:` system fallback is never an error result.
+    """
+    if not isinstance(message, ToolMessage):
+        return False
+    if message.status == "error":
+        return True
+    return by_text and _ERROR_TEXT.match(text_of(message)) is not None
 
 
 def is_tool_output(message: BaseMessage) -> bool:

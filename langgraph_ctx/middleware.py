@@ -23,7 +23,7 @@ from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
 from langgraph.types import Command
 
-from langgraph_ctx._effects import Effect, Plan, arun_plan, run_plan
+from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
 from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.state import ContextAgentState
 
@@ -72,7 +72,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         result = yield from self.memory.plan_build(history, ledger, None, tools=request.tools)
         call = self._request(request, result)
         try:
-            response = yield Effect("model", lambda: handler(call), lambda: handler(call))
+            response = yield CallHandler(handler, call)
         except ContextWindowExceededError:
             raise
         except ContextOverflowError as exc:
@@ -84,11 +84,11 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
                 raise err from exc
             call = self._request(request, result)
             try:
-                response = yield Effect("model", lambda: handler(call), lambda: handler(call))
+                response = yield CallHandler(handler, call)
             except ContextOverflowError as again:
                 report = result.report
-                report.ok, report.error = False, f"the provider still overflowed: {again}"
-                raise ContextWindowExceededError(report.error, report) from again
+                report.fail(f"the provider still overflowed: {again}")
+                raise ContextWindowExceededError(str(report.error), report) from again
         state_messages = list((request.state or {}).get("messages") or [])
         removals, ledger = yield from self.memory.plan_removals(state_messages, result, None)
         return _with_report(response, result, ledger, removals)

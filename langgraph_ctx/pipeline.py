@@ -4,10 +4,10 @@ Pure and deterministic: same messages and ledger in, same prompt out, byte for b
 I/O (memory search, archive writes, summarizer and extractor calls) goes through effects, so
 `build` and `abuild` share one body (`plan`).
 
-Staged degradation, when the assembled prompt passes the trigger (DESIGN part 2):
-drop retrieved memory (over the limit only) -> prune old tool outputs (attempt 1) -> compact
-large tool outputs -> shrink the window one turn/block at a time, pruning again after each
-shrink, auto-compacting at the first fit -> `ContextWindowExceededError` with the report.
+A build assembles a `PromptView` (base system prompt, tool schemas, retrieved memory, the
+history window and the ledger of earlier edits), runs the strategies of its list on it in
+order (see `langgraph_ctx.strategies` for the default list and what each does), and renders
+the prompt. A prompt still over the limit raises `ContextWindowExceededError` with the report.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx._assembly import (
     Skill,
@@ -26,31 +26,39 @@ from langgraph_ctx._assembly import (
     check_tool_policy,
     coerce_skills,
     filter_tools,
-    is_base_system,
-    is_summary_message,
     render_skills,
+    split_base,
 )
-from langgraph_ctx._effects import Effect, Plan, arun_plan, run_plan
+from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
 from langgraph_ctx._render import RenderCache
-from langgraph_ctx._workspace import Resources, SummaryPlacement, Workspace
 from langgraph_ctx.errors import (
     ConfigError,
     ContextWindowExceededError,
     HistoryTooLongError,
     InvalidMessagesError,
 )
-from langgraph_ctx.ledger import ContextLedger, repair_ledger
-from langgraph_ctx.messages import coerce_messages, text_of, with_id
+from langgraph_ctx.ledger import adopt_summary, repair_ledger, set_last_report
+from langgraph_ctx.messages import coerce_messages, is_user_input, text_of
 from langgraph_ctx.report import ContextBudget, ContextCostReport
 from langgraph_ctx.strategies import (
-    REDUCE_STAGES_FROM,
-    STAGE_COMPACT,
-    STAGE_DROP_MEMORY,
+    Compaction,
+    DropMemory,
     SlidingWindow,
     Strategy,
+    apply_strategy,
+    default_strategies,
     strategies_from_config,
 )
 from langgraph_ctx.tokens import TiktokenCounter, TokenCounter
+from langgraph_ctx.view import PromptView, SummaryPlacement
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langgraph.store.base import BaseStore
+
+    from langgraph_ctx.archive import Archive
+    from langgraph_ctx.extract import EntityExtractor
+    from langgraph_ctx.summarize import Summarizer
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +97,9 @@ class ContextManager:
         reserved_output_tokens: Tokens kept for the reply (with the shorthand).
         model: A chat model: its `profile["max_input_tokens"]` sets the window when no number
             is given.
-        strategies: Strategy objects or configs; default `[SlidingWindow()]`.
+        strategies: Strategy objects or configs, run in this order on every build; default
+            `default_strategies(summarize=False)` (the manager may have no archive to insure
+            a summary with; `ContextMemory`, which always has one, summarizes by default).
         token_counter: Any `Sequence[BaseMessage] -> int`; default exact `TiktokenCounter`.
         archive: A thread-bound `Archive` for compaction, insurance dumps and recall.
         store: A LangGraph `BaseStore` searched for memory when `build(memory=None)`.
@@ -104,11 +114,8 @@ class ContextManager:
             prompt and the fallback's input) and to every insurance dump before it is written,
             so a secret it removes reaches neither. Same as `Summarizer(redact=...)`.
         extractor: An `EntityExtractor` for the entity-extraction strategy.
-        auto_compact: Summarize what leaves the window (and insure it in the archive first).
         summary_placement: `"separate"` (a system message after the base prompt) or
             `"merged"` (inside it, for providers that accept one system message).
-        protect_turns: Pruning leaves the last N user turns alone.
-        prune_errors: Also prune error tool results.
         max_messages: Safety limit on the history size examined.
     """
 
@@ -118,23 +125,20 @@ class ContextManager:
         budget: ContextBudget | None = None,
         context_window_tokens: int | None = None,
         reserved_output_tokens: int = 0,
-        model: Any = None,
-        strategies: Sequence[Any] | Mapping[str, Any] | str | None = None,
+        model: BaseChatModel | None = None,
+        strategies: Sequence[Strategy | Mapping[str, Any]] | Mapping[str, Any] | str | None = None,
         token_counter: TokenCounter | None = None,
-        archive: Any = None,
-        store: Any = None,
+        archive: Archive | None = None,
+        store: BaseStore | None = None,
         memory_namespace: tuple[str, ...] = ("memories",),
         memory_search_limit: int = 5,
         skills: Sequence[Skill | Mapping[str, Any]] | None = None,
         injections: Sequence[str] | None = None,
         tool_policy: ToolPolicy | None = None,
-        summarizer: Any = None,
+        summarizer: Summarizer | BaseChatModel | None = None,
         redact: Callable[[str], str] | None = None,
-        extractor: Any = None,
-        auto_compact: bool = False,
+        extractor: EntityExtractor | None = None,
         summary_placement: SummaryPlacement = "separate",
-        protect_turns: int = 2,
-        prune_errors: bool = False,
         max_messages: int = 20_000,
     ) -> None:
         if budget is None:
@@ -148,7 +152,6 @@ class ContextManager:
             msg = f"summary_placement must be 'separate' or 'merged', got {summary_placement!r}"
             raise ConfigError(msg)
         counts = {
-            "protect_turns": protect_turns,
             "memory_search_limit": memory_search_limit,
             "max_messages": max_messages,
         }
@@ -164,15 +167,35 @@ class ContextManager:
             )
             raise ConfigError(msg)
         check_tool_policy(tool_policy)
-        if protect_turns < 0 or memory_search_limit < 0 or max_messages < 1:
+        _check_list_of("injections", injections, "strings, e.g. ['Answer in French.']")
+        _check_archive(archive)
+        if redact is not None and not callable(redact):
             msg = (
-                "protect_turns and memory_search_limit must be >= 0 and max_messages >= 1, got "
-                f"{protect_turns}, {memory_search_limit}, {max_messages}"
+                f"redact must be a function from text to text, got {type(redact).__name__} "
+                f"{redact!r}; pass e.g. lambda text: text.replace(secret, '***')"
             )
             raise ConfigError(msg)
-        built = strategies_from_config(strategies) if strategies is not None else [SlidingWindow()]
+        if not isinstance(memory_namespace, tuple) or not all(
+            isinstance(part, str) for part in memory_namespace
+        ):
+            msg = (
+                f"memory_namespace must be a tuple of strings, got "
+                f"{type(memory_namespace).__name__} {memory_namespace!r}; pass e.g. "
+                f"{(memory_namespace,) if isinstance(memory_namespace, str) else ('memories',)!r}"
+            )
+            raise ConfigError(msg)
+        if memory_search_limit < 0 or max_messages < 1:
+            msg = (
+                "memory_search_limit must be >= 0 and max_messages >= 1, got "
+                f"{memory_search_limit}, {max_messages}"
+            )
+            raise ConfigError(msg)
         self.budget = budget
-        self.strategies: list[Strategy] = sorted(built, key=lambda s: s.stage)
+        self.strategies: list[Strategy] = (
+            strategies_from_config(strategies)
+            if strategies is not None
+            else default_strategies(summarize=False)
+        )
         self.token_counter: TokenCounter = token_counter or TiktokenCounter(
             getattr(model, "model_name", None) or "gpt-4o"
         )
@@ -185,10 +208,7 @@ class ContextManager:
         self.tool_policy = tool_policy
         self.summarizer = _coerce_summarizer(summarizer, redact)
         self.extractor = extractor
-        self.auto_compact = auto_compact
         self.summary_placement: SummaryPlacement = summary_placement
-        self.protect_turns = protect_turns
-        self.prune_errors = prune_errors
         self.max_messages = max_messages
         self._render_cache = RenderCache()
 
@@ -202,7 +222,7 @@ class ContextManager:
         memory: Sequence[str] | None = None,
         injections: Sequence[str] | None = None,
         state: Mapping[str, Any] | None = None,
-        archive: Any = None,
+        archive: Archive | None = None,
     ) -> BuildResult:
         """Build the prompt for one model call.
 
@@ -245,7 +265,7 @@ class ContextManager:
         memory: Sequence[str] | None = None,
         injections: Sequence[str] | None = None,
         state: Mapping[str, Any] | None = None,
-        archive: Any = None,
+        archive: Archive | None = None,
     ) -> BuildResult:
         """Async twin of `build` (same plan, async effects)."""
         return await arun_plan(
@@ -269,10 +289,14 @@ class ContextManager:
         memory: Sequence[str] | None = None,
         injections: Sequence[str] | None = None,
         state: Mapping[str, Any] | None = None,
-        archive: Any = None,
+        archive: Archive | None = None,
     ) -> Plan[BuildResult]:
         """The build as a generator of effects (drive it with `run_plan` / `arun_plan`)."""
         messages = coerce_messages(messages)
+        _check_list_of("tools", tools, "tools, e.g. [my_tool] (functions, BaseTool or schemas)")
+        _check_list_of("memory", memory, "strings, e.g. ['the user prefers metric units']")
+        _check_list_of("injections", injections, "strings, e.g. ['Answer in French.']")
+        _check_archive(archive)
         if len(messages) > self.max_messages:
             msg = (
                 f"the history has {len(messages)} messages, over max_messages={self.max_messages}"
@@ -280,7 +304,8 @@ class ContextManager:
             )
             raise HistoryTooLongError(msg)
         ledger, repairs = repair_ledger(state)
-        base, history = _split_base(messages, ledger)
+        base, adopted, history = split_base(messages)
+        adopt_summary(ledger, adopted)
         if not history:
             what = f"{len(messages)} system message(s) only" if messages else "it is empty"
             msg = (
@@ -293,7 +318,7 @@ class ContextManager:
         items = list(memory) if memory is not None else (yield from self._search_memory(history))
         archive = archive if archive is not None else self.archive
         fragments = ([render_skills(self.skills)] if self.skills else []) + self.injections
-        work = Workspace(
+        view = PromptView(
             history=history,
             base=base,
             base_offset=len(messages) - len(history),
@@ -306,61 +331,52 @@ class ContextManager:
             memory_items=items[: self.memory_search_limit],
             resources=self._resources(archive),
             summary_placement=self.summary_placement,
-            auto_compact=self.auto_compact,
-            protect_turns=self.protect_turns,
-            prune_errors=self.prune_errors,
+            strategies=self.strategies,
             repairs=repairs,
         )
-        early = [s for s in self.strategies if s.stage <= STAGE_DROP_MEMORY]
-        later = [s for s in self.strategies if s.stage > STAGE_DROP_MEMORY]
-        for strategy in early:  # extraction, dynamic summarization: every call
-            yield from strategy.run(work)
-        if work.tokens > work.budget.limit:  # stage 25: retrieved memory goes first
-            work.drop_memory()
-        triggered = work.tokens > work.budget.trigger_tokens
-        if triggered:  # stage 30: the first pruning attempt
-            yield from work.prune()
-        for strategy in later:
-            if strategy.stage < REDUCE_STAGES_FROM or triggered:
-                yield from strategy.run(work)
-        if work.restore_memory() and work.tokens > work.budget.trigger_tokens:
-            # Memory went first, but the edits made room for it; it outranks recent history,
-            # so cut the history instead. Building again on this state then changes nothing.
-            yield from work.prune()
-            for strategy in self.strategies:
-                if strategy.stage >= REDUCE_STAGES_FROM:
-                    yield from strategy.run(work)
-        return self._finish(work, tools_out)
+        for strategy in self.strategies:
+            yield from apply_strategy(strategy, view)
+        if view.restore_memory() and view.tokens > view.budget.trigger_tokens:
+            # Memory went first, but the strategies after `DropMemory` made room for it; it
+            # outranks recent history, so they run again to cut the history instead. Building
+            # again on this state then changes nothing.
+            at = next(i for i, s in enumerate(self.strategies) if isinstance(s, DropMemory))
+            for strategy in self.strategies[at + 1 :]:
+                yield from apply_strategy(strategy, view)
+        return self._finish(view, tools_out)
 
     # --- helpers -------------------------------------------------------------------------
 
-    def _finish(self, work: Workspace, tools: list[Any]) -> BuildResult:
-        work.reconcile()  # the persisted ledger names only what the prompt shows
-        prompt = work.render()
-        work.tokens = work.count_full()
-        report = work.report
-        report.tokens, report.messages_out = work.tokens, len(prompt)
-        if work.tokens > work.budget.limit:
-            report.ok = False
-            report.error = (
-                f"the prompt needs {work.tokens} tokens but the limit is {work.budget.limit} "
-                f"(window {work.budget.context_window_tokens} - reserved "
-                f"{work.budget.reserved_output_tokens}); tool schemas take {work.tool_tokens}. "
+    def _finish(self, view: PromptView, tools: list[Any]) -> BuildResult:
+        view.reconcile()  # the persisted ledger names only what the prompt shows
+        prompt = view.render()
+        view.tokens = view.count_full()
+        report = view.report
+        report.tokens, report.messages_out = view.tokens, len(prompt)
+        if view.tokens > view.budget.limit:
+            report.fail(
+                f"the prompt needs {view.tokens} tokens but the limit is {view.budget.limit} "
+                f"(window {view.budget.context_window_tokens} - reserved "
+                f"{view.budget.reserved_output_tokens}); tool schemas take {view.tool_tokens}. "
                 + self._advice(report)
             )
-            work.decide("error", work.tokens, detail={"reason": report.error})
-            work.ledger["last_report"] = report.to_dict()
-            raise ContextWindowExceededError(report.error, report)
-        work.ledger["last_report"] = report.to_dict()
-        return BuildResult(messages=prompt, tools=tools, state=dict(work.ledger), report=report)
+            view.record("error", view.tokens, detail={"reason": report.error})
+            set_last_report(view.ledger, report.to_dict())
+            raise ContextWindowExceededError(str(report.error), report)
+        set_last_report(view.ledger, report.to_dict())
+        return BuildResult(messages=prompt, tools=tools, state=dict(view.ledger), report=report)
 
     def _advice(self, report: ContextCostReport) -> str:
         """What to do about a prompt that cannot fit, given what was configured and tried."""
         advice = "Raise context_window_tokens, reserve fewer output tokens, shorten the system "
-        if any(s.stage == STAGE_COMPACT for s in self.strategies) and self.auto_compact:
+        summarizes = any(isinstance(s, SlidingWindow) and s.summarize for s in self.strategies)
+        if any(isinstance(s, Compaction) for s in self.strategies) and summarizes:
             advice += "prompt or tools, or split the oversized message."
         else:
-            advice += "prompt or tools, or add Compaction()/auto_compact so large outputs can go."
+            advice += (
+                "prompt or tools, or add Compaction() / SlidingWindow(summarize=True) so large "
+                "outputs can go."
+            )
         skipped = [
             str(d.detail["reason"])
             for d in report.decisions
@@ -384,73 +400,49 @@ class ContextManager:
     def _search_memory(self, history: list[BaseMessage]) -> Plan[list[str]]:
         if self.store is None or self.memory_search_limit == 0:
             return []
-        query = next((text_of(m) for m in reversed(history) if isinstance(m, HumanMessage)), "")
-        store, ns, limit = self.store, self.memory_namespace, self.memory_search_limit
-        items = yield Effect(
-            "store.search",
-            lambda: store.search(ns, query=query or None, limit=limit),
-            lambda: store.asearch(ns, query=query or None, limit=limit),
-        )
+        query = next((text_of(m) for m in reversed(history) if is_user_input(m)), "")
+        limit = self.memory_search_limit
+        items = yield SearchStore(self.store, self.memory_namespace, query or None, limit)
         return [_memory_text(item.value) for item in items]
 
-    def dump_effect(self, archive: Any, messages: Sequence[BaseMessage]) -> Effect:
-        """The effect writing `messages` to `archive` as one insurance dump; returns its ref.
+    def plan_dump(self, archive: Archive, messages: Sequence[BaseMessage]) -> Plan[str]:
+        """Write `messages` to `archive` as one insurance dump; the plan returns its ref.
 
         The one place a dump is written: with a redaction hook set, the dump holds the redacted
         copies (what the summary was made from), never the secret.
         """
-        dump = self.summarizer.redact_messages(messages)
-        return Effect(
-            "archive.put_messages",
-            lambda: archive.put_messages(dump),
-            lambda: archive.aput_messages(dump),
-        )
+        ref: str = yield from archive.plan_put_messages(self.summarizer.redact_messages(messages))
+        return ref
 
-    def _resources(self, archive: Any) -> Resources:
-        resources = Resources()
+    def _resources(self, archive: Archive | None) -> Resources:
+        resources = Resources(summarize=self.summarizer.plan)
         if archive is not None:
-            resources.archive_messages = lambda msgs: _archive_effect(archive, msgs)
-            resources.dump_messages = lambda msgs: self.dump_effect(archive, msgs)
-        summarizer = self.summarizer
-        resources.summarize = lambda msgs, prev: Effect(
-            "summarizer",
-            lambda: summarizer.summarize(msgs, previous=prev),
-            lambda: summarizer.asummarize(msgs, previous=prev),
-        )
-        extractor = self.extractor
-        if extractor is not None:
-            resources.extract = lambda msgs, values: Effect(
-                "extractor",
-                lambda: extractor.extract(msgs, values),
-                lambda: extractor.aextract(msgs, values),
-            )
+            resources.archive_messages = lambda msgs: _plan_archive(archive, msgs)
+            resources.dump_messages = lambda msgs: self.plan_dump(archive, msgs)
+        if self.extractor is not None:
+            resources.extract = self.extractor.plan
         return resources
 
 
-def _split_base(
-    messages: list[BaseMessage], ledger: ContextLedger
-) -> tuple[list[BaseMessage], list[BaseMessage]]:
-    """Leading system/developer messages form the base; a summary we wrote is adopted."""
-    i = 0
-    base: list[BaseMessage] = []
-    while i < len(messages) and isinstance(messages[i], SystemMessage):
-        msg = messages[i]
-        if is_summary_message(msg):
-            if not (ledger.get("summary") or {}).get("text"):
-                text = text_of(msg).removeprefix("<summary>\n").removesuffix("\n</summary>")
-                ledger["summary"] = {
-                    "text": text,
-                    "covered_ids": [],
-                    "dump_refs": [],
-                    "source": "input",
-                    "updates": 0,
-                }
-        elif is_base_system(msg):
-            base.append(with_id(msg, i))
-        else:
-            break
-        i += 1
-    return base, messages[i:]
+def _check_list_of(name: str, value: Any, what: str) -> None:
+    """Refuse a string (or a non-list) where a list is expected: "abc" is not three items."""
+    if value is None:
+        return
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        msg = f"{name} must be a list, got {type(value).__name__} {value!r}; pass a list of {what}"
+        raise ConfigError(msg)
+
+
+def _check_archive(archive: Any) -> None:
+    from langgraph_ctx.archive import Archive
+
+    if archive is not None and not isinstance(archive, Archive):
+        msg = (
+            f"archive must be an Archive bound to a thread, got {type(archive).__name__} "
+            f"{archive!r}; pass e.g. Archive(DirectoryBackend(path), thread_id=...) or "
+            "Archive(store, thread_id=...) (ContextMemory(archive=path) takes a directory)"
+        )
+        raise ConfigError(msg)
 
 
 def _memory_text(value: Any) -> str:
@@ -461,18 +453,17 @@ def _memory_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _archive_effect(archive: Any, messages: list[BaseMessage]) -> Effect:
+def _plan_archive(archive: Archive, messages: list[BaseMessage]) -> Plan[dict[str, str]]:
     # put_message also indexes the message id, so recall and restore work by id.
-    def run() -> dict[str, str]:
-        return {m.id or "": archive.put_message(m) for m in messages}
-
-    async def arun() -> dict[str, str]:
-        return {m.id or "": await archive.aput_message(m) for m in messages}
-
-    return Effect("archive.put_message", run, arun)
+    refs: dict[str, str] = {}
+    for m in messages:
+        refs[m.id or ""] = yield from archive.plan_put_message(m)
+    return refs
 
 
-def _coerce_summarizer(summarizer: Any, redact: Callable[[str], str] | None) -> Any:
+def _coerce_summarizer(
+    summarizer: Summarizer | BaseChatModel | None, redact: Callable[[str], str] | None
+) -> Summarizer:
     from langgraph_ctx.summarize import Summarizer
 
     if summarizer is None:

@@ -12,16 +12,25 @@ that the session was rebuilt and finished steps must not be repeated.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
-from langgraph_ctx._assembly import is_base_system, is_summary_message
-from langgraph_ctx._effects import Plan
-from langgraph_ctx._workspace import Resources, _union
-from langgraph_ctx.ledger import ContextLedger, load_ledger
-from langgraph_ctx.report import Decision
+from langgraph_ctx._assembly import split_base
+from langgraph_ctx._effects import Plan, Resources
+from langgraph_ctx._summary_text import WRAPPER_TAGS, escape_markup
+from langgraph_ctx.ledger import (
+    ContextLedger,
+    adopt_summary,
+    fold_summary,
+    forget_entries,
+    load_ledger,
+    set_hint,
+    set_window,
+)
+from langgraph_ctx.messages import is_user_input
+from langgraph_ctx.report import Decision, append_to_ledger_report
 
 HINT_NOTE = (
     "The session was rebuilt to free context: {count} earlier messages were archived and "
@@ -35,6 +44,7 @@ HINT_NOTE = (
 def render_hint(summary: str, count: int) -> str:
     """The compression hint injected into the system prompt."""
     note = HINT_NOTE.format(count=count)
+    summary = escape_markup(summary, WRAPPER_TAGS)  # the summary cannot close the hint
     return f"<compression_hint>\n{note}\n<summary>\n{summary}\n</summary>\n</compression_hint>"
 
 
@@ -80,8 +90,10 @@ def plan_rebuild(
         return None  # already rebuilt after this call
     if last_ai.tool_calls:
         return _skip(ledger, prompt_tokens, "the turn is not finished (pending tool calls)")
-    # Base system prompts are configuration, not history: they are never cleared.
-    history = [m for m in messages if not is_base_system(m) and not is_summary_message(m) and m.id]
+    # The base prompt is configuration, not history: never cleared. The build draws the same
+    # line (`split_base`), so a system message inside the conversation is history here too.
+    _, adopted, conversation = split_base(messages)
+    history = [m for m in conversation if m.id]
     if not history:
         return None
     if resources.dump_messages is None or resources.summarize is None:
@@ -91,31 +103,26 @@ def plan_rebuild(
     if not cleared_messages:
         return None
     try:  # the dump holds the kept pair too, so the archive alone gives the order
-        dump_ref = yield resources.dump_messages(history)
+        dump_ref = yield from resources.dump_messages(history)
     except Exception as exc:
         return _skip(ledger, prompt_tokens, f"insurance dump failed: {exc}")
+    adopt_summary(ledger, adopted)  # as the build would have: a leading summary is folded on
     previous = (ledger.get("summary") or {}).get("text")
-    outcome = yield resources.summarize(cleared_messages, previous)
+    outcome = yield from resources.summarize(cleared_messages, previous)
     ids = [m.id or "" for m in cleared_messages]
-    summary = ledger.get("summary") or {}
-    ledger["summary"] = {
-        "text": outcome.text,
-        "covered_ids": _union(summary.get("covered_ids", []), ids),
-        "dump_refs": [*summary.get("dump_refs", []), dump_ref],
-        "source": outcome.source,
-        "updates": int(summary.get("updates", 0)) + 1,
-    }
-    ledger["hint"] = {
-        "text": render_hint(outcome.text, len(ids)),
-        "cleared_ids": ids,
-        "dump_ref": dump_ref,
-        "prompt_tokens": prompt_tokens,
-        "after_id": last_ai.id,
-    }
-    ledger["window"] = {}
-    cleared = set(ids)
-    ledger["pruned"] = {k: v for k, v in ledger["pruned"].items() if k not in cleared}
-    ledger["compacted"] = {k: v for k, v in ledger["compacted"].items() if k not in cleared}
+    fold_summary(
+        ledger, text=outcome.text, covered_ids=ids, dump_ref=dump_ref, source=outcome.source
+    )
+    set_hint(
+        ledger,
+        text=render_hint(outcome.text, len(ids)),
+        cleared_ids=ids,
+        dump_ref=dump_ref,
+        prompt_tokens=prompt_tokens,
+        after_id=last_ai.id,
+    )
+    set_window(ledger)
+    forget_entries(ledger, set(ids))
     decision = Decision(
         kind="rebuild",
         tokens_before=prompt_tokens,
@@ -129,7 +136,7 @@ def plan_rebuild(
             "error": outcome.error,
         },
     )
-    _append_decision(ledger, decision)
+    append_to_ledger_report(ledger, decision)
     return RebuildResult(remove_ids=ids, state=dict(ledger), decision=decision)
 
 
@@ -141,7 +148,7 @@ def _final_exchange(history: Sequence[BaseMessage], answer: AIMessage) -> list[B
     """
     if not history or history[-1] is not answer:
         return []
-    request = next((m for m in reversed(history) if isinstance(m, HumanMessage)), None)
+    request = next((m for m in reversed(history) if is_user_input(m)), None)
     return [request, answer] if request is not None else []
 
 
@@ -152,11 +159,5 @@ def _skip(ledger: ContextLedger, tokens: int, reason: str) -> RebuildResult:
         tokens_after=tokens,
         detail={"reason": f"rebuild: {reason}"},
     )
-    _append_decision(ledger, decision)
+    append_to_ledger_report(ledger, decision)
     return RebuildResult(remove_ids=[], state=dict(ledger), decision=decision)
-
-
-def _append_decision(ledger: ContextLedger, decision: Decision) -> None:
-    report = dict(ledger.get("last_report") or {})
-    report["decisions"] = [*report.get("decisions", []), asdict(decision)]
-    ledger["last_report"] = report

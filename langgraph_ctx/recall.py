@@ -27,6 +27,7 @@ from langchain_core.messages import BaseMessage, get_buffer_string
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
+from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive import Archive
 from langgraph_ctx.errors import ArchiveError, ConfigError
 
@@ -171,25 +172,21 @@ def make_recall_tool(
     def current() -> Archive:
         return archive if isinstance(archive, Archive) else archive()
 
-    def recall(ref: str, **ranges: int | None) -> str:
+    def plan(ref: str, ranges: dict[str, int | None]) -> Plan[str]:
         ref = _clean_ref(ref)
         try:
-            entry = current().read(ref)
+            entry = yield from current().plan_read(ref)
         except ArchiveError as exc:
             raise ToolException(f"{name} failed: {exc}") from exc
         return render_recall(
             entry_text(entry), ref=ref, max_chars=max_chars, tool_name=name, **ranges
         )
 
+    def recall(ref: str, **ranges: int | None) -> str:
+        return run_plan(plan(ref, ranges))
+
     async def arecall(ref: str, **ranges: int | None) -> str:
-        ref = _clean_ref(ref)
-        try:
-            entry = await current().aread(ref)
-        except ArchiveError as exc:
-            raise ToolException(f"{name} failed: {exc}") from exc
-        return render_recall(
-            entry_text(entry), ref=ref, max_chars=max_chars, tool_name=name, **ranges
-        )
+        return await arun_plan(plan(ref, ranges))
 
     return StructuredTool.from_function(
         func=recall,

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.ledger import ContextLedger, set_last_report
 
 DecisionKind = Literal[
     "drop_memory",
@@ -153,6 +154,32 @@ class ContextCostReport:
         self.decisions.append(decision)
         return decision
 
+    def record(
+        self,
+        kind: DecisionKind,
+        *,
+        tokens_before: int,
+        tokens_after: int,
+        attempt: int | None = None,
+        message_ids: list[str] | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> Decision:
+        """Record one step the build took (or refused to take) and return its decision."""
+        return self.add(
+            Decision(
+                kind=kind,
+                tokens_before=tokens_before,
+                tokens_after=tokens_after,
+                attempt=attempt,
+                message_ids=message_ids if message_ids is not None else [],
+                detail=detail if detail is not None else {},
+            )
+        )
+
+    def fail(self, error: str) -> None:
+        """Mark the build failed and say why (the report then travels on the error)."""
+        self.ok, self.error = False, error
+
     def kinds(self) -> list[str]:
         """The decision kinds in order (handy in tests and tables)."""
         return [d.kind for d in self.decisions]
@@ -181,3 +208,14 @@ class ContextCostReport:
         """One line for logs: `tokens/limit (kinds)`."""
         kinds = ", ".join(self.kinds()) or "no edits"
         return f"{self.tokens}/{self.limit} tokens ({kinds})"
+
+
+def append_to_ledger_report(ledger: ContextLedger | dict[str, Any], decision: Decision) -> None:
+    """Add a decision made after the build (a rebuild, a removal) to the ledger's last report.
+
+    The report a build stored is plain data by then; the decision joins its list, so the
+    report the thread keeps tells the whole turn.
+    """
+    report = dict(ledger.get("last_report") or {})
+    report["decisions"] = [*report.get("decisions", []), asdict(decision)]
+    set_last_report(ledger, report)

@@ -16,19 +16,17 @@ Design notes:
   exception, a timeout, empty, error-like, malformed or enormous output) the deterministic
   `fallback_summary` takes over, so nothing leaves the prompt without a summary and an error
   message never becomes one.
-- **One plan, two drivers.** `Summarizer._plan` is a generator holding every decision: it yields
-  the prompt of each model call and receives the model's text (or the exception) back, like
-  `httpx.Auth.auth_flow`. `summarize` and `asummarize` only run the model.
+- **One plan, two drivers.** `Summarizer.plan` is a generator holding every decision: it yields a
+  `CallModel` effect for each model call and receives the model's output back, or the exception
+  thrown in (see `langgraph_ctx._effects`). `summarize` and `asummarize` are `run_plan` and
+  `arun_plan` of it; the driver owns the timeout. Other plans compose it with `yield from`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
-import threading
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -38,16 +36,18 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 
+from langgraph_ctx._effects import CallModel, Plan, arun_plan, run_plan
 from langgraph_ctx._summary_text import (  # re-exported: the public names live on here
     _CHARS_PER_TOKEN,
     _DEFAULT_INPUT_WINDOW,
-    FACT_LINE_PATTERN,
     SUMMARY_PROMPT,
     SUMMARY_SECTIONS,
+    WRAPPER_TAGS,
     _clip,
     _one_line,
     _unwrap,
     _validate,
+    escape_markup,
     fallback_summary,
     redact_messages,
     render_transcript,
@@ -57,7 +57,6 @@ from langgraph_ctx.messages import split_blocks, text_of
 from langgraph_ctx.tokens import TokenCounter, get_counter
 
 __all__ = [
-    "FACT_LINE_PATTERN",
     "SUMMARY_PROMPT",
     "SUMMARY_SECTIONS",
     "SummaryOutcome",
@@ -98,9 +97,6 @@ def _describe(exc: BaseException) -> str:
 
 def _reply_text(reply: Any) -> str:
     return text_of(reply) if isinstance(reply, BaseMessage) else str(reply)
-
-
-_Plan = Generator[list[BaseMessage], str | BaseException, SummaryOutcome]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -160,6 +156,31 @@ class Summarizer:
     """Run name of each model call."""
 
     def __post_init__(self) -> None:
+        if self.model is not None and not callable(getattr(self.model, "invoke", None)):
+            msg = (
+                f"Summarizer(model=...): model must be a chat model, got "
+                f"{type(self.model).__name__} {self.model!r}; pass a chat model object, e.g. "
+                "init_chat_model('openai:gpt-4o-mini'), or None for the deterministic fallback"
+            )
+            raise ConfigError(msg)
+        for name, kinds, what in [
+            ("max_output_tokens", (int,), "a whole number, e.g. 2048"),
+            ("retries", (int,), "a whole number, e.g. 2"),
+            ("input_window_tokens", (int, type(None)), "a whole number or None"),
+            ("timeout_seconds", (int, float, type(None)), "a number of seconds or None"),
+        ]:
+            value = getattr(self, name)
+            if not isinstance(value, kinds) or isinstance(value, bool):
+                msg = (
+                    f"Summarizer({name}={value!r}): {name} must be {what}, got "
+                    f"{type(value).__name__}"
+                )
+                raise ConfigError(msg)
+        for name in ("redact", "token_counter"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                msg = f"Summarizer({name}=...): {name} must be callable or None, got {value!r}"
+                raise ConfigError(msg)
         checks = [
             ("max_output_tokens", self.max_output_tokens, self.max_output_tokens > 0, "> 0"),
             ("retries", self.retries, self.retries >= 0, ">= 0; use 0 for a single attempt"),
@@ -217,7 +238,8 @@ class Summarizer:
         if previous and previous.strip():
             body = (
                 "Previous running summary (fold the new messages into it):\n"
-                f"<previous_summary>\n{_unwrap(previous)}\n</previous_summary>\n\n"
+                f"<previous_summary>\n{escape_markup(_unwrap(previous), WRAPPER_TAGS)}\n"
+                "</previous_summary>\n\n"
                 f"New messages:\n<transcript>\n{transcript}\n</transcript>"
             )
         else:
@@ -239,8 +261,14 @@ class Summarizer:
         )
         return SummaryOutcome(text=text, source="fallback", **outcome)
 
-    def _plan(self, messages: Sequence[BaseMessage], previous: str | None) -> _Plan:
-        """Every decision of a summarization; yields prompts, receives replies or exceptions."""
+    def plan(
+        self, messages: Sequence[BaseMessage], previous: str | None = None
+    ) -> Plan[SummaryOutcome]:
+        """`summarize` as a plan: every decision, with a `CallModel` effect per model call.
+
+        An exception thrown in at a `CallModel` counts as one failed attempt, like rejected
+        output; the plan never raises for a failing model.
+        """
         if self.model is None or not messages:
             return self._fallback(messages, previous, model_calls=0, error=None, input_tokens=0)
         blocks = split_blocks(messages)
@@ -262,13 +290,15 @@ class Summarizer:
                 clip = max(200, (window * 3) // len(chunk))
             prompt = self.build_prompt(chunk, previous=running, max_chars_per_message=clip)
             prompt_tokens = self._count(prompt)
+            call = CallModel(self.model, prompt, self._config(), self.timeout_seconds)
             problems: list[str] = []
             text: str | None = None
             for _ in range(attempts):
                 calls, tokens = calls + 1, tokens + prompt_tokens
-                reply = yield prompt
-                if isinstance(reply, BaseException):  # a failure may pass: try again
-                    problems.append(_describe(reply))
+                try:
+                    reply = _reply_text((yield call))
+                except Exception as exc:  # a failure may pass: try again
+                    problems.append(_describe(exc))
                     continue
                 text, problem = _validate(reply, max_chars=self.max_output_chars)
                 if text is None:  # the model answered, unusably: asking again costs the same
@@ -287,42 +317,6 @@ class Summarizer:
         assert running is not None
         return SummaryOutcome(running, "model", calls, None, tokens)
 
-    def _invoke(self, prompt: list[BaseMessage]) -> str:
-        assert self.model is not None
-        model, config = self.model, self._config()
-        if self.timeout_seconds is None:
-            return _reply_text(model.invoke(prompt, config))
-        # A daemon thread rather than an executor: a hung provider call cannot be cancelled,
-        # and executor threads are joined at interpreter exit. copy_context keeps the caller's
-        # run tree (callbacks, parent run) attached to the call.
-        context = contextvars.copy_context()
-        box: list[Any] = []
-
-        def target() -> None:
-            try:
-                box.append(context.run(model.invoke, prompt, config))
-            except BaseException as exc:  # handed to the caller's thread below
-                box.append(exc)
-
-        worker = threading.Thread(target=target, name="langgraph_ctx-summarizer", daemon=True)
-        worker.start()
-        worker.join(self.timeout_seconds)
-        if not box:
-            msg = f"summarizer model did not answer within {self.timeout_seconds}s"
-            raise TimeoutError(msg)
-        if isinstance(box[0], BaseException):
-            raise box[0]
-        return _reply_text(box[0])
-
-    async def _ainvoke(self, prompt: list[BaseMessage]) -> str:
-        assert self.model is not None
-        call = self.model.ainvoke(prompt, self._config())
-        try:
-            return _reply_text(await asyncio.wait_for(call, self.timeout_seconds))
-        except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-            msg = f"summarizer model did not answer within {self.timeout_seconds}s"
-            raise TimeoutError(msg) from None
-
     def summarize(
         self, messages: Sequence[BaseMessage], *, previous: str | None = None
     ) -> SummaryOutcome:
@@ -335,32 +329,10 @@ class Summarizer:
         Returns:
             The summary and how it was made.
         """
-        plan = self._plan(messages, previous)
-        try:
-            prompt = next(plan)
-            while True:
-                reply: str | BaseException
-                try:
-                    reply = self._invoke(prompt)
-                except Exception as exc:  # any model failure is one failed attempt
-                    reply = exc
-                prompt = plan.send(reply)
-        except StopIteration as stop:
-            return cast(SummaryOutcome, stop.value)
+        return run_plan(self.plan(messages, previous))
 
     async def asummarize(
         self, messages: Sequence[BaseMessage], *, previous: str | None = None
     ) -> SummaryOutcome:
         """Async `summarize`."""
-        plan = self._plan(messages, previous)
-        try:
-            prompt = next(plan)
-            while True:
-                reply: str | BaseException
-                try:
-                    reply = await self._ainvoke(prompt)
-                except Exception as exc:  # any model failure is one failed attempt
-                    reply = exc
-                prompt = plan.send(reply)
-        except StopIteration as stop:
-            return cast(SummaryOutcome, stop.value)
+        return await arun_plan(self.plan(messages, previous))

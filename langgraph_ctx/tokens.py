@@ -3,7 +3,9 @@
 `TiktokenCounter` counts chat messages the way `ChatOpenAI.get_num_tokens_from_messages` does
 (3 tokens per message, 1 per name, 3 per `tool_call_id`, tool call names and arguments, 3 for
 reply priming) and adds tool schemas by OpenAI's published function-counting method. Counts are
-cached per message, so counting a history that grew by k messages encodes only k messages.
+cached per message, so counting a history that grew by k messages encodes only k messages. The
+cache goes by what a message says, never by the object alone: a message edited in place (a block
+appended, tool-call arguments changed) is recounted.
 
 `ApproximateCounter` serves other providers: characters per token plus a per-message overhead,
 scaled by a ratio it learns from the real `usage_metadata` input tokens providers report.
@@ -14,7 +16,10 @@ every message cost one token.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import json
+import math
 import operator
 import threading
 from collections import OrderedDict
@@ -25,10 +30,43 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import BaseTool
 
 from langgraph_ctx._encodings import encoding_name_for_model, get_encoding
+from langgraph_ctx._encodings import prime_tiktoken_cache as prime_tiktoken_cache  # public here
+from langgraph_ctx._ids import message_key
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.messages import coerce_messages
+from langgraph_ctx.messages import check_tool_args, coerce_messages
 
-_CONTENT = operator.attrgetter("content")
+_FIELDS = operator.attrgetter("__dict__")
+
+
+class _Unequal:
+    """A snapshot that equals nothing: the message is looked up by key on every count."""
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _copied(value: Any) -> Any:
+    # Lists and dicts copied all the way down, everything else shared: messages hold JSON-like
+    # data, and sharing strings makes comparing an unchanged message short-cut on identity.
+    if type(value) is list:
+        return [_copied(v) for v in value]
+    if type(value) is dict:
+        return {k: _copied(v) for k, v in value.items()}
+    if isinstance(value, list | dict | set):  # a subclass: copy it faithfully, rarely met
+        return copy.deepcopy(value)
+    return value
+
+
+def _snapshot(message: BaseMessage) -> Any:
+    # Every field by value: an edit in place (a block appended, an argument changed) no longer
+    # equals it, while an untouched message does.
+    try:
+        return _copied(message.__dict__)
+    except Exception:  # a field that cannot be copied: always confirm by key instead
+        return _Unequal()
+
 
 TokenCounter = Callable[[Sequence[BaseMessage]], int]
 """Anything that counts the tokens of a message list (langchain's convention)."""
@@ -48,55 +86,6 @@ def _convert_message_to_dict(message: BaseMessage) -> dict[str, Any]:
     from langchain_openai.chat_models.base import _convert_message_to_dict as convert
 
     return convert(message)  # type: ignore[no-any-return]
-
-
-# Key order is kept (no sort_keys): the count encodes `json.dumps(args)`, which keeps it too.
-# One shared encoder: `json.dumps(..., default=...)` would build a new one per call.
-_KEY_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-
-# The `additional_kwargs` entries `_convert_message_to_dict` reads, so they change the count.
-_COUNTED_KWARGS = ("name", "tool_calls", "function_call", "audio", "__openai_role__")
-
-
-def _content_key(value: Any) -> Any:
-    if value is None or isinstance(value, str):
-        return value  # str hashes are cached by Python: O(1) after the first time
-    return _KEY_ENCODER.encode(value)
-
-
-def _calls_key(calls: Any) -> Any:
-    # What the count reads of each call: id, name and the arguments. `repr` tells apart every
-    # JSON value (1, 1.0, True, "1") and is several times cheaper than encoding them.
-    if not calls:
-        return None
-    try:
-        return tuple((c.get("id"), c.get("name"), repr(c.get("args"))) for c in calls)
-    except AttributeError:  # not a list of dicts: key on all of it
-        return _content_key(calls)
-
-
-def _message_key(message: BaseMessage) -> tuple[Any, ...]:
-    # Everything the OpenAI message dict is built from, so a changed message is recounted.
-    # Fields are read from the pydantic instance dict: `getattr(msg, "tool_calls", None)` on a
-    # message type without that field goes through pydantic's raising `__getattr__`, which
-    # made the lookup of a cached message cost more than ten microseconds.
-    fields = message.__dict__
-    kwargs = message.additional_kwargs
-    extra = (
-        tuple((k, _content_key(kwargs[k])) for k in _COUNTED_KWARGS if k in kwargs)
-        if kwargs
-        else ()
-    )
-    return (
-        message.type,
-        fields.get("id"),
-        _content_key(fields.get("content")),
-        fields.get("name"),
-        fields.get("tool_call_id"),
-        _calls_key(fields.get("tool_calls")),
-        _calls_key(fields.get("invalid_tool_calls")),
-        extra,
-    )
 
 
 class TiktokenCounter:
@@ -136,6 +125,7 @@ class TiktokenCounter:
         self._cache: OrderedDict[tuple[Any, ...], int] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        # The previous message list, a snapshot of each message and its count (fast path).
         self._last: tuple[list[BaseMessage], list[Any], list[int]] = ([], [], [])
         self.encoded_messages = 0
         """How many messages were encoded (cache misses); benchmarks read it."""
@@ -184,7 +174,7 @@ class TiktokenCounter:
         if self._cache_size == 0:
             self.encoded_messages += 1
             return self._encode_message(message)
-        key = _message_key(message)
+        key = message_key(message)
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -204,27 +194,34 @@ class TiktokenCounter:
     def _count_messages(self, messages: Sequence[BaseMessage]) -> int:
         if self._cache_size == 0:
             return sum(self.count_message(m) for m in messages)
-        # Fast path for a history that grew: the messages (and their content objects) that
-        # the previous list held at the same positions keep their counts without a lookup, so
-        # a call costs pointer comparisons for the old part and encodes only the new one.
+        # Fast path for a history that grew: a message the previous list held at the same
+        # position keeps its count when it still equals the snapshot taken when it was counted.
+        # Identity alone is not enough: agents edit messages in place (a content list appended
+        # to, tool-call args changed), and such a message is the same object saying more.
+        # Comparing a snapshot is C-level equality that short-cuts on identical strings, so the
+        # old part costs well under a microsecond per message; only changed or new messages
+        # are keyed and looked up, and only new content is encoded.
         with self._lock:
-            old_messages, old_contents, old_counts = self._last
-        contents = list(map(_CONTENT, messages))  # C-level loops: pointer work only
+            old_messages, old_snapshots, old_counts = self._last
         n = min(len(old_messages), len(messages))
         same = list(map(operator.is_, old_messages[:n], messages[:n]))
-        same_content = list(map(operator.is_, old_contents[:n], contents[:n]))
-        shared = min(
-            same.index(False) if False in same else n,
-            same_content.index(False) if False in same_content else n,
-        )
-        counts = old_counts[:shared] + self._lookup(messages[shared:])
+        try:
+            unchanged = list(map(operator.eq, old_snapshots[:n], map(_FIELDS, messages[:n])))
+        except Exception:  # a field whose `==` raises (an array, say): confirm every key
+            unchanged = [False] * n
+        ok = list(map(operator.and_, same, unchanged))
+        counts = old_counts[:n] + [0] * (len(messages) - n)
+        snapshots = old_snapshots[:n] + [None] * (len(messages) - n)
+        todo = [*itertools.compress(range(n), map(operator.not_, ok)), *range(n, len(messages))]
+        for i, count in zip(todo, self._lookup([messages[i] for i in todo]), strict=True):
+            counts[i], snapshots[i] = count, _snapshot(messages[i])
         if len(messages) > 1:  # a one-message count must not evict the remembered prompt
             with self._lock:
-                self._last = (list(messages), contents, counts)
+                self._last = (list(messages), snapshots, counts)
         return sum(counts)
 
     def _lookup(self, messages: Sequence[BaseMessage]) -> list[int]:
-        keys = [_message_key(m) for m in messages]
+        keys = [message_key(m) for m in messages]
         counts: list[int] = [0] * len(keys)
         misses: list[int] = []
         with self._lock:  # one lock round for all lookups: in a grown history most are hits
@@ -292,6 +289,28 @@ class TiktokenCounter:
             self._last = ([], [], [])
 
 
+def checked_count(counter: TokenCounter, messages: Sequence[BaseMessage]) -> int:
+    """`counter(messages)`, refused unless it is a whole number >= 0.
+
+    A custom counter returning `None`, a negative number or a float would otherwise fail far
+    from its cause (a `TypeError` in the budget arithmetic) or make the prompt look smaller.
+
+    Raises:
+        ConfigError: The counter returned something other than a whole number >= 0.
+    """
+    tokens = counter(messages)
+    if type(tokens) is int and tokens >= 0:  # the usual case: one C-level check
+        return tokens
+    if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens >= 0:
+        return int(tokens)
+    msg = (
+        f"token_counter returned {type(tokens).__name__} {tokens!r} for {len(messages)} "
+        f"message(s); it must return a whole number >= 0 of tokens. Fix the counter {counter!r}, "
+        "or pass TiktokenCounter(...) / ApproximateCounter()"
+    )
+    raise ConfigError(msg)
+
+
 _counters: dict[str, TiktokenCounter] = {}
 _counters_lock = threading.Lock()
 
@@ -324,7 +343,9 @@ def count_tokens(
     Dicts, tuples and strings are taken as `add_messages` takes them
     (`{"role": "user", "content": "hi"}`); anything else raises `InvalidMessagesError`.
     """
-    return get_counter(model).count(coerce_messages(messages), tools=tools)
+    history = coerce_messages(messages)
+    check_tool_args(history)  # the converters could not send them; counting would raise
+    return get_counter(model).count(history, tools=tools)
 
 
 class ApproximateCounter:
@@ -393,8 +414,16 @@ class ApproximateCounter:
         return int(self.raw(messages) * self.ratio + 0.999)
 
     def calibrate(self, estimated_raw: float, actual_tokens: int) -> float:
-        """Learn from one real prompt size; returns the new ratio."""
-        if estimated_raw <= 0 or actual_tokens <= 0:
+        """Learn from one real prompt size; returns the new ratio.
+
+        An observation that is not a finite positive number (zero, negative, NaN, infinity, a
+        usage report without a count) is ignored: one NaN would otherwise poison every later
+        count.
+        """
+        if not all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+            for x in (estimated_raw, actual_tokens)
+        ):
             return self.ratio
         observed = min(max(actual_tokens / estimated_raw, self.min_ratio), self.max_ratio)
         weight = 1.0 if self.observations == 0 else self.smoothing

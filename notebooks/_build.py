@@ -50,7 +50,8 @@ QUICKSTART: list[Cell] = [
         - every model call's prompt is at or under the limit, and each AI message says what the
           pipeline did in `response_metadata["context_cost"]`;
         - large tool outputs are *compacted* (moved to the archive, a placeholder stays) and the
-          history that leaves the window is folded into a running summary (`auto_compact`);
+          history that leaves the window is folded into a running summary
+          (`SlidingWindow(summarize=True)`);
         - nothing is lost: `memory.restore(...)` (and the agent's `recall` tool) give any compacted
           output back byte for byte.
 
@@ -64,7 +65,7 @@ QUICKSTART: list[Cell] = [
         """
         ## Tools and a scripted model
 
-        `langgraph_ctx.demo.make_tools(root)` gives three real, read-only tools confined to a
+        `langgraph_ctx.cli.demo.make_tools(root)` gives three real, read-only tools confined to a
         folder: `list_dir`, `read_file` (100 numbered lines per call) and `search_text`. We point
         them at the package's sources, so the outputs are real and large.
 
@@ -85,7 +86,7 @@ QUICKSTART: list[Cell] = [
 
         import langgraph_ctx
         from langgraph_ctx import ContextMemory
-        from langgraph_ctx.demo import make_tools
+        from langgraph_ctx.cli.demo import make_tools
 
         ROOT = Path(langgraph_ctx.__file__).parent  # the package's own sources
         tools = make_tools(ROOT)
@@ -120,7 +121,7 @@ QUICKSTART: list[Cell] = [
             # turn 2: "Find where tokens are counted."
             call(8, "search_text", pattern="def count"),
             read(9, "tokens.py", start=101),
-            read(10, "_workspace.py"),
+            read(10, "view.py"),
             AIMessage("Tokens are counted by TiktokenCounter in tokens.py.", id="ai-11"),
         ]
         model = ScriptedModel(messages=iter(script))
@@ -130,8 +131,9 @@ QUICKSTART: list[Cell] = [
         """
         ## The agent
 
-        `ContextMemory` holds the pipeline (default strategies `[Compaction(), SlidingWindow()]`,
-        `auto_compact=True`), the archive (in memory here) and the rebuild policy.
+        `ContextMemory` holds the pipeline (its strategies, by default `default_strategies()`:
+        drop memory, prune, compact, then a window that summarizes what leaves it), the archive
+        (in memory here) and the rebuild policy.
         `memory.middleware()` builds every model request from the pipeline and also gives the
         agent the `recall` tool.
         """
@@ -278,7 +280,7 @@ STRATEGIES: list[Cell] = [
         previous one (the share a provider's prompt cache can reuse). `trim_messages` from
         `langchain_core` is the anchor.
 
-        The run comes from the demo agent (`langgraph_ctx.demo.run_demo`: a scripted explorer
+        The run comes from the demo agent (`langgraph_ctx.cli.demo.run_demo`: a scripted explorer
         reading this package's sources in a 6,000-token window, offline, files in a temporary
         folder), or from a recorded conversation you point `TRAJECTORY` at. Plots are drawn
         inline; nothing is written into the repository. The last cells prove the point with
@@ -319,13 +321,14 @@ STRATEGIES: list[Cell] = [
             Compaction,
             ContextManager,
             DynamicSummarization,
-            SlidingWindow,
-            Summarization,
+            PromptView,
             TiktokenCounter,
-            make_recall_tool,
+            default_strategies,
             validate_messages,
         )
-        from langgraph_ctx.demo import SYSTEM_PROMPT, make_tools, run_demo
+        from langchain_core.messages import ToolMessage
+        from langgraph_ctx.recall import make_recall_tool
+        from langgraph_ctx.cli.demo import SYSTEM_PROMPT, make_tools, run_demo
 
         workdir = Path(tempfile.mkdtemp(prefix="langgraph-ctx-strategies-"))
         if TRAJECTORY and Path(TRAJECTORY).is_file():
@@ -358,6 +361,39 @@ STRATEGIES: list[Cell] = [
     ),
     md(
         """
+        ## A strategy of your own
+
+        A strategy is any object with `apply(view)`. The build hands each strategy of its list
+        the same `PromptView`: what the prompt holds (`tokens`, `budget`, `window()`), and the
+        edits (`protect`, `inject`, `prune`, `compact`, `shrink_once`, `set_summary`, ...). This
+        one keeps the newest results of one tool whole whatever the strategies after it prune
+        or compact: about ten lines on the public API alone.
+        """
+    ),
+    code(
+        """
+        from dataclasses import dataclass
+
+
+        @dataclass(frozen=True)
+        class KeepLastResults:
+            \"\"\"Keep the newest `keep` results of one tool whole: pruning and compaction skip them.\"\"\"
+
+            tool: str
+            keep: int = 1
+
+            def apply(self, view: PromptView) -> None:
+                results = [m for m in view.window() if isinstance(m, ToolMessage) and m.name == self.tool]
+                view.protect(m.id for m in results[len(results) - self.keep :])
+
+
+        # The tool the run calls most, so the strategy has something to keep.
+        NEWEST_TOOL = Counter(m.name for m in trajectory if isinstance(m, ToolMessage)).most_common(1)[0][0]
+        print("keeping the newest results of", NEWEST_TOOL)
+        """
+    ),
+    md(
+        """
         ## Replaying call by call
 
         Before each recorded AI message, the history up to it goes through the pipeline with
@@ -365,10 +401,10 @@ STRATEGIES: list[Cell] = [
 
         | system | strategies |
         |---|---|
-        | SlidingWindow | `[SlidingWindow()]`: prune old tool outputs, then drop the oldest turns/blocks |
-        | Compaction + SlidingWindow | `[Compaction(), SlidingWindow()]`: large outputs to the archive first (the `ContextMemory` default) |
-        | Summarization | `[Summarization()]`, `auto_compact=True`: what leaves the window goes into a running summary |
-        | DynamicSummarization + SlidingWindow | `threshold_turns=1`: once the prompt holds an older turn besides the current one, summarize it |
+        | Window (no summary) | `default_strategies(summarize=False)`: drop memory, prune old tool outputs, compact large ones, then drop the oldest turns/blocks (the `ContextManager` default) |
+        | Window + summary | `default_strategies()`: the same, and what leaves the window goes into a running summary (the `ContextMemory` default) |
+        | DynamicSummarization first | `[DynamicSummarization(threshold_turns=1, turns=1), *default_strategies(summarize=False)]`: once the prompt holds an older turn besides the current one, summarize it |
+        | KeepLastResults (yours) | `[KeepLastResults(...), *default_strategies(summarize=False)]`: a strategy written below, on the public API alone |
         | trim_messages (anchor) | `trim_messages(strategy="last", include_system=True, start_on="human")` to the limit minus the tool schemas |
 
         The cache-reusable part of a prompt is its prefix identical to the previous prompt
@@ -394,13 +430,12 @@ STRATEGIES: list[Cell] = [
             return schemas + sum(counter.count_message(m) for m in prompt[:n])
 
 
-        def ours(strategies, *, auto_compact: bool = False):
+        def ours(strategies):
             def prompts():
                 archive = Archive(InMemoryStore(), thread_id="replay")
                 manager = ContextManager(
                     context_window_tokens=WINDOW,
                     strategies=strategies,
-                    auto_compact=auto_compact,
                     archive=archive,
                 )
                 ledger = None
@@ -427,11 +462,13 @@ STRATEGIES: list[Cell] = [
 
 
         SYSTEMS = {
-            "SlidingWindow": ours([SlidingWindow()]),
-            "Compaction + SlidingWindow": ours([Compaction(), SlidingWindow()]),
-            "Summarization": ours([Summarization()], auto_compact=True),
-            "DynamicSummarization + SlidingWindow": ours(
-                [DynamicSummarization(threshold_turns=1, turns=1), SlidingWindow()]
+            "Window (no summary)": ours(default_strategies(summarize=False)),
+            "Window + summary": ours(default_strategies()),
+            "DynamicSummarization first": ours(
+                [DynamicSummarization(threshold_turns=1, turns=1), *default_strategies(summarize=False)]
+            ),
+            "KeepLastResults (yours)": ours(
+                [KeepLastResults(tool=NEWEST_TOOL, keep=2), *default_strategies(summarize=False)]
             ),
             "trim_messages (anchor)": anchor,
         }
@@ -559,6 +596,10 @@ STRATEGIES: list[Cell] = [
             assert all(r["problems"] == [] for r in rows), f"{name} sent an invalid prompt"
         assert max(whole) > WINDOW, "the run outgrew the window, so the strategies had work to do"
         assert any(r["kinds"] for rows in ours_only.values() for r in rows)
+        # Yours kept its promise: the newest results of the tool are whole in every prompt.
+        for prompt, _, _ in SYSTEMS["KeepLastResults (yours)"]():
+            newest = [m for m in prompt if isinstance(m, ToolMessage) and m.name == NEWEST_TOOL][-2:]
+            assert not any(m.additional_kwargs.get("langgraph_ctx") for m in newest)
         print(
             "ok: every prompt of",
             len(ours_only),
@@ -624,7 +665,7 @@ PERSISTENCE: list[Cell] = [
 
         import langgraph_ctx
         from langgraph_ctx import ContextMemory, DirectoryBackend, validate_messages
-        from langgraph_ctx.demo import make_tools
+        from langgraph_ctx.cli.demo import make_tools
 
         workdir = Path(tempfile.mkdtemp(prefix="langgraph-ctx-persistence-"))
         DB = workdir / "checkpoints.sqlite"
@@ -726,7 +767,7 @@ PERSISTENCE: list[Cell] = [
         conn, memory, agent = open_agent(
             [
                 read(10, "strategies.py"),
-                read(11, "_workspace.py"),
+                read(11, "view.py"),
                 read(12, "recall.py"),
                 AIMessage("Strategies run by stage on a workspace; recall reads the archive.", id="ai-13"),
                 # used by the fork below

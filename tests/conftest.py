@@ -5,6 +5,8 @@
 - `load_trajectories()` / the `trajectories` fixture read `../shared/data/trajectories`; tests
   that use them skip when the folder is absent (a fresh clone has no `../shared`).
 - `make_conversation(...)` builds realistic, deterministic agent histories.
+- The `mode` fixture runs a test once through the sync API and once through the async one;
+  `run(mode, sync_fn, async_fn, ...)` and `call(obj, method, ..., mode=mode)` pick the twin.
 
 Other test modules import the plain helpers: `from tests.conftest import make_conversation`.
 """
@@ -14,9 +16,10 @@ from __future__ import annotations
 import json
 import os
 import random
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -77,6 +80,57 @@ def _hermetic_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         for name in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_API_KEY"):
             mp.delenv(name, raising=False)
         yield
+
+
+# --- sync and async ---------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> str:
+    """`"sync"` or `"async"`: one test body covers both drivers."""
+    return str(request.param)
+
+
+async def run(
+    mode: str,
+    sync_fn: Callable[..., T],
+    async_fn: Callable[..., Awaitable[T]],
+    *args: Any,
+    **kwargs: Any,
+) -> T:
+    """`sync_fn(*args, **kwargs)` in sync mode, else `await async_fn(*args, **kwargs)`.
+
+    Args:
+        mode: `"sync"` or `"async"` (the `mode` fixture).
+        sync_fn: The sync twin, e.g. `graph.invoke`.
+        async_fn: The async twin, e.g. `graph.ainvoke`.
+        *args: Passed to the chosen function.
+        **kwargs: Passed to the chosen function.
+
+    Returns:
+        What the chosen function returned.
+    """
+    if mode == "sync":
+        return sync_fn(*args, **kwargs)
+    return await async_fn(*args, **kwargs)
+
+
+async def call(obj: Any, method: str, *args: Any, mode: str, **kwargs: Any) -> Any:
+    """`obj.method(...)` or its async twin `obj.amethod(...)`, depending on the mode.
+
+    Args:
+        obj: Has both `method` and `a<method>` (e.g. an archive, a manager, a tool).
+        method: The sync method's name, e.g. `"build"` (async: `"abuild"`).
+        *args: Passed to the method.
+        mode: `"sync"` or `"async"` (the `mode` fixture).
+        **kwargs: Passed to the method.
+
+    Returns:
+        What the method returned.
+    """
+    return await run(mode, getattr(obj, method), getattr(obj, f"a{method}"), *args, **kwargs)
 
 
 # --- real trajectories ---------------------------------------------------------------------
@@ -286,3 +340,27 @@ def make_conversation(
         )
         messages.append(AIMessage(answer, id=f"ai{t}_final"))
     return messages
+
+
+def make_strategies(
+    *,
+    summarize: bool = False,
+    protect_turns: int = 2,
+    prune_errors: bool = False,
+    compaction: Any = None,
+    first: Sequence[Any] = (),
+) -> list[Any]:
+    """An explicit strategy list in the default order, with the knobs tests vary.
+
+    `first` runs before the cutting strategies (extraction, dynamic summarization); no
+    `Compaction` unless one is given.
+    """
+    from langgraph_ctx.strategies import DropMemory, PruneToolOutputs, SlidingWindow
+
+    return [
+        *first,
+        DropMemory(),
+        PruneToolOutputs(protect_turns=protect_turns, prune_errors=prune_errors),
+        *([compaction] if compaction is not None else []),
+        SlidingWindow(summarize=summarize),
+    ]

@@ -11,6 +11,10 @@
   existing `<summary>` system message (with or without the ledger in state), with compacted
   tool results recorded in the ledger and archive, or with the previous prompt itself (its
   placeholders) fed back as history; the archive that build wrote comes with it.
+- `cases()` / `rich_cases()`: a history (plain, or a `prior_builds()` one) with a drawn
+  pipeline configuration (`Setup`: counter, window, strategies, tools, memory).
+- `runs()`: a whole agent run (`Run`: user turns, parallel tool calls, big and error results,
+  the graph kind, the driver and the memory's options) for the graph property test.
 
 Text stays within what OpenAI's tokenizer accepts as ordinary text (no surrogates, no
 special-token spellings), so exact counts can be compared with
@@ -22,7 +26,8 @@ from __future__ import annotations
 import base64
 import collections
 import itertools
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -33,6 +38,11 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+
+from langgraph_ctx.tokens import TiktokenCounter
+
+TIKTOKEN = TiktokenCounter("gpt-4o")
+"""The shared (cached) exact counter of the drawn builds."""
 
 _TOOLS = ("read_file", "grep", "run_tests", "search_flights", "get_user_details", "bash")
 
@@ -56,9 +66,16 @@ def _no_special_tokens(text: str) -> str:
     return text.replace("<|", "<")
 
 
+def _not_blank(text: str) -> str:
+    # Providers refuse whitespace-only text blocks; `messy_histories` draws those on purpose.
+    return text if not text or text.strip() else text + "."
+
+
 def texts(*, min_size: int = 0, max_size: int = 80) -> st.SearchStrategy[str]:
-    """Short free text in any script (never spelling a special token such as `<|endoftext|>`)."""
-    return st.text(_ALPHABET, min_size=min_size, max_size=max_size).map(_no_special_tokens)
+    """Short free text in any script: empty or with a non-space character (never spelling a
+    special token such as `<|endoftext|>`)."""
+    text = st.text(_ALPHABET, min_size=min_size, max_size=max_size)
+    return text.map(_no_special_tokens).map(_not_blank)
 
 
 @st.composite
@@ -274,8 +291,55 @@ def rich_histories(**options: Any) -> st.SearchStrategy[list[BaseMessage]]:
     return histories(**{**defaults, **options})
 
 
-MESSES = ("system_inside", "empty_user", "greeting_first", "broken_pairing")
+MESSES = (
+    "system_inside",
+    "empty_user",
+    "greeting_first",
+    "broken_pairing",
+    "invalid_call",
+    "idless_call",
+    "blank_user",
+    "repeated_call_id",
+    "tool_use_block",
+)
 """What `messy_histories` can do to a history, besides breaking the tool-call pairing."""
+
+BLANK_CONTENTS: tuple[Any, ...] = (
+    [{"type": "text", "text": ""}],
+    "  \n\t",
+    [{"type": "text", "text": " "}, "\n"],
+)
+"""User content a provider refuses: empty text blocks, whitespace only."""
+
+
+def _call_exchange(draw: st.DrawFn, mess: str, n: int) -> list[BaseMessage]:
+    """An AI message whose calls the providers cannot pair as they stand, and maybe answers.
+
+    `invalid_call`: arguments that were not valid JSON (`invalid_tool_calls`, never answered
+    by `ToolNode`); `idless_call`: a call with `id=None`, its answer naming `""`;
+    `repeated_call_id`: two calls with one id in the batch; `tool_use_block`: a `tool_use`
+    content block with no tool call.
+    """
+    tag = f"{mess}-{n}"
+    answers = draw(st.integers(0, 2))
+    if mess == "invalid_call":
+        bad = {"type": "invalid_tool_call", "id": f"badcall-{n}", "name": "bash"}
+        bad |= {"args": '{"cmd": "ls', "error": "arguments are not valid JSON"}
+        return [AIMessage("", invalid_tool_calls=[bad], id=tag)]
+    if mess == "tool_use_block":
+        use = {"type": "tool_use", "id": f"toolu_{n}", "name": "bash", "input": {"cmd": "ls"}}
+        ai = AIMessage([{"type": "text", "text": "Let me look."}, use], id=tag)
+        call_id = f"toolu_{n}"
+        answers = min(answers, 1)
+    else:
+        call_id = "" if mess == "idless_call" else f"dupcall-{n}"
+        call = {"name": "read_file", "args": {"path": "a.py"}, "id": call_id or None}
+        ai = AIMessage("", tool_calls=[{**call, "type": "tool_call"}] * 2, id=tag)
+    results = [
+        ToolMessage(f"out {k}", tool_call_id=call_id, name="read_file", id=f"{tag}-r{k}")
+        for k in range(answers)
+    ]
+    return [ai, *results]
 
 
 @st.composite
@@ -283,9 +347,10 @@ def messy_histories(draw: st.DrawFn) -> tuple[list[BaseMessage], list[str]]:
     """A rich history with what providers refuse where it stands, and what was done to it.
 
     One to three of: a system message inside the conversation (a `[tool: ...]` fallback or a
-    note, anywhere, even inside a tool batch), an empty user message, a greeting from the
-    model before any user message, and the damage of `broken_histories` (orphan results,
-    unanswered calls).
+    note, anywhere, even inside a tool batch), an empty user message, a blank one (empty text
+    blocks, whitespace), a greeting from the model before any user message, the damage of
+    `broken_histories` (orphan results, unanswered calls), and the call shapes of
+    `_call_exchange` (invalid calls, id-less calls, repeated call ids, `tool_use` blocks).
     """
     messages = list(draw(rich_histories(max_turns=4)))
     done = draw(st.lists(st.sampled_from(MESSES), min_size=1, max_size=3))
@@ -299,6 +364,12 @@ def messy_histories(draw: st.DrawFn) -> tuple[list[BaseMessage], list[str]]:
             messages.insert(at, HumanMessage(draw(st.sampled_from(["", []])), id=f"empty-{n}"))
         elif mess == "greeting_first":
             messages.insert(lead, AIMessage("Hello! How can I help?", id=f"greeting-{n}"))
+        elif mess == "blank_user":
+            messages.insert(
+                at, HumanMessage(draw(st.sampled_from(BLANK_CONTENTS)), id=f"blank-{n}")
+            )
+        elif mess != "broken_pairing":
+            messages[at:at] = _call_exchange(draw, mess, n)
         else:
             _insert_stray(draw, messages, f"mess-{n}")
             results = [
@@ -331,17 +402,6 @@ PRIOR_KINDS = ("summary_in_state", "compacted", "own_output", "summary_without_l
 
 THREAD = "t"
 """The thread every `Prior` archive belongs to."""
-
-_PRIOR_COUNTER: Any = None
-
-
-def _prior_counter() -> Any:
-    global _PRIOR_COUNTER
-    if _PRIOR_COUNTER is None:
-        from langgraph_ctx.tokens import TiktokenCounter
-
-        _PRIOR_COUNTER = TiktokenCounter("gpt-4o")
-    return _PRIOR_COUNTER
 
 
 @dataclass
@@ -382,7 +442,8 @@ def prior_builds(draw: st.DrawFn, *, max_turns: int = 4) -> Prior:
     from langgraph_ctx.memory import ContextMemory
     from langgraph_ctx.pipeline import ContextManager
     from langgraph_ctx.report import ContextBudget
-    from langgraph_ctx.strategies import Compaction, SlidingWindow
+    from langgraph_ctx.strategies import Compaction
+    from tests.conftest import make_strategies
 
     history = draw(rich_histories(max_turns=max_turns))
     kind = draw(st.sampled_from(PRIOR_KINDS))
@@ -393,7 +454,7 @@ def prior_builds(draw: st.DrawFn, *, max_turns: int = 4) -> Prior:
     users = [i + 1 for i, m in enumerate(history) if isinstance(m, HumanMessage)]
     cut = draw(st.sampled_from([*users[1:], len(history)]))
     seen = history[:cut]
-    counter = _prior_counter()
+    counter = TIKTOKEN
     summarizing = kind.startswith("summary") or draw(st.booleans())
     # A summary needs the window to shrink: summary kinds get the smaller windows.
     share = draw(st.floats(0.2, 0.6) if summarizing else st.floats(0.25, 0.9))
@@ -411,10 +472,12 @@ def prior_builds(draw: st.DrawFn, *, max_turns: int = 4) -> Prior:
         manager = ContextManager(
             budget=ContextBudget(context_window_tokens=window),
             token_counter=counter,
-            strategies=[Compaction(min_chars=300, keep_last=keep_last), SlidingWindow()],
+            strategies=make_strategies(
+                summarize=summarizing,
+                protect_turns=protect_turns,
+                compaction=Compaction(min_chars=300, keep_last=keep_last),
+            ),
             archive=Archive(store, thread_id=THREAD),
-            auto_compact=summarizing,
-            protect_turns=protect_turns,
             summary_placement="merged" if merged else "separate",
         )
         try:
@@ -453,3 +516,314 @@ def prior_builds(draw: st.DrawFn, *, max_turns: int = 4) -> Prior:
     at = next((i for i, m in enumerate(live) if not isinstance(m, SystemMessage)), len(live))
     live.insert(at, summary)
     return Prior(kind, live, state, store, list(history), removed, window)
+
+
+# --- drawn pipeline setups ----------------------------------------------------------------------
+
+
+def _chars_counter(messages: Sequence[BaseMessage]) -> int:
+    """A crude additive counter: 4 per message, a token per 4 characters, 8 per tool call."""
+    from langgraph_ctx.messages import text_of
+
+    total = 3
+    for m in messages:
+        total += 4 + len(text_of(m)) // 4 + 8 * len(getattr(m, "tool_calls", None) or ())
+    return total
+
+
+def _len_counter(messages: Sequence[BaseMessage]) -> int:
+    return len(messages)
+
+
+COUNTERS: dict[str, Callable[[Sequence[BaseMessage]], int]] = {
+    "tiktoken": TIKTOKEN,
+    "chars": _chars_counter,
+    "len": _len_counter,
+}
+"""The token counters a `Setup` can draw, by name."""
+WINDOWS = {"tiktoken": (300, 5000), "chars": (40, 1500), "len": (2, 40)}
+"""The absolute windows drawn for each counter (lowest, highest)."""
+
+MEMORY = ("The user prefers tabs over spaces.", "Deploys go through staging first.", "on call")
+"""Retrieved-memory items a `Setup` can pass to its builds."""
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file from the repository.",
+            "parameters": {
+                "type": "object",
+                "properties": {"path": {"type": "string", "description": "File path"}},
+                "required": ["path"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "bash",
+            "description": "Run a shell command.",
+            "parameters": {
+                "type": "object",
+                "properties": {"cmd": {"type": "string"}},
+                "required": ["cmd"],
+            },
+        },
+    },
+]
+"""Tool schemas (OpenAI format) a `Setup` can offer its builds."""
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One drawn pipeline configuration: `manager()` makes it, `build()` runs a history."""
+
+    counter: str
+    """A key of `COUNTERS`."""
+    window: int
+    reserved: int
+    auto_compact: bool
+    compaction: bool
+    placement: str
+    tools: bool
+    memory: tuple[str, ...]
+    protect_turns: int
+    prune_errors: bool
+    dynamic: bool = False
+    """Also `DynamicSummarization` (summarize the oldest turns past two turns)."""
+    injections: tuple[str, ...] = ()
+    """Fixed system-prompt fragments (merged into the system prompt like memory)."""
+    n_tools: int = len(TOOLS)
+    """How many of `TOOLS` a build offers (when `tools`)."""
+
+    @property
+    def limit(self) -> int:
+        return self.window - self.reserved
+
+    def manager(self, store: Any = None) -> Any:
+        """A `ContextManager` with this configuration.
+
+        `store`: every build archives into it (thread `THREAD`); None: a fresh in-memory
+        archive, and only when compaction or auto-compaction needs one.
+        """
+        from langgraph.store.memory import InMemoryStore
+
+        from langgraph_ctx.archive import Archive, StoreBackend
+        from langgraph_ctx.pipeline import ContextManager
+        from langgraph_ctx.report import ContextBudget
+        from langgraph_ctx.strategies import Compaction, DynamicSummarization
+        from tests.conftest import make_strategies
+
+        strategies = make_strategies(
+            summarize=self.auto_compact,
+            protect_turns=self.protect_turns,
+            prune_errors=self.prune_errors,
+            compaction=Compaction(min_chars=300, keep_last=1) if self.compaction else None,
+            first=[DynamicSummarization(threshold_turns=2, turns=1)] if self.dynamic else [],
+        )
+        archive = None
+        if store is not None:
+            archive = Archive(store, thread_id=THREAD)
+        elif self.compaction or self.auto_compact:
+            archive = Archive(StoreBackend(InMemoryStore()), thread_id=THREAD)
+        return ContextManager(
+            injections=list(self.injections),
+            budget=ContextBudget(
+                context_window_tokens=self.window, reserved_output_tokens=self.reserved
+            ),
+            token_counter=COUNTERS[self.counter],
+            strategies=strategies,
+            archive=archive,
+            summary_placement=self.placement,
+        )
+
+    def build(self, cm: Any, messages: Sequence[BaseMessage], state: Any = None) -> Any:
+        """`cm.build` with this configuration's tools and memory."""
+        return cm.build(
+            messages,
+            tools=TOOLS[: self.n_tools] if self.tools else None,
+            memory=list(self.memory),
+            state=state,
+        )
+
+
+def _draw_setup(
+    draw: st.DrawFn, counter: str, size: Callable[[], int], *, rich: bool = False
+) -> Setup:
+    """A `Setup` whose window is absolute or relative to the history's `size()`; `rich` also
+    draws dynamic summarization and injections, and offers one tool."""
+    low, high = WINDOWS[counter]
+    if draw(st.booleans()):
+        window = draw(st.integers(low, high))
+    else:  # around the history's own size, so most builds have to edit something
+        window = max(low, int(size() * draw(st.floats(0.2, 1.1))))
+    setup = Setup(
+        counter=counter,
+        window=window,
+        reserved=draw(st.sampled_from([0, 0, window // 10])),
+        auto_compact=draw(st.booleans()),
+        compaction=draw(st.booleans()),
+        placement=draw(st.sampled_from(["separate", "merged"])),
+        tools=draw(st.booleans()),
+        memory=tuple(draw(st.lists(st.sampled_from(MEMORY), max_size=2))),
+        protect_turns=draw(st.integers(0, 3)),
+        prune_errors=draw(st.booleans()),
+    )
+    if not rich:
+        return setup
+    return replace(
+        setup,
+        dynamic=draw(st.integers(0, 3)) == 0,
+        injections=tuple(draw(st.lists(texts(min_size=1, max_size=60), max_size=1))),
+        n_tools=1,
+    )
+
+
+@st.composite
+def cases(
+    draw: st.DrawFn, /, counter: str | None = None, **history_options: Any
+) -> tuple[list[BaseMessage], Setup]:
+    """A history (`histories(**history_options)`) and a `Setup` for it, with any counter."""
+    history = draw(histories(**history_options))
+    name = counter or draw(st.sampled_from(sorted(COUNTERS)))
+    return history, _draw_setup(draw, name, lambda: COUNTERS[name](history))
+
+
+@st.composite
+def rich_cases(draw: st.DrawFn, *, fresh: bool = False) -> tuple[Prior, Setup]:
+    """A `prior_builds()` history (or, `fresh`, a rich one with no previous build) and a
+    tiktoken `Setup` for it that also may summarize dynamically and inject fragments."""
+    if fresh:
+        from langgraph.store.memory import InMemoryStore
+
+        history = draw(rich_histories(max_turns=5))
+        prior = Prior("fresh", history, None, InMemoryStore(), list(history))
+    else:
+        prior = draw(prior_builds())
+    return prior, _draw_setup(draw, "tiktoken", lambda: TIKTOKEN(prior.messages), rich=True)
+
+
+# --- drawn agent runs ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call of a drawn run and the result it gets."""
+
+    kind: str  # "short", "big" or "error"
+    content: str | list[Any]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One user turn of a drawn run."""
+
+    user: str | list[Any]
+    steps: tuple[tuple[Call, ...], ...]
+    """Each step is one AI message making these calls in parallel."""
+    answer: str
+    recall: bool = False
+    """Before answering, the model calls `recall` with the first reference in its prompt."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """A drawn agent run: the graph, the driver, the memory's options and the turns."""
+
+    graph: str  # "state_graph" or "create_agent"
+    mode: str  # "sync" or "async"
+    placement: str
+    window: int
+    auto_compact: bool
+    remove_summarized: bool
+    usage: bool
+    """The model reports its prompt tokens, so the after-turn hint rebuild can fire."""
+    hint_threshold: float
+    keep_last: int
+    turns: tuple[Turn, ...]
+
+
+_BIG = st.integers(1_000, 3_000).map(
+    lambda n: "".join(
+        f"{i:5d} | total={i * 7} status=ok path=src/app/m{i % 9}.py ✓\n" for i in range(n // 50)
+    )
+)
+
+
+@st.composite
+def calls(draw: st.DrawFn) -> Call:
+    """A tool call: a short, big, multimodal or error result."""
+    kind = draw(st.sampled_from(["short", "short", "big", "error"]))
+    content: str | list[Any]
+    if kind == "error":
+        content = "Error: " + draw(texts(min_size=1, max_size=80))
+    elif kind == "big":
+        content = draw(_BIG)
+    elif draw(st.integers(0, 3)) == 0:
+        content = draw(multimodal_content())
+    else:
+        content = draw(texts(min_size=1, max_size=150))
+    return Call(kind, content)
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> Run:
+    """An agent run of 1-4 turns, each with up to 3 steps of up to 3 parallel calls."""
+    turns = []
+    for _ in range(draw(st.integers(1, 4))):
+        user = draw(multimodal_content()) if draw(st.booleans()) else draw(texts(min_size=1))
+        steps = draw(
+            st.lists(st.lists(calls(), min_size=1, max_size=3).map(tuple), max_size=3).map(tuple)
+        )
+        answer = draw(texts(min_size=1, max_size=60))
+        turns.append(Turn(user, steps, answer, recall=draw(st.integers(0, 3)) == 0))
+    return Run(
+        graph=draw(st.sampled_from(["state_graph", "create_agent"])),
+        mode=draw(st.sampled_from(["sync", "async"])),
+        placement=draw(st.sampled_from(["separate", "merged"])),
+        window=draw(st.integers(1_200, 6_000)),
+        auto_compact=draw(st.booleans()),
+        remove_summarized=draw(st.booleans()),
+        usage=draw(st.booleans()),
+        hint_threshold=draw(st.sampled_from([0.3, 0.5, 0.8])),
+        keep_last=draw(st.integers(0, 1)),
+        turns=tuple(turns),
+    )
+
+
+# --- in-place edits ------------------------------------------------------------------------
+
+EDIT_KINDS = ("grow_text", "append_block", "edit_args")
+"""How an agent edits a message it already holds: content reassigned to a longer text, a
+block appended to a content list, a tool call's arguments changed, all on the same object."""
+
+
+def in_place_edits() -> st.SearchStrategy[list[tuple[int, str, int]]]:
+    """Edits to apply with `apply_in_place_edits`: (message index mod the history length,
+    kind, words added)."""
+    return st.lists(
+        st.tuples(st.integers(0, 10_000), st.sampled_from(EDIT_KINDS), st.integers(1, 1_500)),
+        min_size=1,
+        max_size=4,
+    )
+
+
+def apply_in_place_edits(messages: Sequence[BaseMessage], edits: list[tuple[int, str, int]]) -> int:
+    """Edit `messages` in place (the same objects, as an agent's own code would); returns how
+    many edits applied (an edit that does not fit its message is left out)."""
+    applied = 0
+    for index, kind, words in edits:
+        message = messages[index % len(messages)]
+        more = " ".join(["more"] * words)
+        if kind == "grow_text" and isinstance(message.content, str):
+            message.content = f"{message.content} {more}"
+        elif kind == "append_block" and isinstance(message.content, list):
+            message.content.append({"type": "text", "text": more})
+        elif kind == "edit_args" and isinstance(message, AIMessage) and message.tool_calls:
+            message.tool_calls[0]["args"]["note"] = more
+        else:
+            continue
+        applied += 1
+    return applied

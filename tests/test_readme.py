@@ -7,15 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from langgraph_ctx import ContextManager, PromptView
+from tests.fakes import ScriptedChatModel, scripted
 
 README = Path(__file__).resolve().parents[1] / "README.md"
-
-
-class ToolCallingFake(GenericFakeChatModel):
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingFake:
-        return self
 
 
 def quickstart_code() -> str:
@@ -30,19 +27,17 @@ def test_readme_quickstart_runs(
 ) -> None:
     (tmp_path / "README.md").write_text("# A project\n" + "Some text.\n" * 200, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    replies = iter(
-        [
-            AIMessage(
-                "",
-                tool_calls=[{"name": "read_file", "args": {"path": "README.md"}, "id": "c1"}],
-            ),
-            AIMessage("It is a project with some text."),
-        ]
+    model = scripted(
+        AIMessage(
+            "",
+            tool_calls=[{"name": "read_file", "args": {"path": "README.md"}, "id": "c1"}],
+        ),
+        AIMessage("It is a project with some text."),
+        profile={"max_input_tokens": 128_000},
     )
-    model = ToolCallingFake(messages=replies, profile={"max_input_tokens": 128_000})
     seen: list[str] = []
 
-    def fake_init_chat_model(name: str, **kwargs: Any) -> ToolCallingFake:
+    def fake_init_chat_model(name: str, **kwargs: Any) -> ScriptedChatModel:
         seen.append(name)
         return model
 
@@ -57,3 +52,30 @@ def test_readme_quickstart_runs(
     report = result["messages"][-1].response_metadata["context_cost"]
     assert report["limit"] == 128_000 - 4_000
     assert report["ok"] is True
+
+
+def test_readme_user_strategy_runs_as_written() -> None:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("### Strategies", 1)[1]
+    code = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    memory = namespace["memory"]
+    first = memory.manager.strategies[0]
+    assert type(first).__name__ == "KeepLastResults" and first.tool == "grep"
+    # On a build, the newest two grep results are protected before any strategy edits.
+    history: list[Any] = [HumanMessage("find it", id="h")]
+    for i in range(4):
+        call = {"name": "grep", "args": {"q": str(i)}, "id": f"c{i}"}
+        history += [
+            AIMessage("", tool_calls=[call], id=f"a{i}"),
+            ToolMessage("x" * 50, tool_call_id=f"c{i}", name="grep", id=f"t{i}"),
+        ]
+    seen: list[set[str]] = []
+
+    class Spy:
+        def apply(self, view: PromptView) -> None:
+            seen.append(set(view.protected_ids))
+
+    ContextManager(context_window_tokens=32_000, strategies=[first, Spy()]).build(history)
+    assert seen == [{"t2", "t3"}]

@@ -1,10 +1,10 @@
 """Shared helpers for the end-to-end graph tests: a scripted model, replay tools, checks.
 
-- `ScriptedChatModel` replays the AI turns of a recorded run, whatever prompt it gets. It
-  supports `bind_tools`, reports the prompt's real token count as `usage_metadata`, and keeps
-  every prompt (and the tools bound for it) on the instance.
-- `replay_tools(messages)` builds real tools that answer each call with the output the
-  recorded run got for it (same call id, same content and status).
+- `Script.model()` builds a `ScriptedChatModel` (`tests/fakes.py`) replaying the AI turns
+  of a recorded run, whatever prompt it gets.
+- `replay_tools(replies, results)` builds real tools that answer each call with the output
+  the recorded run got for it (same call id, same content and status), with the command
+  line's replay machinery (`langgraph_ctx.cli.replay.replay_tools`).
 - `Script` splits a recorded run into the system prompt, the user inputs and the AI turns;
   `drive()` feeds the user inputs to a graph one turn at a time and records every message
   state ever held (`Seen`), so tests can prove nothing was lost.
@@ -15,15 +15,12 @@ The `checkpointer` fixtures that go with these live in `tests/integration/confte
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Any
 
-from langchain_core.exceptions import ContextOverflowError
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -31,107 +28,17 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableLambda
-from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-from pydantic import ConfigDict, Field, create_model
 
 from langgraph_ctx.archive import encode_message
+from langgraph_ctx.cli.replay import replay_tools as cli_replay_tools
 from langgraph_ctx.memory import REPORT_KEY, ContextMemory
 from langgraph_ctx.messages import validate_messages
 from langgraph_ctx.state import ContextState
-
-Step = AIMessage | str | Callable[[list[BaseMessage]], AIMessage]
-"""One scripted reply: a message, a text, or a function of the prompt."""
-
-
-# --- the scripted model -------------------------------------------------------------------
-
-
-class ScriptedChatModel(GenericFakeChatModel):
-    """Replays scripted AI turns in order and records what it was asked.
-
-    Every reply is a fresh copy of the scripted message (its id included; a text step gets
-    the framework's id, as from a real provider). When the script runs out the model answers
-    `fallback` (a final text reply), so a run that continues past the recording ends cleanly.
-    """
-
-    messages: Iterator[Any] = Field(default_factory=lambda: iter(()))
-    fallback: str | None = "Done."
-    """Reply once the script is exhausted; None raises instead."""
-    usage_counter: Any = None
-    """A `TokenCounter`: when set, replies carry `usage_metadata.input_tokens` of the prompt."""
-    usage_scale: float = 1.0
-    """Multiplies the reported input tokens (a provider that counts more than we do)."""
-    provider_limit: int | None = None
-    """Reject prompts whose scaled count passes this with `ContextOverflowError`."""
-    rejected: list[list[BaseMessage]] = Field(default_factory=list)
-    """Prompts rejected for overflow (not in `prompts`; they consume no script step)."""
-    prompts: list[list[BaseMessage]] = Field(default_factory=list)
-    """Every prompt answered, in order."""
-    prompt_tools: list[list[dict[str, Any]]] = Field(default_factory=list)
-    """The tools (OpenAI format) bound for each prompt."""
-    disable_streaming: bool = True  # the parent's `_stream` drops tool calls
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
-        schemas = [convert_to_openai_tool(t) for t in tools]
-        kwargs.pop("tool_choice", None)
-        return self.bind(tools=schemas, **kwargs)
-
-    def _next_step(self, prompt: list[BaseMessage]) -> AIMessage:
-        step = next(self.messages, None)
-        if step is None:
-            if self.fallback is None:
-                msg = f"the script is exhausted after {len(self.prompts)} calls"
-                raise AssertionError(msg)
-            step = self.fallback
-        if callable(step):
-            step = step(prompt)
-        if isinstance(step, str):
-            return AIMessage(step)
-        reply: AIMessage = step.model_copy(deep=True)
-        return reply
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        tools = list(kwargs.get("tools") or [])
-        tokens = 0
-        if self.usage_counter is not None:
-            counted = self.usage_counter(messages) + self.usage_counter.count_tools(tools)
-            tokens = int(counted * self.usage_scale)
-            if self.provider_limit is not None and tokens > self.provider_limit:
-                self.rejected.append(list(messages))
-                msg = f"This model's maximum context length is {self.provider_limit} tokens"
-                raise ContextOverflowError(msg)
-        self.prompts.append(list(messages))
-        self.prompt_tools.append(tools)
-        reply = self._next_step(list(messages))
-        if self.usage_counter is not None:
-            reply.usage_metadata = {
-                "input_tokens": tokens,
-                "output_tokens": 10,
-                "total_tokens": tokens + 10,
-            }
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        await asyncio.sleep(0)
-        return self._generate(messages, stop, **kwargs)
-
+from tests.fakes import ScriptedChatModel, Step
 
 # --- recorded runs ------------------------------------------------------------------------
 
@@ -200,54 +107,20 @@ class Script:
 def replay_tools(
     replies: Sequence[Step], results: Sequence[ToolMessage], *, calls: list[str] | None = None
 ) -> list[BaseTool]:
-    """One real tool per tool name, answering each call id with its recorded result.
+    """The command line's replay tools (`langgraph_ctx.cli.replay`) over a script.
 
-    The schema of each tool lists every argument the recording used. `calls` (if given)
-    collects the call ids in the order the tools ran.
+    Each result is answered as a fresh `ToolMessage` with the id `tool-<call id>`, so two runs
+    of one script hold byte-identical states. `calls` (if given) collects the call ids in the
+    order the tools ran.
     """
-    by_call = {m.tool_call_id: m for m in results}
-    names: dict[str, set[str]] = {}
-    for reply in replies:
-        if not isinstance(reply, AIMessage):
-            continue
-        for tc in reply.tool_calls:
-            names.setdefault(tc["name"], set()).update(tc["args"])
-    tools: list[BaseTool] = []
-    for name, arg_names in sorted(names.items()):
-        fields: dict[str, Any] = {a: (Any, None) for a in sorted(arg_names)}
-        fields["tool_call_id"] = (Annotated[str, InjectedToolCallId], ...)
-        schema = create_model(  # type: ignore[call-overload]
-            f"{name}_args", __config__=ConfigDict(extra="allow"), **fields
+    answers = [
+        ToolMessage(
+            m.content, tool_call_id=m.tool_call_id, status=m.status, id=f"tool-{m.tool_call_id}"
         )
-
-        def run(tool_call_id: str, _name: str = name, **_: Any) -> ToolMessage:
-            recorded = by_call.get(tool_call_id)
-            if calls is not None:
-                calls.append(tool_call_id)
-            if recorded is None:
-                return ToolMessage(
-                    f"no recorded output for {tool_call_id}",
-                    tool_call_id=tool_call_id,
-                    name=_name,
-                    status="error",
-                )
-            return ToolMessage(
-                recorded.content,
-                tool_call_id=tool_call_id,
-                name=_name,
-                status=recorded.status,
-                id=f"tool-{tool_call_id}",
-            )
-
-        tools.append(
-            StructuredTool.from_function(
-                func=run,
-                name=name,
-                description=f"Replays the recorded `{name}` outputs.",
-                args_schema=schema,
-            )
-        )
-    return tools
+        for m in results
+    ]
+    recorded = [r for r in replies if isinstance(r, AIMessage)]
+    return cli_replay_tools([*recorded, *answers], calls=calls)
 
 
 def synthetic_script(
@@ -429,7 +302,7 @@ def check_ledger(memory: ContextMemory, graph: Any, config: Mapping[str, Any]) -
             assert mid in live, f"{kind} id {mid} is not in the live state"
             ref = entry.get("ref")
             if ref:
-                restored = archive.get_message(ref)
+                restored = archive.restore(ref)
                 assert encode_message(restored) == encode_message(live[mid]), (kind, mid)
                 assert archive.lookup(mid) is not None, mid
     summary = ledger.get("summary") or {}
@@ -437,7 +310,7 @@ def check_ledger(memory: ContextMemory, graph: Any, config: Mapping[str, Any]) -
     assert set(covered) <= history_ids, set(covered) - history_ids
     dumped: set[str] = set()
     for ref in summary.get("dump_refs", []):
-        dumped.update(m.id or "" for m in archive.get_messages(ref))
+        dumped.update(m.id or "" for m in archive.read(ref))
     if summary.get("dump_refs"):
         assert set(covered) <= dumped, "a summarized message has no insurance dump"
     window = ledger.get("window") or {}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_from_dict
@@ -25,6 +24,7 @@ from langgraph_ctx.errors import (
 )
 from langgraph_ctx.messages import ensure_ids
 from langgraph_ctx.recall import make_recall_tool
+from tests.conftest import call
 
 pytestmark = pytest.mark.postgres
 
@@ -36,21 +36,10 @@ TRAJECTORY_FILES = (
 )
 
 
-@pytest.fixture(params=["sync", "async"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @pytest.fixture
 def thread_id() -> str:
     """A thread of its own for each test, so tests share the session database safely."""
     return f"pg-{uuid.uuid4().hex}"
-
-
-async def call(obj: Any, method: str, *args: Any, mode: str) -> Any:
-    if mode == "sync":
-        return getattr(obj, method)(*args)
-    return await getattr(obj, f"a{method}")(*args)
 
 
 @pytest.mark.trajectories
@@ -71,7 +60,7 @@ async def test_trajectories_round_trip(
             assert encode_message(restored) == encode_message(msg)
             assert await call(archive, "restore", msg.id, mode=mode) == msg
         dump = await call(archive, "put_messages", original, mode=mode)
-        restored_list = await call(archive, "get_messages", dump, mode=mode)
+        restored_list = await call(archive, "read", dump, mode=mode)
         assert restored_list == original
         assert encode_messages(restored_list) == encode_messages(original)
 
@@ -87,11 +76,11 @@ async def test_round_trip_edge_content(
     ]
     for msg in msgs:
         ref = await call(archive, "put_message", msg, mode=mode)
-        assert encode_message(await call(archive, "get_message", ref, mode=mode)) == (
+        assert encode_message(await call(archive, "restore", ref, mode=mode)) == (
             encode_message(msg)
         )
     text = "raw NUL \x00 and \udc80"
-    assert await call(archive, "get_text", archive.put_text(text), mode=mode) == text
+    assert await call(archive, "read", archive.put_text(text), mode=mode) == text
 
 
 async def test_double_write_keeps_one_item(
@@ -111,7 +100,7 @@ async def test_missing_corrupt_and_foreign(
 ) -> None:
     archive = Archive(postgres_store, thread_id=thread_id)
     with pytest.raises(ArchiveEntryNotFoundError):
-        await call(archive, "get_text", f"lgctx:{thread_id}:text:{'0' * 64}", mode=mode)
+        await call(archive, "read", f"lgctx:{thread_id}:text:{'0' * 64}", mode=mode)
     ref = await call(archive, "put_message", ToolMessage("output", tool_call_id="c"), mode=mode)
     with pytest.raises(ArchiveAccessError):
         await call(Archive(postgres_store, thread_id="other"), "restore", ref, mode=mode)
@@ -129,8 +118,8 @@ async def test_recall_tool(postgres_store: PostgresStore, thread_id: str, mode: 
     ref = archive.put_message(ToolMessage(text, tool_call_id="c", id="big"))
     tool = make_recall_tool(archive, max_chars=50)
     args = {"ref": "big", "start_line": 3, "end_line": 4}
-    out = tool.invoke(args) if mode == "sync" else await tool.ainvoke(args)
+    out = await call(tool, "invoke", args, mode=mode)
     assert out.split("\n", 1)[1] == "row 2\nrow 3\n"
     other = make_recall_tool(Archive(postgres_store, thread_id="other"))
-    denied = other.invoke({"ref": ref}) if mode == "sync" else await other.ainvoke({"ref": ref})
+    denied = await call(other, "invoke", {"ref": ref}, mode=mode)
     assert "belongs to another thread" in denied

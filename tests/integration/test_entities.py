@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.runnables import RunnableLambda
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
@@ -22,8 +20,9 @@ from langgraph_ctx import (
     ContextState,
     EntityExtraction,
     EntityExtractor,
-    SlidingWindow,
 )
+from tests.conftest import make_strategies
+from tests.fakes import ScriptedChatModel, scripted
 
 
 class Trip(TypedDict, total=False):
@@ -31,31 +30,10 @@ class Trip(TypedDict, total=False):
     date: str
 
 
-class FakeExtractionModel:
-    """Stands in for a chat model's structured output: replies are scripted, inputs recorded."""
-
-    def __init__(self, replies: list[Any]) -> None:
-        self.replies = list(replies)
-        self.received: list[list[BaseMessage]] = []
-        self.schemas: list[Any] = []
-
-    def with_structured_output(self, schema: Any) -> RunnableLambda[Any, Any]:
-        self.schemas.append(schema)
-
-        def answer(messages: list[BaseMessage]) -> Any:
-            self.received.append(messages)
-            reply = self.replies.pop(0)
-            if isinstance(reply, Exception):
-                raise reply
-            return reply
-
-        return RunnableLambda(answer)
-
-
-def manager(model: FakeExtractionModel) -> ContextManager:
+def manager(model: ScriptedChatModel) -> ContextManager:
     return ContextManager(
         budget=ContextBudget(context_window_tokens=8_000),
-        strategies=[EntityExtraction(), SlidingWindow()],
+        strategies=make_strategies(first=[EntityExtraction()]),
         extractor=EntityExtractor(model=model, schema=Trip),
     )
 
@@ -64,9 +42,7 @@ ENTITIES = '<entities>\n{{"date": "{date}", "destination": "{destination}"}}\n</
 
 
 def test_entities_follow_each_user_input_and_sit_in_the_system_prompt() -> None:
-    model = FakeExtractionModel(
-        [{"destination": "Paris"}, {"destination": "Paris", "date": "May 3"}]
-    )
+    model = scripted({"destination": "Paris"}, {"destination": "Paris", "date": "May 3"})
     cm = manager(model)
     history: list[BaseMessage] = [
         SystemMessage("You book trips.", id="s"),
@@ -79,19 +55,19 @@ def test_entities_follow_each_user_input_and_sit_in_the_system_prompt() -> None:
 
     # No new user input: no extraction call, the same prompt (the entities sit still).
     again = cm.build(history, state=first.state)
-    assert len(model.received) == 1 and again.messages == first.messages
+    assert len(model.prompts) == 1 and again.messages == first.messages
 
     history += [AIMessage("When?", id="a1"), HumanMessage("On May 3.", id="h2")]
     second = cm.build(history, state=first.state)
     assert second.state["entities"]["values"] == {"destination": "Paris", "date": "May 3"}
     assert second.messages[0].content.endswith(ENTITIES.format(date="May 3", destination="Paris"))
     # The extractor saw the previous record and the newest messages.
-    prompt = model.received[1][-1].content
+    prompt = model.prompts[1][-1].content
     assert '{"destination": "Paris"}' in prompt and "On May 3." in prompt
 
 
 def test_a_failed_extraction_keeps_the_previous_values_and_says_so() -> None:
-    model = FakeExtractionModel([{"destination": "Rome"}, RuntimeError("provider down")])
+    model = scripted({"destination": "Rome"}, RuntimeError("provider down"))
     cm = manager(model)
     history: list[BaseMessage] = [HumanMessage("Rome, please.", id="h1")]
     first = cm.build(history)
@@ -103,11 +79,6 @@ def test_a_failed_extraction_keeps_the_previous_values_and_says_so() -> None:
     extract = next(d for d in second.report.decisions if d.kind == "extract")
     assert extract.detail["error"] == "RuntimeError: provider down"
     assert second.messages[0].content.endswith('<entities>\n{"destination": "Rome"}\n</entities>')
-
-
-class EchoModel(GenericFakeChatModel):
-    def bind_tools(self, tools: Any, **kwargs: Any) -> EchoModel:
-        return self
 
 
 def graph_for(memory: ContextMemory, seen: list[list[BaseMessage]]) -> StateGraph[Any]:
@@ -127,14 +98,12 @@ def graph_for(memory: ContextMemory, seen: list[list[BaseMessage]]) -> StateGrap
 def test_entities_survive_a_restart(tmp_path: Path) -> None:
     db = tmp_path / "threads.sqlite"
     config: Any = {"configurable": {"thread_id": "trip"}}
-    model = FakeExtractionModel(
-        [{"destination": "Lisbon"}, {"destination": "Lisbon", "date": "June 9"}]
-    )
+    model = scripted({"destination": "Lisbon"}, {"destination": "Lisbon", "date": "June 9"})
 
     def memory() -> ContextMemory:
         return ContextMemory(
             context_window_tokens=8_000,
-            strategies=[EntityExtraction(), SlidingWindow()],
+            strategies=make_strategies(summarize=True, first=[EntityExtraction()]),
             extractor=EntityExtractor(model=model, schema=Trip),
         )
 
@@ -151,12 +120,12 @@ def test_entities_survive_a_restart(tmp_path: Path) -> None:
         graph.invoke({"messages": [HumanMessage("Leaving June 9.")]}, config)
         values = graph.get_state(config).values
     assert values["context"]["entities"]["values"] == {"destination": "Lisbon", "date": "June 9"}
-    assert '{"destination": "Lisbon"}' in model.received[1][-1].content  # the restored record
+    assert '{"destination": "Lisbon"}' in model.prompts[1][-1].content  # the restored record
     assert seen[-1][0].content.endswith(ENTITIES.format(date="June 9", destination="Lisbon"))
 
 
 @pytest.mark.parametrize("schema", [Trip])
 def test_extractor_asks_for_the_user_schema(schema: Any) -> None:
-    model = FakeExtractionModel([{}])
+    model = scripted({})
     EntityExtractor(model=model, schema=schema)
     assert model.schemas == [schema]

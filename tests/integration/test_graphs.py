@@ -21,16 +21,16 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.warnings import LangGraphDeprecatedSinceV10
 from typing_extensions import TypedDict
 
-from langgraph_ctx import ContextMemory
+from langgraph_ctx import Compaction, ContextMemory
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.memory import REPORT_KEY
 from langgraph_ctx.report import ContextBudget
 from langgraph_ctx.state import ContextReactState
-from tests.conftest import load_trajectories
+from tests.conftest import load_trajectories, make_strategies
+from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
     Script,
-    ScriptedChatModel,
     Seen,
     adrive,
     ai_reports,
@@ -61,11 +61,6 @@ def trajectory_script(name: str, **kwargs: Any) -> Script:
 
 def thread() -> RunnableConfig:
     return {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:12]}"}}
-
-
-@pytest.fixture(params=["sync", "async"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 # --- 1. create_agent with the middleware ------------------------------------------------------
@@ -130,11 +125,16 @@ async def test_create_agent_long_turn_with_recall(
         with checkpointer_backend.open() as saver:
             # No usage reported: no hint rebuild clears the history; compaction does the work.
             agent, memory, model, seen, config = run_create_agent(
-                script, 14_000, saver, usage=False, auto_compact=False, budget=budget
+                script,
+                14_000,
+                saver,
+                usage=False,
+                strategies=make_strategies(compaction=Compaction()),
+                budget=budget,
             )
             kinds = assert_agent_run(agent, memory, model, seen, config)
     else:
-        memory = ContextMemory(budget=budget, auto_compact=False)
+        memory = ContextMemory(budget=budget, strategies=make_strategies(compaction=Compaction()))
         model = script.model()
         config = thread()
         async with checkpointer_backend.aopen() as saver:
@@ -154,7 +154,8 @@ async def test_create_agent_long_turn_with_recall(
                 script.model(), script.tools(), middleware=[memory.middleware()], checkpointer=saver
             )
             kinds = assert_agent_run(agent, memory, model, seen, config)
-    assert "compact" in kinds and "shrink" in kinds, kinds
+    # Compacted outputs (short placeholders naming their ids) let the long turn fit.
+    assert "compact" in kinds, kinds
     # The model called `recall` with a reference from its prompt and got the original back.
     recalled = [
         m for m in seen.messages.values() if isinstance(m, ToolMessage) and m.name == "recall"
@@ -266,7 +267,7 @@ def react_agent(memory: ContextMemory, model: Any, tools: list[Any], **kwargs: A
         return create_react_agent(
             model,
             tools,
-            pre_model_hook=memory.pre_model_hook(tools=tools),
+            pre_model_hook=memory.node(tools=tools),
             state_schema=ContextReactState,
             checkpointer=kwargs.pop("checkpointer", None) or InMemorySaver(),
             **kwargs,
@@ -440,7 +441,7 @@ def test_subgraphs_keep_their_own_ledgers(checkpointer: Any) -> None:
         assert summary["covered_ids"] and set(summary["covered_ids"]) <= own
         archive = memory.archive_for(lane_config)
         for ref in summary["dump_refs"]:
-            assert all(m.id in own for m in archive.get_messages(ref)), "a dump spans lanes"
+            assert all(m.id in own for m in archive.read(ref)), "a dump spans lanes"
         for entry_id in [*ledger["pruned"], *ledger["compacted"]]:
             assert entry_id in own
             restored = archive.restore(entry_id)

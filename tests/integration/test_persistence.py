@@ -18,14 +18,15 @@ from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, Syste
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from langgraph_ctx import ContextMemory
+from langgraph_ctx import Compaction, ContextMemory
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.messages import get_tag, validate_messages
 from langgraph_ctx.rebuild import HINT_NOTE
 from langgraph_ctx.report import ContextBudget
+from tests.conftest import make_strategies
+from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
     Script,
-    ScriptedChatModel,
     Seen,
     check_history,
     check_ledger,
@@ -112,7 +113,7 @@ def test_update_state_edits_reach_the_next_prompt(checkpointer: Any) -> None:
     # Compaction without summaries: compacted outputs stay in view while the turn goes on
     # (marks 0.95/0.6: a cut to 60% leaves room for them next to the newest blocks).
     budget = ContextBudget(context_window_tokens=14_000, trigger=0.95, target=0.6)
-    memory = ContextMemory(budget=budget, auto_compact=False)
+    memory = ContextMemory(budget=budget, strategies=make_strategies(compaction=Compaction()))
     model = script.model()
     agent = agent_for(memory, model, script, checkpointer, interrupt_before=["tools"])
     config = thread()
@@ -197,9 +198,10 @@ def test_update_state_removals_keep_the_ledger_consistent(checkpointer: Any) -> 
 
 def test_fork_from_an_earlier_checkpoint_stays_consistent(checkpointer: Any) -> None:
     script = synthetic_script(turns=8, recall=False)
-    # Marks 0.95/0.6: the final window still shows compacted outputs next to the summary.
+    # Marks 0.95/0.6: the final window still shows compacted outputs next to the summary
+    # (5,000 tokens for the messages, about 100 for the replay tools' typed schemas).
     memory = ContextMemory(
-        budget=ContextBudget(context_window_tokens=5_000, trigger=0.95, target=0.6)
+        budget=ContextBudget(context_window_tokens=5_100, trigger=0.95, target=0.6)
     )
     agent = agent_for(memory, script.model(), script, checkpointer)
     config = thread()

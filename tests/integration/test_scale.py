@@ -26,9 +26,9 @@ from langgraph_ctx import ContextMemory
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.errors import ArchiveError
 from langgraph_ctx.messages import validate_messages
+from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
     Script,
-    ScriptedChatModel,
     Seen,
     drive,
     long_turn_script,
@@ -162,7 +162,7 @@ def verify(uri: str, result: dict[str, Any]) -> dict[str, int]:
         dumped: set[str] = set()
         for ref in summary.get("dump_refs", []):
             try:
-                dumped.update(m.id or "" for m in archive.get_messages(ref))
+                dumped.update(m.id or "" for m in archive.read(ref))
             except ArchiveError as exc:
                 problems.append(f"dump {ref}: {exc}")
         for mid in summary.get("covered_ids", []):
@@ -176,7 +176,7 @@ def verify(uri: str, result: dict[str, Any]) -> dict[str, int]:
                     problems.append(f"{kind} id {mid} not live")
                     continue
                 try:
-                    restored = archive.get_message(entry["ref"])
+                    restored = archive.restore(entry["ref"])
                 except (ArchiveError, KeyError) as exc:
                     problems.append(f"{kind} {mid}: {exc}")
                     continue

@@ -13,6 +13,7 @@ In every case nothing is lost: the messages and the ledger passed in are not mut
 from __future__ import annotations
 
 import copy
+import datetime
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -23,6 +24,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
     ToolMessage,
     messages_to_dict,
@@ -35,8 +37,6 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_ctx import (
     ApproximateCounter,
     Archive,
-    ArchiveCorruptError,
-    ArchiveEntryNotFoundError,
     ArchiveError,
     Compaction,
     ConfigError,
@@ -45,20 +45,27 @@ from langgraph_ctx import (
     ContextMemory,
     ContextState,
     ContextWindowExceededError,
-    InvalidMessagesError,
     LangGraphCtxError,
     SlidingWindow,
     TiktokenCounter,
-    context_window_for,
     count_tokens,
-    make_recall_tool,
     strategies_from_config,
     validate_messages,
 )
+from langgraph_ctx._ids import CONVERSATION_START_ID
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.cli import main
+from langgraph_ctx.errors import (
+    ArchiveCorruptError,
+    ArchiveEntryNotFoundError,
+    InvalidMessagesError,
+)
 from langgraph_ctx.ledger import merge_ledger
-from langgraph_ctx.messages import CONVERSATION_START_ID, get_tag, text_of
+from langgraph_ctx.messages import get_tag, text_of
+from langgraph_ctx.recall import make_recall_tool
+from langgraph_ctx.summarize import Summarizer
+from langgraph_ctx.tokens import context_window_for
+from tests.conftest import make_strategies
 
 # --- helpers ------------------------------------------------------------------------------
 
@@ -350,9 +357,8 @@ def test_tool_result_larger_than_the_window_is_pruned_out_of_the_prompt(with_arc
     store = InMemoryStore()
     cm = manager(
         2_000,
-        strategies=[Compaction(keep_last=0), SlidingWindow()],
+        strategies=make_strategies(protect_turns=1, compaction=Compaction(keep_last=0)),
         archive=Archive(store, thread_id="t") if with_archive else None,
-        protect_turns=1,  # pruning leaves the newest user turn alone; the output is older
     )
     result = build_checked(cm, history)
     assert result.report.tokens <= result.report.limit
@@ -448,8 +454,11 @@ def test_reserved_output_above_the_window_leaves_no_room() -> None:
             ["summary_target <= trigger", "summary_target=0.95"],
         ),
         (lambda: ContextBudget(context_window_tokens=9, trigger="high"), ["fraction", "'high'"]),
-        (lambda: manager(protect_turns=-1), ["protect_turns", "-1"]),
-        (lambda: manager(protect_turns="2"), ["protect_turns must be a whole number", "'2'"]),
+        (lambda: manager(strategies=make_strategies(protect_turns=-1)), ["protect_turns", "-1"]),
+        (
+            lambda: manager(strategies=make_strategies(protect_turns="2")),
+            ["protect_turns must be int", "'2'"],
+        ),
         (lambda: manager(max_messages=0), ["max_messages >= 1", "0"]),
         (lambda: manager(summary_placement="inline"), ["'separate' or 'merged'", "'inline'"]),
         (lambda: manager(token_counter=5), ["token_counter must be callable", "5"]),
@@ -459,7 +468,7 @@ def test_reserved_output_above_the_window_leaves_no_room() -> None:
         (lambda: manager(summarizer=5), ["Summarizer or a chat model", "int"]),
         (lambda: ContextMemory(context_window_tokens=9, hint_threshold=0), ["hint_threshold", "0"]),
         (lambda: ApproximateCounter(tokens_per_message=-3), ["tokens_per_message", "-3"]),
-        (lambda: SlidingWindow(summarize="yes"), ["summarize must be bool | None", "'yes'"]),
+        (lambda: SlidingWindow(summarize="yes"), ["summarize must be bool", "'yes'"]),
         (lambda: Compaction(keep_last=True), ["keep_last must be int", "got bool"]),
     ],
 )
@@ -478,7 +487,7 @@ def test_invalid_configuration_values_are_config_errors(make: Any, words: list[s
         ([{"type": "compaction", "foo": 1}], ["unknown field(s) ['foo']", "allowed"]),
         ([{"type": "compaction", "min_chars": -1}], ["must be >= 0", "-1"]),
         ([{"type": "compaction", "min_chars": "big"}], ["min_chars='big'", "must be int"]),
-        ([{"type": "sliding_window", "summarize": "yes"}], ["summarize='yes'", "bool | None"]),
+        ([{"type": "sliding_window", "summarize": "yes"}], ["summarize='yes'", "must be bool"]),
         ([{"type": "dynamic_summarization", "turns": 0}], ["turns must be >= 1", "0"]),
         ([{"type": "dynamic_summarization", "threshold_turns": -1}], ["threshold_turns", "-1"]),
         ([{"type": "entity_extraction", "recent_messages": 0}], ["recent_messages", "0"]),
@@ -757,7 +766,9 @@ def test_unicode_edge_cases_count_build_and_round_trip(text: str, archive: Archi
         HumanMessage(text, id="h2"),
     ]
     cm = manager(
-        2_000, strategies=[Compaction(min_chars=100, keep_last=0), SlidingWindow()], archive=archive
+        2_000,
+        strategies=make_strategies(compaction=Compaction(min_chars=100, keep_last=0)),
+        archive=archive,
     )
     result = build_checked(cm, history)
     assert "t1" in result.state["compacted"]
@@ -774,7 +785,9 @@ def test_two_megabyte_single_line_counts_compacts_recalls_and_prunes(archive: Ar
     history = big_tool_history(0)
     history[2] = ToolMessage(line, tool_call_id="c1", name="read_log", id="t1")
     assert count_tokens(history) > 200_000
-    cm = manager(4_000, strategies=[Compaction(keep_last=0), SlidingWindow()], archive=archive)
+    cm = manager(
+        4_000, strategies=make_strategies(compaction=Compaction(keep_last=0)), archive=archive
+    )
     result = build_checked(cm, history)
     entry = result.state["compacted"]["t1"]
     assert entry["chars"] == 2_000_000 and entry["preview"] == line[:100]
@@ -785,7 +798,174 @@ def test_two_megabyte_single_line_counts_compacts_recalls_and_prunes(archive: Ar
     assert middle.endswith("\n0125000,0125001,")
     assert "lines 2-end are outside 1-1" in recall.invoke({"ref": "t1", "start_line": 2})
     pruned = build_checked(
-        manager(4_000, protect_turns=1), history
+        manager(4_000, strategies=make_strategies(protect_turns=1)), history
     )  # no archive: pruned in the view instead
     assert pruned.state["pruned"]["t1"]["chars"] == 2_000_000
     assert pruned.report.tokens <= pruned.report.limit
+
+
+# --- arguments of the wrong kind: refused up front, the value shown, the fix named ---------
+
+
+def _tool_args_history(value: Any) -> list[BaseMessage]:
+    return [
+        HumanMessage("go", id="h1"),
+        AIMessage("", tool_calls=[call("c1", "save", when=value)], id="a1"),
+        ToolMessage("ok", tool_call_id="c1", id="t1"),
+        AIMessage("done", id="a2"),
+    ]
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+def _calibrated_with_nan() -> int:
+    counter = ApproximateCounter()
+    counter.calibrate(float("nan"), 100)
+    return counter([HumanMessage("hello there")])
+
+
+ARGUMENT_CASES: list[tuple[str, Any, type[LangGraphCtxError], tuple[str, ...]]] = [
+    (
+        "remove-message-in-history",
+        lambda: manager().build([HumanMessage("hi", id="h"), RemoveMessage(id="h")]),
+        InvalidMessagesError,
+        ("RemoveMessage", "add_messages"),
+    ),
+    *[
+        (
+            f"tool-args-{type(value).__name__}",
+            lambda value=value: manager().build(_tool_args_history(value)),
+            InvalidMessagesError,
+            ("'save'", type(value).__name__, "JSON"),
+        )
+        for value in (datetime.datetime(2026, 1, 1), b"raw", {1, 2})
+    ],
+    (
+        "tool-args-nested-2000-deep",
+        lambda: manager().build(_tool_args_history(_nested(2_000))),
+        InvalidMessagesError,
+        ("'save'", "recursion", "JSON"),
+    ),
+    (
+        "sliding-window-summarize-false-string",
+        lambda: SlidingWindow(summarize="false"),
+        ConfigError,
+        ("summarize must be bool", "'false'"),
+    ),
+    (
+        "tools-a-string",
+        lambda: manager().build([HumanMessage("hi")], tools="bash"),
+        ConfigError,
+        ("tools must be a list", "'bash'"),
+    ),
+    (
+        "memory-a-string",
+        lambda: manager().build([HumanMessage("hi")], memory="abc"),
+        ConfigError,
+        ("memory must be a list", "'abc'"),
+    ),
+    (
+        "build-injections-a-string",
+        lambda: manager().build([HumanMessage("hi")], injections="abc"),
+        ConfigError,
+        ("injections must be a list", "'abc'"),
+    ),
+    (
+        "injections-a-string",
+        lambda: manager(injections="abc"),
+        ConfigError,
+        ("injections must be a list", "'abc'"),
+    ),
+    (
+        "build-archive-a-path",
+        lambda: manager().build([HumanMessage("hi")], archive="some/dir"),
+        ConfigError,
+        ("archive must be an Archive", "'some/dir'", "Archive(DirectoryBackend"),
+    ),
+    (
+        "archive-a-path",
+        lambda: manager(archive="some/dir"),
+        ConfigError,
+        ("archive must be an Archive", "'some/dir'"),
+    ),
+    (
+        "redact-a-string",
+        lambda: manager(redact="***"),
+        ConfigError,
+        ("redact must be a function", "'***'"),
+    ),
+    (
+        "memory-namespace-a-string",
+        lambda: manager(memory_namespace="memories"),
+        ConfigError,
+        ("memory_namespace must be a tuple", "'memories'", "('memories',)"),
+    ),
+    (
+        "memory-archive-empty-path",
+        lambda: ContextMemory(context_window_tokens=4_000, archive=""),
+        ConfigError,
+        ("archive", "''", "directory"),
+    ),
+    (
+        "hint-threshold-a-string",
+        lambda: ContextMemory(context_window_tokens=4_000, hint_threshold="0.8"),
+        ConfigError,
+        ("hint_threshold", "'0.8'", "number"),
+    ),
+    (
+        "summarizer-timeout-a-string",
+        lambda: Summarizer(timeout_seconds="5"),
+        ConfigError,
+        ("timeout_seconds", "'5'", "number"),
+    ),
+    (
+        "summarizer-model-a-name",
+        lambda: Summarizer(model="gpt-4o-mini"),
+        ConfigError,
+        ("model must be a chat model", "'gpt-4o-mini'", "init_chat_model"),
+    ),
+    (
+        "compaction-include-tools-a-string",
+        lambda: Compaction(include_tools="bash"),
+        ConfigError,
+        ("include_tools", "'bash'", "('bash',)"),
+    ),
+    (
+        "restore-none",
+        lambda: Archive(InMemoryStore(), thread_id="t").restore(None),
+        ArchiveError,
+        ("reference or a message id", "None"),
+    ),
+    (
+        "counter-returns-none",
+        lambda: manager(token_counter=lambda messages: None).build([HumanMessage("hi")]),
+        ConfigError,
+        ("token_counter returned", "None", "whole number"),
+    ),
+    (
+        "counter-returns-negative",
+        lambda: manager(token_counter=lambda messages: -5).build([HumanMessage("hi")]),
+        ConfigError,
+        ("token_counter returned", "-5", "whole number"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "words"),
+    [pytest.param(make, error, words, id=name) for name, make, error, words in ARGUMENT_CASES],
+)
+def test_arguments_of_the_wrong_kind_are_refused_clearly(
+    make: Any, error: type[LangGraphCtxError], words: tuple[str, ...]
+) -> None:
+    raises_untouched(error, [], make, *words)
+
+
+def test_calibrating_with_nan_leaves_the_counter_as_it_was() -> None:
+    fresh = ApproximateCounter()([HumanMessage("hello there")])
+    assert _calibrated_with_nan() == fresh

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import os
 import re
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,9 +27,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
@@ -41,11 +39,12 @@ from langgraph_ctx.errors import ArchiveError, ContextWindowExceededError
 from langgraph_ctx.messages import text_of, validate_messages
 from langgraph_ctx.report import ContextBudget
 from langgraph_ctx.state import ContextState
-from langgraph_ctx.strategies import Compaction, SlidingWindow
+from langgraph_ctx.strategies import Compaction
 from langgraph_ctx.summarize import Summarizer
+from tests.conftest import make_strategies, run
+from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
     Script,
-    ScriptedChatModel,
     Seen,
     adrive,
     check_history,
@@ -58,8 +57,9 @@ from tests.integration._agents import (
 )
 from tests.integration.conftest import POSTGRES_ENV, CheckpointerBackend, fresh_database
 
-WINDOW = 4_500
-"""Small enough that pruning, compaction and summaries all happen in an 8-turn run."""
+WINDOW = 4_600
+"""Small enough that pruning, compaction and summaries all happen in an 8-turn run (the replay
+tools' typed schemas take about 110 tokens of it)."""
 
 
 class ProcessDied(BaseException):
@@ -77,11 +77,6 @@ def storage(request: pytest.FixtureRequest, tmp_path: Path) -> CheckpointerBacke
     if request.param == "memory":
         return CheckpointerBackend("memory", _memory=InMemorySaver())
     return CheckpointerBackend("sqlite", str(tmp_path / "checkpoints.sqlite"))
-
-
-@pytest.fixture(params=["sync", "async"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
 
 
 def thread() -> RunnableConfig:
@@ -144,59 +139,40 @@ GOOD_SUMMARY = (
 )
 
 
-class SummaryModel(BaseChatModel):
+def summary_llm(fault: str = "none", *, die_at: int | None = None) -> ScriptedChatModel:
     """Stands in for the summarizer's LLM: a valid summary (a digest of its prompt), or a fault.
 
-    Faults: `raise` (every call), `timeout` (sleeps `delay` seconds), `empty`, `garbage` (an
+    Faults: `raise` (every call), `timeout` (sleeps 0.6 seconds), `empty`, `garbage` (an
     unclosed section), `non_text` (an image block only), `enormous` (far over the bound).
-    `die_at` kills the process on that call (1-based).
+    `die_at` kills the process on that call (1-based). Its calls are `len(model.prompts)`.
     """
 
-    fault: str = "none"
-    delay: float = 0.6
-    die_at: int | None = None
-    calls: int = 0
-
-    @property
-    def _llm_type(self) -> str:
-        return "fault-injecting-summarizer"
-
-    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
-        if self.die_at == self.calls:
-            msg = f"the process died inside summarizer call #{self.calls}"
-            raise ProcessDied(msg)
+    def reply(messages: list[BaseMessage]) -> AIMessage:
         transcript = text_of(messages[-1])
-        if self.fault == "raise":
+        if fault == "raise":
             msg = "summarizer provider unreachable (injected fault)"
             raise ConnectionError(msg)
-        if self.fault == "empty":
+        if fault == "empty":
             return AIMessage("")
-        if self.fault == "garbage":
+        if fault == "garbage":
             return AIMessage("<completed>\n- half a section, never closed\n<remaining>\n???")
-        if self.fault == "non_text":
+        if fault == "non_text":
             image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
             return AIMessage(content=[image])
-        if self.fault == "enormous":
+        if fault == "enormous":
             filler = "\n".join(f"- step {i}: " + "x" * 60 for i in range(200))
             return AIMessage(f"<completed>\n{filler}\n</completed>\n<remaining>\n</remaining>")
         digest = hashlib.sha256(transcript.encode()).hexdigest()[:12]
         return AIMessage(GOOD_SUMMARY.format(digest=digest, count=len(transcript)))
 
-    def _generate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-    ) -> ChatResult:
-        self.calls += 1
-        if self.fault == "timeout":
-            time.sleep(self.delay)
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
-
-    async def _agenerate(
-        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-    ) -> ChatResult:
-        self.calls += 1
-        if self.fault == "timeout":
-            await asyncio.sleep(self.delay)
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
+    failures = {}
+    if die_at is not None:
+        failures[die_at] = ProcessDied(f"the process died inside summarizer call #{die_at}")
+    return ScriptedChatModel(
+        messages=itertools.repeat(reply),
+        delay=0.6 if fault == "timeout" else 0.0,
+        failures=failures,
+    )
 
 
 class DyingSummarizer(Summarizer):
@@ -209,15 +185,9 @@ class DyingSummarizer(Summarizer):
             msg = f"the process died right after summary #{calls} came back"
             raise ProcessDied(msg)
 
-    def summarize(self, messages: Sequence[BaseMessage], *, previous: str | None = None) -> Any:
-        outcome = super().summarize(messages, previous=previous)
-        self._tick()
-        return outcome
-
-    async def asummarize(
-        self, messages: Sequence[BaseMessage], *, previous: str | None = None
-    ) -> Any:
-        outcome = await super().asummarize(messages, previous=previous)
+    def plan(self, messages: Sequence[BaseMessage], previous: str | None = None) -> Any:
+        # The pipeline composes the summarizer's plan, so the crash goes where it returns.
+        outcome = yield from super().plan(messages, previous)
         self._tick()
         return outcome
 
@@ -284,7 +254,7 @@ async def test_summarizer_fault_falls_back_to_the_deterministic_summary(
     so a summary that did not happen would lose messages.
     """
     script = synthetic_script(turns=8, recall=False)
-    summary_model = SummaryModel(fault=fault)
+    summary_model = summary_llm(fault)
     summarizer = Summarizer(
         model=summary_model,
         timeout_seconds=0.2,
@@ -313,7 +283,7 @@ async def test_summarizer_fault_falls_back_to_the_deterministic_summary(
             d for d in decisions(memory, graph, config) if d["kind"] in ("auto_compact", "rebuild")
         ]
         values = graph.get_state(config).values
-    assert summary_model.calls > 0 and summaries, "the summarizer was never asked"
+    assert summary_model.prompts and summaries, "the summarizer was never asked"
     for d in summaries:  # the report says the fallback wrote it, and why
         assert d["detail"]["source"] == "fallback", d
         assert SUMMARIZER_FAULTS[fault] in d["detail"]["error"], d["detail"]["error"]
@@ -393,6 +363,35 @@ async def test_archive_write_failure_removes_and_compacts_nothing(
     assert "compact" not in broken_kinds and "auto_compact" not in broken_kinds, broken_kinds
 
 
+def test_a_relative_archive_dir_survives_a_tool_changing_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ContextMemory(archive="relative/dir")` is resolved once, when the memory is made: an
+    agent whose tools `cd` between turns still writes and reads the one archive it started
+    with, and the full history restores from it byte for byte."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    start, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    start.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(start)  # restored after the test
+    memory = ContextMemory(context_window_tokens=WINDOW, archive="run/archive")
+    script = synthetic_script(turns=8, recall=False)
+    model = script.model()
+    graph = hand_built(memory, model, script.tools()).compile(checkpointer=InMemorySaver())
+    config = thread()
+    for n, user_input in enumerate(inputs_of(script)):
+        os.chdir(elsewhere if n % 2 else start)  # what a `cd` in a shell tool does
+        drive(graph, [user_input], config)
+    seen = committed(graph, config)
+    os.chdir(elsewhere)
+    assert_intact(memory, graph, config, seen, [model])
+    context = graph.get_state(config).values["context"]
+    assert context["summary"]["dump_refs"], "the archive was not used"
+    assert not (elsewhere / "run").exists(), "an entry was written under the new directory"
+    assert any((start / "run" / "archive").rglob("*")), "nothing was archived where it began"
+
+
 def test_archive_down_from_any_write_on_never_stops_the_run() -> None:
     """The archive goes down at each write of a run in turn (mid-build too: between a summary's
     dump and the removal dump, between compaction writes): every run still completes with
@@ -429,7 +428,7 @@ async def test_archive_write_failure_without_room_raises_and_recovers(mode: str)
     memory = ContextMemory(
         context_window_tokens=3_000,
         archive=backend,
-        strategies=[Compaction(keep_last=0), SlidingWindow()],
+        strategies=make_strategies(summarize=True, compaction=Compaction(keep_last=0)),
     )
     model = script.model()
     agent = create_agent(
@@ -442,10 +441,7 @@ async def test_archive_write_failure_without_room_raises_and_recovers(mode: str)
     config = thread()
     seen = Seen()
     with pytest.raises(ContextWindowExceededError) as caught:
-        if mode == "sync":
-            drive(agent, script.inputs, config, seen)
-        else:
-            await adrive(agent, script.inputs, config, seen)
+        await run(mode, drive, adrive, agent, script.inputs, config, seen)
     report = caught.value.report
     assert not report.ok and report.tokens > report.limit
     skips = [d for d in report.decisions if d.kind == "skip"]
@@ -461,10 +457,7 @@ async def test_archive_write_failure_without_room_raises_and_recovers(mode: str)
     assert all(validate_messages(p, provider="all") == [] for p in model.prompts)
 
     backend.fail_put = False  # the archive is back: resume from the last checkpoint
-    if mode == "sync":
-        drive(agent, [None], config, seen)
-    else:
-        await adrive(agent, [None], config, seen)
+    await run(mode, drive, adrive, agent, [None], config, seen)
     assert len(model.prompts) > answered and not agent.get_state(config).next
     assert_intact(memory, agent, config, committed(agent, config), [model])
     assert "compact" in {d["kind"] for d in decisions(memory, agent, config)}
@@ -492,20 +485,12 @@ async def test_archive_read_failure_is_a_clear_archive_error(mode: str) -> None:
     expected = r"FaultyBackend failed to read .*ConnectionError: .*injected read fault"
     call = {"type": "tool_call", "name": "recall", "args": {"ref": ref}, "id": "call-r1"}
     recall = memory.recall_tool()
-    if mode == "sync":
-        with pytest.raises(ArchiveError, match=expected) as caught:
-            memory.get_full_history(graph, config)
-        for key in (ref, archived_id):
-            with pytest.raises(ArchiveError, match=expected):
-                memory.restore(key, config)
-        answer = recall.invoke(call, config)
-    else:
-        with pytest.raises(ArchiveError, match=expected) as caught:
-            await memory.aget_full_history(graph, config)
-        for key in (ref, archived_id):
-            with pytest.raises(ArchiveError, match=expected):
-                await memory.arestore(key, config)
-        answer = await recall.ainvoke(call, config)
+    with pytest.raises(ArchiveError, match=expected) as caught:
+        await run(mode, memory.get_full_history, memory.aget_full_history, graph, config)
+    for key in (ref, archived_id):
+        with pytest.raises(ArchiveError, match=expected):
+            await run(mode, memory.restore, memory.arestore, key, config)
+    answer = await run(mode, recall.invoke, recall.ainvoke, call, config)
     assert isinstance(caught.value.__cause__, ConnectionError)
     assert isinstance(answer, ToolMessage) and answer.status == "error"
     assert "recall failed" in str(answer.content) and "injected read fault" in str(answer.content)
@@ -528,7 +513,9 @@ async def test_recall_in_a_run_with_an_unreadable_archive_is_a_tool_error(mode: 
     backend = FaultyBackend()
     backend.fail_get = True
     budget = ContextBudget(context_window_tokens=14_000, trigger=0.95, target=0.6)
-    memory = ContextMemory(budget=budget, auto_compact=False, archive=backend)
+    memory = ContextMemory(
+        budget=budget, strategies=make_strategies(compaction=Compaction()), archive=backend
+    )
     model = script.model()
     agent = create_agent(
         model,
@@ -538,10 +525,7 @@ async def test_recall_in_a_run_with_an_unreadable_archive_is_a_tool_error(mode: 
         checkpointer=InMemorySaver(),
     )
     config = thread()
-    if mode == "sync":
-        seen = drive(agent, script.inputs, config)
-    else:
-        seen = await adrive(agent, script.inputs, config)
+    seen = await run(mode, drive, adrive, agent, script.inputs, config)
     recalled = [
         m for m in seen.messages.values() if isinstance(m, ToolMessage) and m.name == "recall"
     ]
@@ -575,7 +559,7 @@ class Process:
         at: int = 0,
         on_build: Callable[[int], None] | None = None,
     ) -> None:
-        self.summary_model = SummaryModel(die_at=at if crash == "summarizer" else None)
+        self.summary_model = summary_llm(die_at=at if crash == "summarizer" else None)
         cls = DyingSummarizer if crash == "after_summarizer" else Summarizer
         summarizer = cls(model=self.summary_model, timeout_seconds=None, retries=0)
         if crash == "after_summarizer":
@@ -657,7 +641,7 @@ def reference_run() -> dict[str, Any]:
             puts=backend.puts,
             builds=process.builds,
             checkpoints=process.checkpoints,
-            summaries=process.summary_model.calls,
+            summaries=len(process.summary_model.prompts),
         )
     return _REFERENCE
 

@@ -8,7 +8,8 @@ archive, or the previous prompt itself fed back).
 
 Every build keeps these invariants (DESIGN, "Invariants"):
 
-- the prompt is valid for OpenAI and Anthropic (`validate_messages(..., provider="all")`);
+- the prompt is valid for OpenAI and Anthropic (`validate_messages(..., provider="all")`, and
+  as LangChain's own converters send it: `tests.providers.provider_problems`);
 - it fits the budget by an exact recount, or `ContextWindowExceededError` carries a failed
   report;
 - deterministic: the same state into a fresh manager gives the same bytes;
@@ -34,7 +35,6 @@ import itertools
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import HealthCheck, event, given, settings
@@ -59,32 +59,35 @@ from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.memory import full_history
 from langgraph_ctx.messages import get_tag, validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
-from langgraph_ctx.report import ContextBudget
-from langgraph_ctx.strategies import Compaction, DynamicSummarization, SlidingWindow
+from langgraph_ctx.strategies import Compaction
 from langgraph_ctx.tokens import TiktokenCounter
-from tests.integration._agents import ScriptedChatModel, hand_built, recall_step, replay_tools
+from tests.conftest import make_strategies
+from tests.fakes import ScriptedChatModel
+from tests.integration._agents import hand_built, recall_step, replay_tools
+from tests.providers import provider_problems
 from tests.strategies import (
+    MEMORY,
     THREAD,
+    TIKTOKEN,
     Prior,
+    Run,
+    Setup,
+    apply_in_place_edits,
+    in_place_edits,
     messy_histories,
-    multimodal_content,
-    prior_builds,
-    rich_histories,
-    texts,
+    rich_cases,
+    runs,
 )
-from tests.unit.test_pipeline_properties import MEMORY
-from tests.unit.test_pipeline_properties import TOOLS as PIPELINE_TOOLS
+from tests.strategies import TOOLS as PIPELINE_TOOLS
 
 PROPERTY_SETTINGS = settings(
     deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )  # example counts: the profile in tests/conftest.py
 
-_COUNTER = TiktokenCounter("gpt-4o")
-"""Shared (cached) counter for the builds."""
 _RECOUNT = TiktokenCounter("gpt-4o", cache_size=0)
 """Uncached counter for the exact recount."""
 
-# The same memory items and tool schemas as the unit property tests (TOOLS[:1]: read_file).
+# The tool schema the `rich_cases` setups offer (`n_tools=1`: read_file).
 TOOLS = PIPELINE_TOOLS[:1]
 
 
@@ -103,88 +106,12 @@ def _conversation(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 # --- one build on a rich history ---------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Config:
-    """One random pipeline configuration (always with the thread's archive)."""
-
-    window: int
-    reserved: int
-    auto_compact: bool
-    compaction: bool
-    placement: str
-    tools: bool
-    memory: tuple[str, ...]
-    protect_turns: int
-    prune_errors: bool
-    dynamic: bool = False
-    """Also `DynamicSummarization` (summarize the oldest turns past two turns)."""
-    injections: tuple[str, ...] = ()
-    """Fixed system-prompt fragments (merged into the system prompt like memory)."""
-
-    @property
-    def limit(self) -> int:
-        return self.window - self.reserved
-
-    def manager(self, store: Any) -> ContextManager:
-        strategies: list[Any] = [SlidingWindow()]
-        if self.compaction:
-            strategies.insert(0, Compaction(min_chars=300, keep_last=1))
-        if self.dynamic:
-            strategies.insert(0, DynamicSummarization(threshold_turns=2, turns=1))
-        return ContextManager(
-            injections=list(self.injections),
-            budget=ContextBudget(
-                context_window_tokens=self.window, reserved_output_tokens=self.reserved
-            ),
-            token_counter=_COUNTER,
-            strategies=strategies,
-            archive=Archive(store, thread_id=THREAD),
-            auto_compact=self.auto_compact,
-            summary_placement=self.placement,  # type: ignore[arg-type]
-            protect_turns=self.protect_turns,
-            prune_errors=self.prune_errors,
-        )
-
-    def build(
-        self, cm: ContextManager, messages: Sequence[BaseMessage], state: Any = None
-    ) -> BuildResult:
-        return cm.build(
-            messages, tools=TOOLS if self.tools else None, memory=list(self.memory), state=state
-        )
-
-
-@st.composite
-def rich_cases(draw: st.DrawFn, *, fresh: bool = False) -> tuple[Prior, Config]:
-    if fresh:
-        history = draw(rich_histories(max_turns=5))
-        prior = Prior("fresh", history, None, InMemoryStore(), list(history))
-    else:
-        prior = draw(prior_builds())
-    if draw(st.booleans()):
-        window = draw(st.integers(300, 5000))
-    else:  # around the history's own size, so most builds have to edit something
-        window = max(300, int(_COUNTER(prior.messages) * draw(st.floats(0.2, 1.1))))
-    config = Config(
-        window=window,
-        reserved=draw(st.sampled_from([0, 0, window // 10])),
-        auto_compact=draw(st.booleans()),
-        compaction=draw(st.booleans()),
-        placement=draw(st.sampled_from(["separate", "merged"])),
-        tools=draw(st.booleans()),
-        memory=tuple(draw(st.lists(st.sampled_from(MEMORY), max_size=2))),
-        protect_turns=draw(st.integers(0, 3)),
-        prune_errors=draw(st.booleans()),
-        dynamic=draw(st.integers(0, 3)) == 0,
-        injections=tuple(draw(st.lists(texts(min_size=1, max_size=60), max_size=1))),
-    )
-    return prior, config
-
-
-def check_prompt(config: Config, result: BuildResult) -> None:
+def check_prompt(config: Setup, result: BuildResult) -> None:
     """Valid for both providers, and within the budget by an exact recount."""
     prompt = result.messages
     assert prompt, "the prompt is never empty"
     assert validate_messages(prompt, provider="all") == []
+    assert provider_problems(prompt) == [], "as LangChain's OpenAI and Anthropic converters send it"
     assert result.report.ok and result.report.limit == config.limit
     recount = _RECOUNT.count(prompt, tools=result.tools or None)
     assert result.report.tokens == recount <= config.limit
@@ -201,7 +128,7 @@ def archived_ids(state: Mapping[str, Any], archive: Archive) -> dict[str, bytes]
     """Every message id in the state's insurance dumps, with its bytes (newest dump wins)."""
     found: dict[str, bytes] = {}
     for ref in (state.get("summary") or {}).get("dump_refs", []):
-        for m in archive.get_messages(ref):
+        for m in archive.read(ref):
             found[m.id or ""] = encode_message(m)
     return found
 
@@ -234,7 +161,7 @@ def check_restorable(
     for kind in ("pruned", "compacted"):
         for mid, entry in (result.state.get(kind) or {}).items():
             assert entry.get("ref"), (kind, mid)  # every build here has an archive
-            assert encode_message(archive.get_message(entry["ref"])) == originals[mid], mid
+            assert encode_message(archive.restore(entry["ref"])) == originals[mid], mid
             assert encode_message(archive.restore(mid)) == originals[mid], mid
     # Placeholders fed back as history: the originals they stand for are archived by id.
     for m in messages:
@@ -268,7 +195,7 @@ def check_restorable(
 
 @PROPERTY_SETTINGS
 @given(case=rich_cases())
-def test_rich_build_keeps_every_invariant(case: tuple[Prior, Config]) -> None:
+def test_rich_build_keeps_every_invariant(case: tuple[Prior, Setup]) -> None:
     prior, config = case
     messages = prior.messages
     before = _dump(messages)
@@ -326,7 +253,7 @@ def test_rich_build_keeps_every_invariant(case: tuple[Prior, Config]) -> None:
 @PROPERTY_SETTINGS
 @given(messy=messy_histories(), case=rich_cases(fresh=True))
 def test_messy_history_is_repaired_in_the_prompt_only(
-    messy: tuple[list[BaseMessage], list[str]], case: tuple[Prior, Config]
+    messy: tuple[list[BaseMessage], list[str]], case: tuple[Prior, Setup]
 ) -> None:
     """System messages inside the conversation, empty user messages, a greeting first, orphan
     results and unanswered calls: the prompt is repaired (never the state) and keeps every
@@ -378,7 +305,7 @@ def _call_points(history: Sequence[BaseMessage]) -> list[int]:
 
 @PROPERTY_SETTINGS
 @given(case=rich_cases(fresh=True), remove=st.booleans())
-def test_replay_with_removals_loses_nothing(case: tuple[Prior, Config], remove: bool) -> None:
+def test_replay_with_removals_loses_nothing(case: tuple[Prior, Setup], remove: bool) -> None:
     """Call by call, carrying the ledger and removing what was summarized (`remove_summarized`):
     every prompt is valid and fits, and the full history stays every message, in order."""
     prior, config = case
@@ -409,84 +336,40 @@ def test_replay_with_removals_loses_nothing(case: tuple[Prior, Config], remove: 
         assert _dump(rebuilt) == _dump(history[:n]), f"the full history differs after {n}"
 
 
+# --- messages edited in place ---------------------------------------------------------------
+
+
+@PROPERTY_SETTINGS
+@given(case=rich_cases(fresh=True), edits=in_place_edits())
+def test_in_place_edits_are_counted(
+    case: tuple[Prior, Setup], edits: list[tuple[int, str, int]]
+) -> None:
+    """An agent edits messages it already sent through a build, on the same objects (a
+    content list appended to, tool-call arguments changed, content made longer): the next build
+    with the same (cached) counter counts them as they are now, so the prompt fits by an exact
+    recount or the build raises `ContextWindowExceededError`; it is never reported small."""
+    prior, config = case
+    history = [
+        m.model_copy(deep=True) for m in prior.messages
+    ]  # the drawn objects stay as they are
+    cm = config.manager(prior.store)
+    try:
+        state = config.build(cm, history, prior.state).state
+    except ContextWindowExceededError:
+        state = prior.state
+    if apply_in_place_edits(history, edits) == 0:
+        event("edits: none applied")
+        return
+    try:
+        result = config.build(cm, history, state)
+    except ContextWindowExceededError as exc:
+        event("build after the edits: over the limit (error)")
+        check_failed(exc)
+        return
+    check_prompt(config, result)
+
+
 # --- a real graph -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Call:
-    kind: str  # "short", "big" or "error"
-    content: str | list[Any]
-
-
-@dataclass(frozen=True)
-class Turn:
-    user: str | list[Any]
-    steps: tuple[tuple[Call, ...], ...]
-    """Each step is one AI message making these calls in parallel."""
-    answer: str
-    recall: bool = False
-    """Before answering, the model calls `recall` with the first reference in its prompt."""
-
-
-@dataclass(frozen=True)
-class Run:
-    graph: str  # "state_graph" or "create_agent"
-    mode: str  # "sync" or "async"
-    placement: str
-    window: int
-    auto_compact: bool
-    remove_summarized: bool
-    usage: bool
-    """The model reports its prompt tokens, so the after-turn hint rebuild can fire."""
-    hint_threshold: float
-    keep_last: int
-    turns: tuple[Turn, ...]
-
-
-_BIG = st.integers(1_000, 3_000).map(
-    lambda n: "".join(
-        f"{i:5d} | total={i * 7} status=ok path=src/app/m{i % 9}.py ✓\n" for i in range(n // 50)
-    )
-)
-
-
-@st.composite
-def calls(draw: st.DrawFn) -> Call:
-    kind = draw(st.sampled_from(["short", "short", "big", "error"]))
-    content: str | list[Any]
-    if kind == "error":
-        content = "Error: " + draw(texts(min_size=1, max_size=80))
-    elif kind == "big":
-        content = draw(_BIG)
-    elif draw(st.integers(0, 3)) == 0:
-        content = draw(multimodal_content())
-    else:
-        content = draw(texts(min_size=1, max_size=150))
-    return Call(kind, content)
-
-
-@st.composite
-def runs(draw: st.DrawFn) -> Run:
-    turns = []
-    for _ in range(draw(st.integers(1, 4))):
-        user = draw(multimodal_content()) if draw(st.booleans()) else draw(texts(min_size=1))
-        steps = draw(
-            st.lists(st.lists(calls(), min_size=1, max_size=3).map(tuple), max_size=3).map(tuple)
-        )
-        answer = draw(texts(min_size=1, max_size=60))
-        turns.append(Turn(user, steps, answer, recall=draw(st.integers(0, 3)) == 0))
-    return Run(
-        graph=draw(st.sampled_from(["state_graph", "create_agent"])),
-        mode=draw(st.sampled_from(["sync", "async"])),
-        placement=draw(st.sampled_from(["separate", "merged"])),
-        window=draw(st.integers(1_200, 6_000)),
-        auto_compact=draw(st.booleans()),
-        remove_summarized=draw(st.booleans()),
-        usage=draw(st.booleans()),
-        hint_threshold=draw(st.sampled_from([0.3, 0.5, 0.8])),
-        keep_last=draw(st.integers(0, 1)),
-        turns=tuple(turns),
-    )
 
 
 SYSTEM = "You are a careful agent. Use the tools; answer briefly. Ünïcode ✓."
@@ -521,6 +404,7 @@ def _check_new_prompts(model: ScriptedChatModel, memory: ContextMemory, done: in
         prompt, tools = model.prompts[n], model.prompt_tools[n]
         problems = validate_messages(prompt, provider="all")
         assert problems == [], f"call {n}: {[str(p) for p in problems]}"
+        assert provider_problems(prompt) == [], f"call {n}"
         tokens = _RECOUNT.count(prompt) + (_RECOUNT.count_tools(tools) if tools else 0)
         assert tokens <= limit, f"call {n}: {tokens} tokens over the limit {limit}"
     return len(model.prompts)
@@ -533,15 +417,17 @@ def test_graph_run_keeps_every_invariant(run: Run) -> None:
     memory = ContextMemory(
         context_window_tokens=run.window,
         archive=store,
-        strategies=[Compaction(min_chars=300, keep_last=run.keep_last), SlidingWindow()],
-        auto_compact=run.auto_compact,
+        strategies=make_strategies(
+            summarize=run.auto_compact,
+            compaction=Compaction(min_chars=300, keep_last=run.keep_last),
+        ),
         remove_summarized=run.remove_summarized,
         hint_threshold=run.hint_threshold,
         summary_placement=run.placement,
-        token_counter=_COUNTER,
+        token_counter=TIKTOKEN,
     )
     inputs, replies, results = _script(run)
-    model = ScriptedChatModel(messages=iter(replies), usage_counter=_COUNTER if run.usage else None)
+    model = ScriptedChatModel(messages=iter(replies), usage_counter=TIKTOKEN if run.usage else None)
     tools = replay_tools(replies, results)
     config: RunnableConfig = {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:8]}"}}
     if run.graph == "create_agent":
@@ -619,7 +505,7 @@ def test_prompt_fed_back_does_not_repeat_its_fragments() -> None:
         SystemMessage("0", id="sys-0"),
         HumanMessage([{"type": "text", "text": "0"}], id="human-1"),
     ]
-    cm = ContextManager(context_window_tokens=300, token_counter=_COUNTER)
+    cm = ContextManager(context_window_tokens=300, token_counter=TIKTOKEN)
     memory = [MEMORY[0]]
     result = cm.build(history, memory=memory)
     assert (

@@ -8,6 +8,7 @@ scripted.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import stat
@@ -17,13 +18,10 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
-from pydantic import Field
 
 from langgraph_ctx import ContextManager, ContextMemory, Summarizer
 from langgraph_ctx.archive import NAMESPACE_ROOT, Archive, ArchiveRef, DirectoryBackend
@@ -31,7 +29,8 @@ from langgraph_ctx.errors import ArchiveAccessError, ArchiveError, ConfigError
 from langgraph_ctx.memory import REPORT_KEY
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.recall import make_recall_tool
-from tests.conftest import make_conversation
+from tests.conftest import make_conversation, make_strategies
+from tests.fakes import ScriptedChatModel
 from tests.integration._agents import Script, check_prompts, drive
 from tests.integration._agents import _without_report as without_report
 
@@ -47,19 +46,15 @@ def thread(**extra: str) -> RunnableConfig:
     return {"configurable": {"thread_id": f"t-{uuid.uuid4().hex[:12]}", **extra}}
 
 
-class RecordingSummarizerModel(GenericFakeChatModel):
+def recording_summarizer_model() -> ScriptedChatModel:
     """A summarizer model that records every prompt and answers a well-formed summary."""
-
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        self.received.append(list(messages))
-        n = len(self.received)
-        text = (
+    return ScriptedChatModel(
+        messages=(
             f"<completed>\n- step {n}\n</completed>\n<remaining>\n- continue\n</remaining>\n"
             "<current_state>\n- working\n</current_state>\n<notes>\n- none\n</notes>"
+            for n in itertools.count(1)
         )
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+    )
 
 
 def planted_script(turns: int = 8) -> Script:
@@ -103,7 +98,7 @@ def test_a_planted_secret_reaches_neither_the_summarizer_nor_the_dump(
     also the removal span's."""
     script = planted_script()
     store = InMemoryStore()
-    model = RecordingSummarizerModel(messages=iter(()))
+    model = recording_summarizer_model()
     memory = ContextMemory(
         context_window_tokens=5_000,
         archive=store,
@@ -138,13 +133,13 @@ def test_a_planted_secret_reaches_neither_the_summarizer_nor_the_dump(
     assert SECRET not in summary["text"]
     assert "[REDACTED]" in "".join(e.decode() for e in dump_entries(store))
     if summarizer == "model":
-        assert model.received, "the summarizer model was never asked"
-        for prompt in model.received:
+        assert model.prompts, "the summarizer model was never asked"
+        for prompt in model.prompts:
             assert all(SECRET not in text_of(m) for m in prompt)
     for entry in dump_entries(store):
         assert SECRET.encode() not in entry
     for ref in summary["dump_refs"]:
-        for m in memory.archive_for(config).get_messages(ref):
+        for m in memory.archive_for(config).read(ref):
             assert SECRET not in json.dumps(m.model_dump())
 
     # Nothing else is lost: every message is still in the full history, in order, byte for
@@ -179,7 +174,7 @@ def test_a_summarizer_with_its_own_hook_also_redacts_the_dump() -> None:
     cm = ContextManager(
         context_window_tokens=2_000,
         archive=archive,
-        auto_compact=True,
+        strategies=make_strategies(summarize=True),
         summarizer=Summarizer(redact=redact),
     )
     history = make_conversation(6, parallel=2, long_output=1_500, seed=2)
@@ -194,6 +189,53 @@ def test_a_summarizer_with_its_own_hook_also_redacts_the_dump() -> None:
     assert result.state["summary"]["dump_refs"]
     assert all(SECRET.encode() not in e for e in dump_entries(store))
     assert SECRET not in result.state["summary"]["text"]
+
+
+def _plant(message: BaseMessage, where: str) -> BaseMessage:
+    """`message` with the secret in one of the fields that are neither content nor call args."""
+    if where == "invalid_tool_calls" and isinstance(message, AIMessage):
+        bad = {"name": "shell", "args": f'{{"cmd": "curl -H {SECRET}', "id": "bad_1", "error": None}
+        return message.model_copy(update={"invalid_tool_calls": [bad]})
+    if where == "artifact" and isinstance(message, ToolMessage):
+        return message.model_copy(update={"artifact": {"env": {"API_KEY": SECRET}}})
+    if where == "additional_kwargs" and isinstance(message, AIMessage):
+        # DeepSeek and other reasoning models return their thinking here.
+        reasoning = {"reasoning_content": f"The user's key is {SECRET}, use it."}
+        return message.model_copy(update={"additional_kwargs": reasoning})
+    if where == "response_metadata" and isinstance(message, AIMessage):
+        return message.model_copy(update={"response_metadata": {"echo": [SECRET, 1]}})
+    return message
+
+
+PLACES = ["invalid_tool_calls", "artifact", "additional_kwargs", "response_metadata"]
+
+
+@pytest.mark.parametrize("where", PLACES)
+def test_a_secret_outside_content_and_call_args_is_redacted_too(where: str) -> None:
+    """Every string a message carries goes through the hook: malformed call arguments, tool
+    artifacts, provider extras (reasoning text) and response metadata reach the summarizer and
+    the insurance dump redacted, and nothing else changes."""
+    store = InMemoryStore()
+    cm = ContextManager(
+        context_window_tokens=2_000,
+        archive=Archive.from_config(store, thread()),
+        strategies=make_strategies(summarize=True),
+        redact=redact,
+    )
+    history = [_plant(m, where) for m in make_conversation(6, long_output=1_500, seed=2)]
+    assert any(SECRET in json.dumps(m.model_dump()) for m in history)
+    result = cm.build(history)
+    assert result.state["summary"]["dump_refs"], "no dump was written: the test proves nothing"
+    entries = dump_entries(store)
+    assert "[REDACTED]" in "".join(e.decode() for e in entries)
+    assert all(SECRET.encode() not in e for e in entries)
+
+    redacted = cm.summarizer.redact_messages(history)
+    assert all(SECRET not in json.dumps(m.model_dump()) for m in redacted)
+    # Only the secret changed: types, ids and pairing are the same.
+    assert [(m.type, m.id, getattr(m, "tool_call_id", None)) for m in redacted] == [
+        (m.type, m.id, getattr(m, "tool_call_id", None)) for m in history
+    ]
 
 
 # --- another thread's or user's references ---------------------------------------------------
@@ -253,15 +295,15 @@ def test_a_forged_reference_for_another_scope_is_refused(tmp_path: Path) -> None
     for thread_id, user_id in [("t2", "alice"), ("t1", "bob"), ("t1", None)]:
         other = Archive(backend, thread_id=thread_id, user_id=user_id)
         with pytest.raises(ArchiveAccessError):
-            other.get_text(ref)
+            other.read(ref)
         # Forging the owner's scope into the reference does not help either: the scope checked
         # is the archive's own, never the reference's.
         forged = str(
             ArchiveRef(thread=other._thread, kind="text", digest=parsed.digest, user=other._user)
         )
         with pytest.raises(ArchiveError):
-            other.get_text(forged)
-    assert alice.get_text(ref) == SECRET
+            other.read(forged)
+    assert alice.read(ref) == SECRET
 
 
 # --- directory archives -----------------------------------------------------------------------
@@ -275,7 +317,7 @@ def test_hostile_thread_ids_stay_inside_the_root(tmp_path: Path, thread_id: str)
     root = tmp_path / "archive"
     archive = Archive(DirectoryBackend(root), thread_id=thread_id, user_id="../u")
     ref = archive.put_text("hello")
-    assert archive.get_text(ref) == "hello"
+    assert archive.read(ref) == "hello"
     files = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert files and all(p.resolve().is_relative_to(root.resolve()) for p in files)
 
@@ -339,3 +381,30 @@ def test_archive_files_and_folders_are_owner_only(tmp_path: Path) -> None:
     for p in folders:
         assert stat.S_IMODE(p.stat().st_mode) == 0o700, p
     assert not [p for p in root.rglob(".tmp-*")], "no temporary file is left behind"
+
+
+# --- one manager, many threads ------------------------------------------------------------------
+
+
+def test_a_shared_manager_never_shows_one_thread_another_threads_message() -> None:
+    words = lambda owner: " ".join(f"{owner}-{i}" for i in range(1_500))  # noqa: E731
+    histories = {
+        owner: [
+            HumanMessage("look at the logs", id="m0"),
+            AIMessage("", id="m1", tool_calls=[{"name": "logs", "args": {}, "id": call}]),
+            ToolMessage(
+                words(owner), tool_call_id=call, name="logs", id="m3", artifact={"owner": owner}
+            ),
+            AIMessage("checked", id="m4"),
+            HumanMessage("and now?", id="m5"),
+            AIMessage("done", id="m6"),
+            HumanMessage("thanks", id="m7"),
+        ]
+        for owner, call in (("alice", "call_alice"), ("bobby", "call_bobby"))
+    }
+    cm = ContextManager(context_window_tokens=1_000, strategies=make_strategies(protect_turns=1))
+    for owner, call in (("alice", "call_alice"), ("bobby", "call_bobby")):
+        result = cm.build(histories[owner])
+        shown = next(m for m in result.messages if isinstance(m, ToolMessage))
+        assert result.state["pruned"], "the long output was pruned in both threads"
+        assert shown.tool_call_id == call and shown.artifact == {"owner": owner}, owner

@@ -40,6 +40,7 @@ from langgraph_ctx.errors import (
 )
 from langgraph_ctx.messages import ensure_ids
 from langgraph_ctx.recall import make_recall_tool, render_recall
+from tests.conftest import call
 
 TRAJECTORIES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "trajectories"
 TRAJECTORY_FILES = (
@@ -57,18 +58,6 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> ArchiveBackend:
     if request.param == "memory":
         return StoreBackend(InMemoryStore())
     return DirectoryBackend(tmp_path / "archive")
-
-
-@pytest.fixture(params=["sync", "async"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-async def call(obj: Any, method: str, *args: Any, mode: str, **kwargs: Any) -> Any:
-    """Call `obj.method` or its async twin `obj.amethod`, depending on the mode."""
-    if mode == "sync":
-        return getattr(obj, method)(*args, **kwargs)
-    return await getattr(obj, f"a{method}")(*args, **kwargs)
 
 
 def tool_output(text: str, *, call_id: str = "call-1", msg_id: str | None = "tm-1") -> ToolMessage:
@@ -107,7 +96,7 @@ async def test_trajectory_round_trip(backend: ArchiveBackend, mode: str, path: P
         assert type(by_ref) is type(msg)
         assert encode_message(by_ref) == encode_message(msg) == encode_message(by_id)
     dump = await call(archive, "put_messages", original, mode=mode)
-    restored = await call(archive, "get_messages", dump, mode=mode)
+    restored = await call(archive, "read", dump, mode=mode)
     assert restored == original
     assert encode_messages(restored) == encode_messages(original)
 
@@ -126,11 +115,11 @@ async def test_every_kind_round_trips(backend: ArchiveBackend, mode: str) -> Non
     for m in msgs:
         ref = await call(archive, "put_message", m, mode=mode)
         assert ref.startswith("lgctx:t1:message:")
-        assert await call(archive, "get_message", ref, mode=mode) == m
+        assert await call(archive, "restore", ref, mode=mode) == m
     text = "plain text\x00 with NUL, é and a lone \udc80"
     ref = await call(archive, "put_text", text, mode=mode)
     assert ArchiveRef.parse(ref).kind == "text"
-    assert await call(archive, "get_text", ref, mode=mode) == text
+    assert await call(archive, "read", ref, mode=mode) == text
     assert await call(archive, "read", ref, mode=mode) == text
     dump = await call(archive, "put_messages", msgs, mode=mode)
     assert await call(archive, "read", dump, mode=mode) == msgs
@@ -152,7 +141,7 @@ async def test_missing_entry(backend: ArchiveBackend, mode: str) -> None:
     archive = Archive(backend, thread_id="t1")
     ref = f"lgctx:t1:message:{'a' * 64}"
     with pytest.raises(ArchiveEntryNotFoundError, match="no archive entry for lgctx:t1:message"):
-        await call(archive, "get_message", ref, mode=mode)
+        await call(archive, "restore", ref, mode=mode)
     with pytest.raises(ArchiveEntryNotFoundError, match="neither an archive reference"):
         await call(archive, "restore", "unknown-message-id", mode=mode)
     assert await call(archive, "lookup", "unknown-message-id", mode=mode) is None
@@ -182,7 +171,7 @@ async def test_other_thread_and_user_refused(backend: ArchiveBackend, mode: str)
     user_ref = await call(other_user, "put_text", "bob's", mode=mode)
     assert user_ref.startswith("lgctx:bob/t1:text:")
     with pytest.raises(ArchiveAccessError):
-        await call(mine, "get_text", user_ref, mode=mode)
+        await call(mine, "read", user_ref, mode=mode)
     with pytest.raises(ArchiveAccessError):
         await call(mine, "index_message", "m", user_ref, mode=mode)
 
@@ -191,7 +180,7 @@ async def test_wrong_kind_and_malformed_refs(backend: ArchiveBackend, mode: str)
     archive = Archive(backend, thread_id="t1")
     ref = await call(archive, "put_text", "text", mode=mode)
     with pytest.raises(ArchiveError, match="points at a 'text' entry"):
-        await call(archive, "get_message", ref, mode=mode)
+        await call(archive, "restore", ref, mode=mode)
     digest = "0" * 64
     bad = [
         "lgctx:t1:message:abc",
@@ -203,7 +192,7 @@ async def test_wrong_kind_and_malformed_refs(backend: ArchiveBackend, mode: str)
     ]
     for text in bad:
         with pytest.raises(ArchiveError, match="A reference looks like"):
-            await call(archive, "get_message", text, mode=mode)
+            await call(archive, "restore", text, mode=mode)
 
 
 async def test_unsafe_thread_ids_are_hashed(backend: ArchiveBackend, mode: str) -> None:
@@ -211,10 +200,10 @@ async def test_unsafe_thread_ids_are_hashed(backend: ArchiveBackend, mode: str) 
     ref = await call(archive, "put_text", "x", mode=mode)
     parsed = ArchiveRef.parse(ref)
     assert parsed.thread.startswith("~") and parsed.user and parsed.user.startswith("~")
-    assert await call(archive, "get_text", ref, mode=mode) == "x"
+    assert await call(archive, "read", ref, mode=mode) == "x"
     # a thread can not borrow the hashed label of another thread as its own id
     with pytest.raises(ArchiveAccessError):
-        Archive(backend, thread_id=parsed.thread, user_id=parsed.user).get_text(ref)
+        Archive(backend, thread_id=parsed.thread, user_id=parsed.user).read(ref)
     if isinstance(backend, DirectoryBackend):
         assert all(p.resolve().is_relative_to(backend.root) for p in backend.root.rglob("*"))
 
@@ -254,10 +243,10 @@ def test_store_value_changed_in_place_is_corrupt() -> None:
     assert item is not None
     store.put(ns, key, {**item.value, "data": "hellO"})
     with pytest.raises(ArchiveCorruptError, match="recorded sha256"):
-        archive.get_text(ref)
+        archive.read(ref)
     store.put(ns, key, {"something": "else"})
     with pytest.raises(ArchiveCorruptError, match="not an archive entry"):
-        archive.get_text(ref)
+        archive.read(ref)
 
 
 def test_config_errors() -> None:
@@ -325,6 +314,22 @@ def test_directory_rejects_symlink_out_of_root(tmp_path: Path) -> None:
     assert not list(outside.iterdir())
 
 
+def test_a_relative_root_is_resolved_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    monkeypatch.chdir(first)  # restored after the test
+    backend = DirectoryBackend("archive")
+    assert backend.root == first / "archive"
+    backend.put(("t",), "key", b"before the cd")
+    os.chdir(second)
+    assert backend.get(("t",), "key") == b"before the cd"
+    backend.put(("t",), "other", b"after the cd")
+    assert (first / "archive" / "t" / "other").read_bytes() == b"after the cd"
+    assert not (second / "archive").exists()
+    assert DirectoryBackend("~").root == Path.home()  # `~` still means the home directory
+
+
 # --- the recall tool ---------------------------------------------------------------------
 
 OUTPUT = "".join(f"line {i}\n" for i in range(1, 101))
@@ -338,7 +343,7 @@ def recall_setup() -> Iterator[tuple[Archive, str, BaseTool]]:
 
 
 async def invoke(tool: BaseTool, args: dict[str, Any], mode: str) -> str:
-    result = tool.invoke(args) if mode == "sync" else await tool.ainvoke(args)
+    result = await call(tool, "invoke", args, mode=mode)
     assert isinstance(result, str)
     return result
 
@@ -396,8 +401,8 @@ async def test_recall_errors_are_tool_text(
     out = await invoke(other_tool, {"ref": ref}, mode)
     assert out.startswith("recall failed: reference lgctx:t1:")
     assert "belongs to another thread" in out
-    call = {"type": "tool_call", "id": "c9", "name": "recall", "args": {"ref": "nope"}}
-    msg = other_tool.invoke(call) if mode == "sync" else await other_tool.ainvoke(call)
+    tool_call = {"type": "tool_call", "id": "c9", "name": "recall", "args": {"ref": "nope"}}
+    msg = await call(other_tool, "invoke", tool_call, mode=mode)
     assert isinstance(msg, ToolMessage) and msg.status == "error"
     assert "neither an archive reference" in str(msg.content)
     own = make_recall_tool(archive)

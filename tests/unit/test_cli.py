@@ -18,15 +18,15 @@ from langchain_core.messages import (
 )
 
 from langgraph_ctx import count_tokens
-from langgraph_ctx._replay import (
+from langgraph_ctx.archive import encode_message
+from langgraph_ctx.cli import main
+from langgraph_ctx.cli.replay import (
     ScriptedChatModel,
     inspect_thread,
     load_transcript,
     replay_tools,
     split_turns,
 )
-from langgraph_ctx.archive import encode_message
-from langgraph_ctx.cli import main
 from tests.conftest import TRAJECTORY_DIR, make_conversation
 
 COMMANDS = ["demo", "replay", "inspect", "restore", "compact", "count"]

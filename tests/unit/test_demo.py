@@ -12,9 +12,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langgraph_ctx import count_tokens
-from langgraph_ctx._explorer import ScriptedExplorer, keywords, read_view
 from langgraph_ctx.cli import main
-from langgraph_ctx.demo import make_tools, run_demo
+from langgraph_ctx.cli.demo import make_tools, run_demo
+from langgraph_ctx.cli.explorer import ScriptedExplorer, keywords, read_view
 
 
 @pytest.fixture(autouse=True)
@@ -280,11 +280,19 @@ def test_a_reset_thread_starts_with_an_empty_archive(tree: Path) -> None:
     assert result.check.restored == result.check.archived
 
 
-def test_plain_output_without_rich(
+def test_without_the_cli_extra_one_line_and_exit_2(
     tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(sys.modules, "rich.console", None)  # rich is optional
-    assert main(["demo", str(tree), "--window", "4000", "--steps", "3"]) == 0
-    out = capsys.readouterr().out
-    assert "\n  prompt tokens per call  " in out
-    assert "│" not in out
+    # As if `[cli]` were not installed: every rich module (loaded or not) fails to import, and
+    # the commands module is imported afresh.
+    for name in ["rich", *(n for n in sys.modules if n.startswith("rich."))]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "langgraph_ctx.cli.commands", raising=False)
+    monkeypatch.delitem(sys.modules, "langgraph_ctx.cli.output", raising=False)
+    assert main(["demo", str(tree), "--window", "4000", "--steps", "3"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert (
+        err == 'langgraph-ctx: the command line needs its extra: pip install "langgraph-ctx[cli]"\n'
+    )
+    assert not Path(".langgraph_ctx").exists()  # nothing ran

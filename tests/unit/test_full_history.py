@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_ctx import Archive, afull_history, full_history
+from langgraph_ctx import Archive
 from langgraph_ctx.archive import encode_message
-from tests.conftest import make_conversation
-
-
-@pytest.fixture(params=["sync", "async"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+from langgraph_ctx.memory import afull_history, full_history
+from tests.conftest import make_conversation, run
 
 
 async def test_full_history_merges_dumps_and_live_state_in_order(mode: str) -> None:
@@ -23,10 +18,7 @@ async def test_full_history_merges_dumps_and_live_state_in_order(mode: str) -> N
     second = archive.put_messages(messages[6:12])
     live = [messages[0], *messages[12:]]  # the system prompt stays; the rest left by id
     ledger = {"summary": {"text": "...", "dump_refs": [first, second]}}
-    if mode == "sync":
-        rebuilt = full_history(live, ledger, archive)
-    else:
-        rebuilt = await afull_history(live, ledger, archive)
+    rebuilt = await run(mode, full_history, afull_history, live, ledger, archive)
     assert [encode_message(m) for m in rebuilt] == [encode_message(m) for m in messages]
 
 

@@ -13,40 +13,24 @@ from typing import Any
 
 import pytest
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from langgraph.store.memory import InMemoryStore
-from pydantic import Field
 
 from langgraph_ctx.archive import Archive, StoreBackend
 from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, HistoryTooLongError
 from langgraph_ctx.messages import get_tag, text_of, validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.report import ContextBudget
-from langgraph_ctx.strategies import Compaction, SlidingWindow
+from langgraph_ctx.strategies import Compaction
 from langgraph_ctx.tokens import TiktokenCounter
-from tests.conftest import make_conversation
+from tests.conftest import call, make_conversation, make_strategies
+from tests.fakes import ScriptedChatModel, scripted
 
 COUNTER = TiktokenCounter("gpt-4o")
 
 
 # --- helpers ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(params=["sync", "async"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-async def run(
-    cm: ContextManager, messages: Sequence[BaseMessage], mode: str, **kwargs: Any
-) -> BuildResult:
-    """`build` or `abuild`, so one test body covers both."""
-    if mode == "sync":
-        return cm.build(messages, **kwargs)
-    return await cm.abuild(messages, **kwargs)
 
 
 def new_archive(thread: str = "t") -> Archive:
@@ -110,8 +94,9 @@ def test_stages_run_in_order_memory_first() -> None:
     messages = make_conversation(6, long_output=3000)
     cm = ContextManager(
         context_window_tokens=1500,
-        auto_compact=True,
-        strategies=[Compaction(min_chars=1000, keep_last=1), SlidingWindow()],
+        strategies=make_strategies(
+            summarize=True, compaction=Compaction(min_chars=1000, keep_last=1)
+        ),
         archive=new_archive(),
     )
     result = cm.build(messages, memory=["The user likes short answers. " * 20])
@@ -184,7 +169,7 @@ def test_protect_turns_leaves_the_last_turns_alone(protect_turns: int) -> None:
     size = COUNTER(messages)
     # Marks 0.95/0.6: pruning the unprotected turns alone reaches a 60% target.
     budget = ContextBudget(context_window_tokens=int(size * 0.98), trigger=0.95, target=0.6)
-    cm = ContextManager(budget=budget, protect_turns=protect_turns)
+    cm = ContextManager(budget=budget, strategies=make_strategies(protect_turns=protect_turns))
     result = cm.build(messages)
     assert_valid(result)
     assert result.report.kinds() == ["prune"]  # pruning alone was enough
@@ -212,7 +197,7 @@ def test_error_results_are_kept_unless_prune_errors(prune_errors: bool) -> None:
     # reaches (with prune_errors) or pruning plus dropping the first turn reaches (without).
     size = COUNTER(messages)
     budget = ContextBudget(context_window_tokens=int(size * 0.97), trigger=0.95, target=0.6)
-    cm = ContextManager(budget=budget, prune_errors=prune_errors)
+    cm = ContextManager(budget=budget, strategies=make_strategies(prune_errors=prune_errors))
     result = cm.build(messages)
     assert_valid(result)
     pruned = result.state["pruned"]
@@ -434,13 +419,13 @@ async def test_memory_is_searched_in_a_store(mode: str) -> None:
     store.put(("elsewhere",), "d", {"text": "Not for this agent."})
     messages = make_conversation(1)
     cm = ContextManager(context_window_tokens=8000, store=store)
-    text = text_of((await run(cm, messages, mode)).messages[0])
+    text = text_of((await call(cm, "build", messages, mode=mode)).messages[0])
     assert "<relevant_context>" in text
     assert "The user's name is Ada." in text and "Ada prefers metric units." in text
     assert '{"kind": "preference", "value": 3}' in text
     assert "Not for this agent." not in text
     limited = ContextManager(context_window_tokens=8000, store=store, memory_search_limit=1)
-    text = text_of((await run(limited, messages, mode)).messages[0])
+    text = text_of((await call(limited, "build", messages, mode=mode)).messages[0])
     assert text.count("\n- ") == 1
     # memory=[] given explicitly: no search, no fragment.
     assert "<relevant_context>" not in text_of(cm.build(messages, memory=[]).messages[0])
@@ -579,8 +564,10 @@ def test_reserved_output_tokens_shrink_the_limit() -> None:
 async def test_auto_compact_places_an_insured_summary_after_the_base_prompt(mode: str) -> None:
     messages = make_conversation(8, long_output=1500)
     archive = new_archive()
-    cm = ContextManager(context_window_tokens=2500, auto_compact=True, archive=archive)
-    result = await run(cm, messages, mode)
+    cm = ContextManager(
+        context_window_tokens=2500, strategies=make_strategies(summarize=True), archive=archive
+    )
+    result = await call(cm, "build", messages, mode=mode)
     assert_valid(result)
     base, summary = result.messages[0], result.messages[1]
     assert isinstance(base, SystemMessage) and base.id == "sys"
@@ -593,7 +580,7 @@ async def test_auto_compact_places_an_insured_summary_after_the_base_prompt(mode
     for decision in compacted:
         ref = decision.detail["dump_ref"]
         assert ref.startswith("lgctx:t:messages:")
-        dumped = archive.get_messages(ref)
+        dumped = archive.read(ref)
         originals = by_id(messages)
         assert dumped == [originals[i] for i in decision.message_ids], "byte-for-byte insurance"
     covered = result.state["summary"]["covered_ids"]
@@ -604,7 +591,9 @@ async def test_auto_compact_places_an_insured_summary_after_the_base_prompt(mode
 
 def test_without_an_archive_the_summary_has_no_dump_and_nothing_is_removable() -> None:
     messages = make_conversation(8, long_output=1500)
-    result = ContextManager(context_window_tokens=2500, auto_compact=True).build(messages)
+    result = ContextManager(
+        context_window_tokens=2500, strategies=make_strategies(summarize=True)
+    ).build(messages)
     decision = next(d for d in result.report.decisions if d.kind == "auto_compact")
     assert decision.detail["dump_ref"] is None
     assert result.removable_ids == []
@@ -612,7 +601,11 @@ def test_without_an_archive_the_summary_has_no_dump_and_nothing_is_removable() -
 
 def test_merged_summary_placement_gives_one_system_message() -> None:
     messages = make_conversation(8, long_output=1500)
-    cm = ContextManager(context_window_tokens=2500, auto_compact=True, summary_placement="merged")
+    cm = ContextManager(
+        context_window_tokens=2500,
+        strategies=make_strategies(summarize=True),
+        summary_placement="merged",
+    )
     result = cm.build(messages)
     assert_valid(result)
     systems = [m for m in result.messages if isinstance(m, SystemMessage)]
@@ -625,7 +618,7 @@ def test_merged_summary_placement_gives_one_system_message() -> None:
 def test_a_summary_never_outgrows_a_small_window() -> None:
     # A summary of many turns is larger than this whole window would allow: it is cut.
     messages = make_conversation(12, parallel=2, long_output=600, seed=3)
-    cm = ContextManager(context_window_tokens=700, auto_compact=True)
+    cm = ContextManager(context_window_tokens=700, strategies=make_strategies(summarize=True))
     result = cm.build(messages)
     assert_valid(result)
     decision = next(d for d in result.report.decisions if d.kind == "auto_compact")
@@ -644,8 +637,9 @@ def test_compaction_is_lossless_and_keeps_the_newest_results() -> None:
     cm = ContextManager(
         # Marks 0.95/0.6: compacting all but the newest two outputs reaches the target.
         budget=ContextBudget(context_window_tokens=4500, trigger=0.95, target=0.6),
-        protect_turns=5,  # nothing to prune: compaction does the work
-        strategies=[Compaction(min_chars=1000, keep_last=2, preview_chars=40), SlidingWindow()],
+        strategies=make_strategies(
+            protect_turns=5, compaction=Compaction(min_chars=1000, keep_last=2, preview_chars=40)
+        ),  # nothing to prune: compaction does the work
         archive=archive,
     )
     result = cm.build(messages)
@@ -661,7 +655,8 @@ def test_compaction_is_lossless_and_keeps_the_newest_results() -> None:
         original = by_id(messages)[mid]
         text = text_of(shown[mid])
         assert text.startswith("[compacted tool output]")
-        assert f"ref: {entry['ref']}" in text and "length: 3000 chars" in text
+        assert f"ref: {mid}\n" in text and f'recall(ref="{mid}")' in text
+        assert "length: 3000 chars" in text and entry["ref"] not in text  # the id, not the hash
         assert f"preview: {text_of(original)[:40]}\n" in text
         assert json.loads(entry["input"]) == next(
             tc["args"]
@@ -684,7 +679,10 @@ def test_a_summarizing_window_cuts_to_the_summary_target(
         context_window_tokens=window, trigger=0.9, target=0.25, summary_target=0.1
     )
     assert COUNTER(messages) > budget.trigger_tokens
-    cm = ContextManager(budget=budget, auto_compact=auto_compact, protect_turns=turns)
+    cm = ContextManager(
+        budget=budget,
+        strategies=make_strategies(summarize=auto_compact, protect_turns=turns),
+    )
     result = cm.build(messages)
     assert_valid(result)
     kinds = result.report.kinds()
@@ -702,24 +700,14 @@ def test_a_summarizing_window_cuts_to_the_summary_target(
         assert budget.summary_target_tokens < result.report.tokens <= budget.target_tokens
 
 
-class RecordingChatModel(GenericFakeChatModel):
-    """A fake chat model that keeps every prompt it receives."""
-
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        self.received.append(list(messages))
-        return super()._generate(messages, *args, **kwargs)
-
-
 def test_the_summarizer_reads_the_originals_of_pruned_and_compacted_outputs() -> None:
     messages = make_conversation(8, long_output=2000)
-    model = RecordingChatModel(messages=iter([AIMessage(SUMMARY_TEXT)] * 5))
+    model = scripted(*[AIMessage(SUMMARY_TEXT)] * 5)
     cm = ContextManager(
         context_window_tokens=3000,
-        auto_compact=True,
-        protect_turns=4,  # turns 1-4 are pruned, then compaction takes turns 5-7
-        strategies=[Compaction(min_chars=1000, keep_last=1), SlidingWindow()],
+        strategies=make_strategies(
+            summarize=True, protect_turns=4, compaction=Compaction(min_chars=1000, keep_last=1)
+        ),
         archive=new_archive(),
         summarizer=model,
     )
@@ -733,8 +721,8 @@ def test_the_summarizer_reads_the_originals_of_pruned_and_compacted_outputs() ->
     pruned = touched["prune"] & touched["auto_compact"]
     compacted = touched["compact"] & touched["auto_compact"]
     assert pruned and compacted
-    assert model.received, "the summarizer model was called"
-    sent = "\n".join(text_of(m) for prompt in model.received for m in prompt)
+    assert model.prompts, "the summarizer model was called"
+    sent = "\n".join(text_of(m) for prompt in model.prompts for m in prompt)
     originals = by_id(messages)
     for mid in sorted(pruned | compacted):
         assert text_of(originals[mid]) in sent, f"{mid} reached the summarizer as a placeholder"
@@ -748,10 +736,10 @@ def test_the_summarizer_reads_the_originals_of_pruned_and_compacted_outputs() ->
 def _full_manager(store: InMemoryStore, summarizer: Any = None) -> ContextManager:
     return ContextManager(
         context_window_tokens=3000,
-        auto_compact=True,
-        protect_turns=4,
+        strategies=make_strategies(
+            summarize=True, protect_turns=4, compaction=Compaction(min_chars=1000, keep_last=3)
+        ),
         # keep_last=3: compaction cannot reach the target alone, so the window moves too.
-        strategies=[Compaction(min_chars=1000, keep_last=3), SlidingWindow()],
         archive=new_archive(),
         store=store,
         memory_search_limit=2,
@@ -768,8 +756,8 @@ SUMMARY_TEXT = (
 )
 
 
-def _summary_model() -> GenericFakeChatModel:
-    return GenericFakeChatModel(messages=iter([AIMessage(SUMMARY_TEXT)] * 20))
+def _summary_model() -> ScriptedChatModel:
+    return scripted(*[AIMessage(SUMMARY_TEXT)] * 20)
 
 
 @pytest.mark.parametrize("with_model", [False, True])
@@ -782,7 +770,7 @@ async def test_sync_and_async_builds_agree(mode: str, with_model: bool) -> None:
         return _full_manager(store, _summary_model() if with_model else None)
 
     reference = manager().build(messages, tools=TOOLS)
-    result = await run(manager(), messages, mode, tools=TOOLS)
+    result = await call(manager(), "build", messages, mode=mode, tools=TOOLS)
     assert dump(result.messages) == dump(reference.messages)
     assert result.state == reference.state
     assert result.report.to_dict() == reference.report.to_dict()
@@ -812,7 +800,9 @@ def test_trajectories_replayed_call_by_call(trajectories: dict[str, list[BaseMes
     invalid, overruns, errors, calls, edits = [], [], [], 0, 0
     for name, messages in trajectories.items():
         cm = ContextManager(
-            context_window_tokens=32_000, auto_compact=True, archive=new_archive(name)
+            context_window_tokens=32_000,
+            strategies=make_strategies(summarize=True),
+            archive=new_archive(name),
         )
         state: dict[str, Any] | None = None
         for n in _call_points(messages):
@@ -843,7 +833,7 @@ def test_no_summary_when_the_kept_window_alone_is_over_the_trigger() -> None:
     window = 3_400
     cm = ContextManager(
         budget=ContextBudget(context_window_tokens=window, trigger=0.5, target=0.4),
-        auto_compact=True,
+        strategies=make_strategies(summarize=True),
     )
     result = cm.build(messages)
     skips = [d for d in result.report.decisions if d.kind == "skip"]
@@ -851,3 +841,73 @@ def test_no_summary_when_the_kept_window_alone_is_over_the_trigger() -> None:
     assert "auto_compact" not in result.report.kinds()
     assert result.state["summary"] is None
     assert result.report.tokens <= cm.budget.limit
+
+
+# --- the first build on a long history -------------------------------------------------------
+
+
+def _single_task_run(steps: int) -> list[BaseMessage]:
+    """One user task and `steps` tool calls answered at length: a long agent run in one turn."""
+    out: list[BaseMessage] = [SystemMessage("sys", id="sys"), HumanMessage("fix it", id="h1")]
+    for k in range(steps):
+        call_id = f"call_{k}"
+        tool_call = {"name": "read", "args": {"k": k}, "id": call_id, "type": "tool_call"}
+        out.append(AIMessage("", id=f"ai{k}", tool_calls=[tool_call]))
+        out.append(ToolMessage(f"line {k}\n" * 150, id=f"t{k}", tool_call_id=call_id, name="read"))
+    return out
+
+
+@pytest.mark.parametrize(
+    "make_history",
+    [
+        lambda n: make_conversation(n // 6, long_output=1_500),
+        lambda n: _single_task_run(n // 2),
+    ],
+    ids=["many-turns", "one-turn"],
+)
+@pytest.mark.parametrize("summarize", [False, True])
+def test_first_build_on_a_long_history_does_linear_work(
+    make_history: Any, summarize: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 13 item 10: the window shrinks hundreds of times on a first build, and each shrink
+    re-split the whole remaining window and re-ran pruning over it (8,000 messages: 36 s).
+    The messages split into blocks, looked at by pruning and checked for user input stay a
+    few times the history, whatever its length."""
+    import langgraph_ctx.strategies.pruning as pruning_module
+    import langgraph_ctx.view as view_module
+
+    seen = {"split": 0, "pruning": 0, "user": 0}
+
+    def counting(name: str, fn: Any, size: Any) -> Any:
+        def wrapped(arg: Any) -> Any:
+            seen[name] += size(arg)
+            return fn(arg)
+
+        return wrapped
+
+    monkeypatch.setattr(
+        view_module, "split_blocks", counting("split", view_module.split_blocks, len)
+    )
+    monkeypatch.setattr(
+        pruning_module,
+        "is_tool_output",
+        counting("pruning", pruning_module.is_tool_output, lambda _: 1),
+    )
+    monkeypatch.setattr(
+        view_module, "is_user_input", counting("user", view_module.is_user_input, lambda _: 1)
+    )
+    history = make_history(2_400)
+    # With summaries: the default list (compaction too) and an archive.
+    strategies = make_strategies(
+        summarize=summarize, compaction=Compaction() if summarize else None
+    )
+    result = ContextManager(
+        context_window_tokens=32_000,
+        strategies=strategies,
+        archive=new_archive() if summarize else None,
+        summarizer=scripted(fallback="the summary") if summarize else None,
+    ).build(history)
+    assert_valid(result)
+    assert sum(d.kind == "shrink" for d in result.report.decisions) > 100  # many shrinks
+    for name, work in seen.items():
+        assert work <= 3 * len(history), (name, work, len(history))

@@ -11,48 +11,21 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import given, settings
-from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langgraph.store.memory import InMemoryStore
 
-from langgraph_ctx.archive import Archive, StoreBackend
 from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.messages import text_of, validate_messages
-from langgraph_ctx.pipeline import BuildResult, ContextManager
+from langgraph_ctx.pipeline import BuildResult
 from langgraph_ctx.report import ContextBudget
-from langgraph_ctx.strategies import Compaction, SlidingWindow
 from langgraph_ctx.tokens import TiktokenCounter
-from tests.strategies import histories
+from tests.strategies import COUNTERS, Setup, cases
 
 PROPERTY_SETTINGS = settings(deadline=None)  # examples: the profile in tests/conftest.py
 
-_TIKTOKEN = TiktokenCounter("gpt-4o")
-"""Shared (cached) counter for the builds; recounts use an uncached one."""
 _RECOUNT = TiktokenCounter("gpt-4o", cache_size=0)
-
-
-def _chars_counter(messages: Sequence[BaseMessage]) -> int:
-    """A crude additive counter: 4 per message, a token per 4 characters, 8 per tool call."""
-    total = 3
-    for m in messages:
-        total += 4 + len(text_of(m)) // 4 + 8 * len(getattr(m, "tool_calls", None) or ())
-    return total
-
-
-def _len_counter(messages: Sequence[BaseMessage]) -> int:
-    return len(messages)
-
-
-@dataclass(frozen=True)
-class CounterCase:
-    name: str
-    counter: Callable[[Sequence[BaseMessage]], int]
-    recount: Callable[[Sequence[BaseMessage], list[Any]], int]
-    windows: tuple[int, int]
 
 
 def _recount_plain(counter: Callable[[Sequence[BaseMessage]], int]) -> Any:
@@ -67,121 +40,12 @@ def _recount_plain(counter: Callable[[Sequence[BaseMessage]], int]) -> Any:
     return recount
 
 
-COUNTERS = {
-    "tiktoken": CounterCase(
-        "tiktoken",
-        _TIKTOKEN,
-        lambda messages, tools: _RECOUNT.count(messages, tools=tools or None),
-        (300, 5000),
-    ),
-    "chars": CounterCase("chars", _chars_counter, _recount_plain(_chars_counter), (40, 1500)),
-    "len": CounterCase("len", _len_counter, _recount_plain(_len_counter), (2, 40)),
+RECOUNTS: dict[str, Callable[[Sequence[BaseMessage], list[Any]], int]] = {
+    "tiktoken": lambda messages, tools: _RECOUNT.count(messages, tools=tools or None),
+    "chars": _recount_plain(COUNTERS["chars"]),
+    "len": _recount_plain(COUNTERS["len"]),
 }
-
-MEMORY = ("The user prefers tabs over spaces.", "Deploys go through staging first.", "on call")
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "read_file",
-            "description": "Read a file from the repository.",
-            "parameters": {
-                "type": "object",
-                "properties": {"path": {"type": "string", "description": "File path"}},
-                "required": ["path"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "bash",
-            "description": "Run a shell command.",
-            "parameters": {
-                "type": "object",
-                "properties": {"cmd": {"type": "string"}},
-                "required": ["cmd"],
-            },
-        },
-    },
-]
-
-
-@dataclass(frozen=True)
-class Setup:
-    """One random pipeline configuration."""
-
-    counter: str
-    window: int
-    reserved: int
-    auto_compact: bool
-    compaction: bool
-    placement: str
-    tools: bool
-    memory: tuple[str, ...]
-    protect_turns: int
-    prune_errors: bool
-
-    def manager(self) -> ContextManager:
-        case = COUNTERS[self.counter]
-        strategies: list[Any] = [SlidingWindow()]
-        archive = None
-        if self.compaction:
-            strategies.insert(0, Compaction(min_chars=300, keep_last=1))
-        if self.compaction or self.auto_compact:
-            archive = Archive(StoreBackend(InMemoryStore()), thread_id="t")
-        return ContextManager(
-            budget=ContextBudget(
-                context_window_tokens=self.window, reserved_output_tokens=self.reserved
-            ),
-            token_counter=case.counter,
-            strategies=strategies,
-            archive=archive,
-            auto_compact=self.auto_compact,
-            summary_placement=self.placement,  # type: ignore[arg-type]
-            protect_turns=self.protect_turns,
-            prune_errors=self.prune_errors,
-        )
-
-    def build(
-        self, cm: ContextManager, messages: list[BaseMessage], state: Any = None
-    ) -> BuildResult:
-        return cm.build(
-            messages,
-            tools=TOOLS if self.tools else None,
-            memory=list(self.memory),
-            state=state,
-        )
-
-
-@st.composite
-def cases(
-    draw: st.DrawFn, /, counter: str | None = None, **history_options: Any
-) -> tuple[list[BaseMessage], Setup]:
-    """A history and a configuration whose window is absolute or relative to its size."""
-    history = draw(histories(**history_options))
-    name = counter or draw(st.sampled_from(sorted(COUNTERS)))
-    case = COUNTERS[name]
-    low, high = case.windows
-    if draw(st.booleans()):
-        window = draw(st.integers(low, high))
-    else:  # around the history's own size, so most builds have to edit something
-        full = case.counter(history)
-        window = max(low, int(full * draw(st.floats(0.2, 1.1))))
-    setup = Setup(
-        counter=name,
-        window=window,
-        reserved=draw(st.sampled_from([0, 0, window // 10])),
-        auto_compact=draw(st.booleans()),
-        compaction=draw(st.booleans()),
-        placement=draw(st.sampled_from(["separate", "merged"])),
-        tools=draw(st.booleans()),
-        memory=tuple(draw(st.lists(st.sampled_from(MEMORY), max_size=2))),
-        protect_turns=draw(st.integers(0, 3)),
-        prune_errors=draw(st.booleans()),
-    )
-    return history, setup
+"""An independent recount (prompt plus tool schemas) for each of the setups' counters."""
 
 
 def _dump(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
@@ -202,7 +66,7 @@ def _check_result(setup: Setup, result: BuildResult, history: list[BaseMessage])
     ).limit
     assert result.report.ok and result.report.limit == limit
     assert result.report.tokens <= limit
-    assert result.report.tokens == COUNTERS[setup.counter].recount(prompt, result.tools)
+    assert result.report.tokens == RECOUNTS[setup.counter](prompt, result.tools)
     assert result.report.messages_out == len(prompt)
     system = [m for m in history if isinstance(m, SystemMessage)]
     if system:

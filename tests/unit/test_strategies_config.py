@@ -4,37 +4,39 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_ctx import strategies as strategies_module
-from langgraph_ctx._effects import Plan
-from langgraph_ctx._workspace import Workspace
+from langgraph_ctx import PromptView
 from langgraph_ctx.archive import Archive
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages import get_tag, text_of
 from langgraph_ctx.pipeline import ContextManager
 from langgraph_ctx.strategies import (
     Compaction,
+    DropMemory,
     DynamicSummarization,
     EntityExtraction,
+    PruneToolOutputs,
     SlidingWindow,
     Strategy,
-    Summarization,
+    default_strategies,
     register_strategy,
     strategies_from_config,
 )
+from langgraph_ctx.strategies import base as strategies_module
 from tests.conftest import make_conversation
 
 BUILTIN_TYPES = [
     "compaction",
+    "drop_memory",
     "dynamic_summarization",
     "entity_extraction",
+    "prune_tool_outputs",
     "sliding_window",
-    "summarization",
 ]
 
 
@@ -62,8 +64,9 @@ def test_from_json_text() -> None:
 
 
 def test_from_one_dict_and_from_a_mixed_list() -> None:
-    assert strategies_from_config({"type": "summarization"}) == [Summarization()]
-    assert Summarization().summarize is True
+    assert strategies_from_config({"type": "sliding_window", "summarize": True}) == [
+        SlidingWindow(summarize=True)
+    ]
     mixed = strategies_from_config(
         [{"type": "dynamic_summarization", "threshold_turns": 4, "turns": 2}, SlidingWindow()]
     )
@@ -74,14 +77,29 @@ def test_from_one_dict_and_from_a_mixed_list() -> None:
     assert all(isinstance(s, Strategy) for s in mixed)
 
 
-def test_the_manager_takes_config_and_sorts_by_stage() -> None:
+def test_the_manager_takes_config_and_keeps_its_order() -> None:
     cm = ContextManager(
         context_window_tokens=8000,
-        strategies='[{"type": "sliding_window"}, {"type": "compaction"},'
-        ' {"type": "dynamic_summarization"}]',
+        strategies='[{"type": "dynamic_summarization"}, {"type": "prune_tool_outputs",'
+        ' "protect_turns": 1}, {"type": "sliding_window"}]',
     )
-    assert [type(s) for s in cm.strategies] == [DynamicSummarization, Compaction, SlidingWindow]
-    assert ContextManager(context_window_tokens=8000).strategies == [SlidingWindow()]
+    assert cm.strategies == [
+        DynamicSummarization(),
+        PruneToolOutputs(protect_turns=1),
+        SlidingWindow(),
+    ]
+    assert ContextManager(context_window_tokens=8000).strategies == [
+        DropMemory(),
+        PruneToolOutputs(),
+        Compaction(),
+        SlidingWindow(),
+    ]
+    assert default_strategies() == [
+        DropMemory(),
+        PruneToolOutputs(),
+        Compaction(),
+        SlidingWindow(summarize=True),
+    ]
 
 
 @pytest.mark.parametrize(
@@ -131,7 +149,7 @@ def test_bad_values_are_config_errors(config: dict[str, Any], match: str) -> Non
 def test_bad_json_and_bad_items() -> None:
     with pytest.raises(ConfigError, match="not valid JSON"):
         strategies_from_config('[{"type": "compaction",]')
-    with pytest.raises(ConfigError, match="expected a strategy or a config dict"):
+    with pytest.raises(ConfigError, match="expected a strategy"):
         strategies_from_config([{"type": "compaction"}, 42])
     with pytest.raises(ConfigError):
         ContextManager(context_window_tokens=8000, strategies={"type": "nope"})
@@ -142,42 +160,37 @@ def test_bad_json_and_bad_items() -> None:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class AuditNote:
-    """Injects nothing; records that it ran, with the prompt size it saw."""
+    """Edits nothing; records that it ran once edits were due, with the window it saw."""
 
-    stage: ClassVar[int] = 45  # between compaction (40) and the window (50): when triggered
     label: str = "audit"
 
-    def run(self, work: Workspace) -> Plan[None]:
-        work.decide("skip", work.tokens, detail={"strategy": self.label, "turns": work.start})
-        return
-        yield  # a generator, like every strategy
+    def apply(self, view: PromptView) -> None:
+        if view.over_trigger():
+            detail = {"strategy": self.label, "start": view.start}
+            view.record("skip", view.tokens, detail=detail)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Banner:
-    """Runs on every call (stage < 40) and adds a fragment to the system prompt."""
+    """Runs on every call and adds a fragment to the system prompt."""
 
-    stage: ClassVar[int] = 15
     text: str = "Banner."
 
-    def run(self, work: Workspace) -> Plan[None]:
-        work.static_fragments.append(self.text)
-        work.tokens = work.count_full()
-        work.decide("skip", work.tokens, detail={"strategy": "banner"})
-        return
-        yield
+    def apply(self, view: PromptView) -> None:
+        view.inject(self.text)
 
 
-def test_a_registered_strategy_runs_at_its_stage() -> None:
+def test_a_registered_strategy_runs_where_it_is_listed() -> None:
     register_strategy("audit_note", AuditNote)
     built = strategies_from_config(
         [
-            {"type": "sliding_window"},
-            {"type": "audit_note", "label": "mine"},
+            {"type": "prune_tool_outputs"},
             {"type": "compaction", "min_chars": 1000, "keep_last": 1},
+            {"type": "audit_note", "label": "mine"},
+            {"type": "sliding_window"},
         ]
     )
-    assert built[1] == AuditNote(label="mine")
+    assert built[2] == AuditNote(label="mine")
     messages = make_conversation(6, long_output=3000)
     cm = ContextManager(
         context_window_tokens=1500,
@@ -189,16 +202,16 @@ def test_a_registered_strategy_runs_at_its_stage() -> None:
     audit = next(i for i, d in enumerate(result.report.decisions) if d.kind == "skip")
     assert result.report.decisions[audit].detail["strategy"] == "mine"
     assert kinds.index("compact") < audit < kinds.index("shrink")
-    assert result.report.decisions[audit].detail["turns"] == 0  # before the window moved
+    assert result.report.decisions[audit].detail["start"] == 0  # before the window moved
 
 
-def test_a_late_stage_strategy_runs_only_once_triggered() -> None:
+def test_a_strategy_that_waits_for_the_trigger_does_nothing_below_it() -> None:
     register_strategy("audit_note", AuditNote)
     cm = ContextManager(context_window_tokens=100_000, strategies=[{"type": "audit_note"}])
     assert cm.build(make_conversation(2)).report.decisions == []
 
 
-def test_an_early_stage_strategy_runs_on_every_call() -> None:
+def test_an_injecting_strategy_runs_on_every_call_and_is_counted() -> None:
     register_strategy("banner", Banner)
     cm = ContextManager(
         context_window_tokens=100_000,
@@ -206,35 +219,30 @@ def test_an_early_stage_strategy_runs_on_every_call() -> None:
     )
     result = cm.build(make_conversation(1))
     assert text_of(result.messages[0]).endswith("Read-only mode.")
-    assert result.report.kinds() == ["skip"]
+    assert result.report.tokens == cm.token_counter(result.messages)
+    assert result.report.decisions == []
 
 
 def test_register_strategy_rejects_what_is_not_a_strategy() -> None:
-    class NoRun:
-        stage = 10
+    class NoApply:
+        def run(self, view: PromptView) -> None:
+            pass
 
-    class NoStage:
-        def run(self, work: Workspace) -> Plan[None]:
-            return
-            yield
-
-    for cls in (NoRun, NoStage):
-        with pytest.raises(ConfigError, match="is not a strategy"):
-            register_strategy("bad", cls)
+    with pytest.raises(ConfigError, match="is not a strategy"):
+        register_strategy("bad", NoApply)
     with pytest.raises(ConfigError, match="unknown strategy type 'bad'"):
         strategies_from_config({"type": "bad"})
+    with pytest.raises(ConfigError, match="expected a strategy"):
+        strategies_from_config([AuditNote])  # the class, not an instance
 
 
 def test_a_plain_class_with_bad_arguments_is_a_config_error() -> None:
     class Plain:
-        stage = 45
-
         def __init__(self, *, size: int = 1) -> None:
             self.size = size
 
-        def run(self, work: Workspace) -> Plan[None]:
-            return
-            yield
+        def apply(self, view: PromptView) -> None:
+            pass
 
     register_strategy("plain", Plain)
     assert strategies_from_config({"type": "plain", "size": 3})[0].size == 3  # type: ignore[attr-defined]

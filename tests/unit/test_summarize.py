@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import asyncio
 import copy
 import json
 import os
@@ -12,18 +11,16 @@ from typing import Any
 
 import pytest
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    ChatMessage,
     HumanMessage,
     SystemMessage,
     ToolCall,
     ToolMessage,
     messages_from_dict,
 )
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
 
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages import text_of
@@ -36,6 +33,8 @@ from langgraph_ctx.summarize import (
     render_transcript,
 )
 from langgraph_ctx.tokens import count_tokens
+from tests.conftest import call
+from tests.fakes import ScriptedChatModel, scripted
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "snapshots"
 
@@ -48,41 +47,9 @@ GOOD = (
 # --- fakes and helpers ----------------------------------------------------------------------
 
 
-class ScriptedModel(GenericFakeChatModel):
-    """Each reply is a string (answered) or an exception (raised); records prompts."""
-
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        self.received.append(list(messages))
-        reply: Any = next(self.messages)  # scripted() also feeds exceptions through `messages`
-        if isinstance(reply, BaseException):
-            raise reply
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(reply))])
-
-    @property
-    def prompts(self) -> list[str]:
-        return [text_of(p[-1]) for p in self.received]
-
-
-class SleepyModel(GenericFakeChatModel):
-    """Answers only after `delay` seconds (sync and async)."""
-
-    delay: float = 1.0
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        time.sleep(self.delay)
-        return super()._generate(messages, *args, **kwargs)
-
-    async def _agenerate(
-        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
-    ) -> ChatResult:
-        await asyncio.sleep(self.delay)
-        return super()._generate(messages, *args, **kwargs)
-
-
-def scripted(*replies: str | BaseException) -> ScriptedModel:
-    return ScriptedModel(messages=iter(replies))  # type: ignore[arg-type]
+def bodies(model: ScriptedChatModel) -> list[str]:
+    """The text of each prompt's last message: what the summarizer asked about."""
+    return [text_of(p[-1]) for p in model.prompts]
 
 
 def tc(name: str, args: dict[str, Any], call_id: str) -> ToolCall:
@@ -160,11 +127,6 @@ def assert_snapshot(name: str, text: str) -> None:
     )
 
 
-@pytest.fixture(params=["sync", "async"])
-def mode(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 async def run(
     summarizer: Summarizer,
     messages: Sequence[BaseMessage],
@@ -172,9 +134,11 @@ async def run(
     *,
     previous: str | None = None,
 ) -> SummaryOutcome:
-    if mode == "sync":
-        return summarizer.summarize(messages, previous=previous)
-    return await summarizer.asummarize(messages, previous=previous)
+    """`summarize` or `asummarize`, so one test body covers both."""
+    outcome: SummaryOutcome = await call(
+        summarizer, "summarize", messages, mode=mode, previous=previous
+    )
+    return outcome
 
 
 # --- the model path -------------------------------------------------------------------------
@@ -190,7 +154,7 @@ async def test_model_summary_and_prompt(mode: str) -> None:
     summarizer = Summarizer(model=model, token_counter=len)
     out = await run(summarizer, conversation(), mode)
     assert out == SummaryOutcome(GOOD, "model", 1, None, 2)
-    [prompt] = model.received
+    [prompt] = model.prompts
     assert isinstance(prompt[0], SystemMessage) and prompt[0].content == SUMMARY_PROMPT
     assert prompt == summarizer.build_prompt(conversation())
     body = text_of(prompt[1])
@@ -209,7 +173,7 @@ async def test_previous_summary_is_folded_not_resummarized(mode: str) -> None:
     model = scripted(GOOD)
     previous = "<summary>\n<completed>\n- Cloned the repo.\n</completed>\n</summary>"
     await run(Summarizer(model=model), conversation(), mode, previous=previous)
-    body = model.prompts[0]
+    body = bodies(model)[0]
     assert (
         "<previous_summary>\n<completed>\n- Cloned the repo.\n</completed>\n</previous_summary>"
         in body
@@ -306,7 +270,7 @@ async def test_retry_succeeds_after_failures(mode: str) -> None:
     model = scripted(ValueError("boom"), TimeoutError("slow"), GOOD)
     out = await run(Summarizer(model=model), conversation(), mode)
     assert (out.source, out.text, out.model_calls, out.error) == ("model", GOOD, 3, None)
-    assert model.received[0] == model.received[2]  # the same prompt each attempt
+    assert model.prompts[0] == model.prompts[2]  # the same prompt each attempt
 
 
 async def test_retries_zero_means_one_attempt(mode: str) -> None:
@@ -315,7 +279,7 @@ async def test_retries_zero_means_one_attempt(mode: str) -> None:
 
 
 async def test_timeout_falls_back(mode: str) -> None:
-    model = SleepyModel(messages=iter([GOOD]), delay=2.0)
+    model = scripted(GOOD, delay=2.0)
     summarizer = Summarizer(model=model, timeout_seconds=0.05, retries=0)
     started = time.monotonic()
     out = await run(summarizer, conversation(), mode)
@@ -325,7 +289,7 @@ async def test_timeout_falls_back(mode: str) -> None:
 
 
 async def test_no_timeout_waits(mode: str) -> None:
-    model = SleepyModel(messages=iter([GOOD]), delay=0.05)
+    model = scripted(GOOD, delay=0.05)
     out = await run(Summarizer(model=model, timeout_seconds=None), conversation(), mode)
     assert out.source == "model"
 
@@ -352,8 +316,8 @@ async def test_long_span_is_summarized_chunk_by_chunk(mode: str) -> None:
         summarizer.build_prompt(msgs[6:10], previous=sections(completed="- two")),
         summarizer.build_prompt(msgs[10:], previous=sections("3")),
     ]
-    assert model.received == expected
-    assert "<previous_summary>" in model.prompts[1] and "partial one" in model.prompts[1]
+    assert model.prompts == expected
+    assert "<previous_summary>" in bodies(model)[1] and "partial one" in bodies(model)[1]
 
 
 async def test_chunk_failure_folds_the_rest_into_the_partial_summary(mode: str) -> None:
@@ -377,7 +341,7 @@ async def test_single_oversized_block_is_sent_clipped(mode: str) -> None:
     summarizer = Summarizer(model=model, token_counter=chars, input_window_tokens=4000)
     out = await run(summarizer, big, mode)
     assert out.source == "model" and out.model_calls == 2
-    body = model.prompts[1]
+    body = bodies(model)[1]
     assert "characters omitted" in body and "HEAD" in body and "TAIL" in body
     assert len(body) < 20_000
 
@@ -392,8 +356,8 @@ async def test_redaction_reaches_every_prompt(mode: str) -> None:
     model = scripted(ValueError("x"), GOOD)
     summarizer = Summarizer(model=model, redact=lambda s: s.replace(secret, "[REDACTED]"))
     out = await run(summarizer, msgs, mode, previous=f"<notes>\n- key {secret}\n</notes>")
-    assert out.source == "model" and len(model.received) == 2
-    for prompt in model.received:
+    assert out.source == "model" and len(model.prompts) == 2
+    for prompt in model.prompts:
         assert all(secret not in text_of(m) for m in prompt)
         assert "[REDACTED]" in text_of(prompt[1])
     fallback = await run(
@@ -416,6 +380,25 @@ def test_redact_messages_copies() -> None:
     assert redact_messages(msgs, None) == msgs
 
 
+def test_redaction_keeps_what_a_message_is_and_how_it_pairs() -> None:
+    # A hook that rewrites every string: only the text changes, never the role, the ids, the
+    # tool names or the status, so a redacted dump is the same conversation.
+    msgs = [
+        ChatMessage("hi", role="user", id="u"),
+        AIMessage("", tool_calls=[tc("login", {"auth": "pw"}, "c1")], id="a"),
+        ToolMessage("done", tool_call_id="c1", name="login", status="error", id="t"),
+    ]
+    out = redact_messages(msgs, str.upper)
+    assert isinstance(out[0], ChatMessage) and (out[0].role, out[0].content) == ("user", "HI")
+    assert isinstance(out[1], AIMessage)
+    assert [(c["id"], c["name"], c["args"]) for c in out[1].tool_calls] == [
+        ("c1", "login", {"auth": "PW"})
+    ]
+    assert isinstance(out[2], ToolMessage)
+    assert (out[2].tool_call_id, out[2].name, out[2].status) == ("c1", "login", "error")
+    assert [m.id for m in out] == ["u", "a", "t"]
+
+
 async def test_tags_metadata_and_run_name_reach_callbacks(mode: str) -> None:
     seen: list[dict[str, Any]] = []
 
@@ -423,7 +406,7 @@ async def test_tags_metadata_and_run_name_reach_callbacks(mode: str) -> None:
         def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
             seen.append(kwargs)
 
-    model = ScriptedModel(messages=iter([GOOD]), callbacks=[Recorder()])
+    model = scripted(GOOD, callbacks=[Recorder()])
     await run(Summarizer(model=model), conversation(), mode)
     [event] = seen
     assert {"langgraph_ctx", "langgraph_ctx:summarizer"} <= set(event["tags"])
@@ -462,9 +445,12 @@ def test_fallback_content() -> None:
         "current_state",
         "notes",
     ]
-    for fact in ("FACT-1: the release branch is rel-2.4", "FACT-2: build id 88317"):
-        assert f"\n- {fact}\n" in text
-    assert "FACT-3: ticket JIRA-4411" in text  # AI text counts too
+    # A successful output's last line, when it carries a value, is its call's outcome; a
+    # `FACT-` prefix means nothing (the human's FACT-1 line is only in its request).
+    assert "→ ok (output ends: FACT-2: build id 88317)" in text
+    assert '"dir":"src"}) → ok (output ends: src/app/parser.py:12:def parse(text):)' in text
+    assert text.count("FACT-1: the release branch is rel-2.4") == 1
+    assert "FACT-3: ticket JIRA-4411" in text  # in the last plan
     assert "- User asked: Fix the failing test in tests/test_parser.py, please." in text
     assert "(may still be open): Now run the whole suite and fix what fails." in text
     assert 'read_file({"path":"tests/test_parser.py"}) → ok' in text
@@ -508,7 +494,7 @@ def test_fallback_folds_previous() -> None:
         'bash({"command":"pytest -q"})'
     )
     notes = folded.split("<notes>")[1]
-    assert notes.count("FACT-1: the release branch is rel-2.4") == 1
+    assert notes.count("latest: AssertionError: '1' != 1") == 1  # carried forward once
     assert fallback_summary([], previous=first) == first  # folding nothing changes nothing
     wrapped = fallback_summary([], previous=f"<summary>\n{first}\n</summary>")
     assert wrapped == first
@@ -526,7 +512,7 @@ def test_fallback_is_bounded_dropping_oldest_first() -> None:
     assert len(text) <= 2000 and text == fallback_summary(msgs, max_chars=2000)
     assert 'edit({"path":"pkg/m199.py"})' in text and 'edit({"path":"pkg/m000.py"})' not in text
     omitted = int(re.search(r"- … (\d+) earlier item\(s\) omitted", text).group(1))  # type: ignore[union-attr]
-    assert omitted > 100 and "FACT-9: keep me" in text
+    assert omitted > 100 and "User asked: Refactor everything. FACT-9: keep me" in text
     again = fallback_summary(msgs[:3], previous=text, max_chars=2000)
     again_omitted = re.search(r"- … (\d+) earlier item\(s\) omitted", again)
     assert again_omitted is not None and int(again_omitted.group(1)) > omitted
@@ -557,8 +543,8 @@ def test_render_transcript() -> None:
     )
 
 
-def transcripts(model: ScriptedModel) -> list[str]:
-    return [p.split("<transcript>\n", 1)[1].rsplit("\n</transcript>", 1)[0] for p in model.prompts]
+def transcripts(model: ScriptedChatModel) -> list[str]:
+    return [p.split("<transcript>\n", 1)[1].rsplit("\n</transcript>", 1)[0] for p in bodies(model)]
 
 
 @pytest.mark.parametrize("window", [1, 3, 4, 5, 6, 8, 13, 40])
@@ -567,7 +553,7 @@ def test_chunks_cover_every_message_once_in_order(window: int) -> None:
     model = scripted(*[GOOD] * len(msgs))
     summarizer = Summarizer(model=model, token_counter=len, input_window_tokens=window)
     out = summarizer.summarize(msgs)
-    assert out.source == "model" and out.model_calls == len(model.received)
+    assert out.source == "model" and out.model_calls == len(model.prompts)
     assert "\n".join(transcripts(model)) == render_transcript(msgs)
     for text in transcripts(model):  # no tool result without its call
         assert not text.startswith("Tool:")
@@ -608,4 +594,4 @@ def test_chunked_model_summary_on_a_real_trajectory() -> None:
     out = summarizer.summarize(msgs)
     assert out.source == "model" and out.model_calls > 1, name
     assert "\n".join(transcripts(model)) == render_transcript(msgs)
-    assert all(count_tokens(p) <= 8000 for p in model.received)
+    assert all(count_tokens(p) <= 8000 for p in model.prompts)

@@ -10,7 +10,6 @@ import pytest
 import tiktoken
 from hypothesis import given
 from hypothesis import strategies as st
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
@@ -27,6 +26,7 @@ from langgraph_ctx.tokens import (
     get_counter,
 )
 from tests.conftest import make_conversation
+from tests.fakes import ScriptedChatModel, scripted
 from tests.strategies import histories
 
 MODELS = ["gpt-4o", "gpt-4", "gpt-3.5-turbo", "gpt-4.1-mini", "o3"]
@@ -254,6 +254,27 @@ def test_message_changed_in_place_is_recounted() -> None:
     assert counter([msg]) == reference([msg], "gpt-4o")
 
 
+def test_content_list_appended_in_place_is_recounted() -> None:
+    # The count must follow the message as it is now: a list grown in place is the same object.
+    history = make_conversation(turns=3)
+    blocks = HumanMessage([{"type": "text", "text": "look"}], id="grow")
+    counter = TiktokenCounter("gpt-4o")
+    counter([*history, blocks])
+    blocks.content.append({"type": "text", "text": "more words " * 300})  # type: ignore[union-attr]
+    assert counter([*history, blocks]) == reference([*history, blocks], "gpt-4o")
+    assert counter.count_message(blocks) == reference([blocks], "gpt-4o") - 3
+
+
+def test_tool_call_args_edited_in_place_are_recounted() -> None:
+    history = make_conversation(turns=3)
+    ai = AIMessage("", tool_calls=[{"name": "write", "args": {"text": "x"}, "id": "c1"}], id="w")
+    counter = TiktokenCounter("gpt-4o")
+    counter([*history, ai])
+    ai.tool_calls[0]["args"]["text"] = "a long argument " * 300
+    assert counter([*history, ai]) == reference([*history, ai], "gpt-4o")
+    assert counter.count_message(ai) == reference([ai], "gpt-4o") - 3
+
+
 @pytest.mark.parametrize(
     "update",
     [
@@ -422,8 +443,8 @@ def test_approximate_config_errors(kwargs: dict[str, float], match: str) -> None
 # --- context window ------------------------------------------------------------------------
 
 
-def fake_model(profile: dict[str, Any] | None) -> GenericFakeChatModel:
-    return GenericFakeChatModel(messages=iter([AIMessage("hi")]), profile=profile)  # type: ignore[arg-type]
+def fake_model(profile: dict[str, Any] | None) -> ScriptedChatModel:
+    return scripted(AIMessage("hi"), profile=profile)
 
 
 def test_context_window_from_profile_and_explicit_wins() -> None:

@@ -21,8 +21,14 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from pydantic import BaseModel, Field
 
-from langgraph_ctx._replay import RunResult, execute, init_model
-from langgraph_ctx._runs import CallStat, InputError
+from langgraph_ctx.cli.replay import RunResult, execute, init_model
+from langgraph_ctx.cli.runs import CallStat, InputError
+from langgraph_ctx.strategies import (
+    Compaction,
+    DropMemory,
+    PruneToolOutputs,
+    SlidingWindow,
+)
 
 DEFAULT_WINDOW = 6_000
 """The demo's context window in tokens."""
@@ -256,8 +262,8 @@ def run_demo(
     """Run the demo agent over `root` and check the run. See the module docstring."""
     from langchain.agents.middleware import ModelCallLimitMiddleware
 
-    from langgraph_ctx._explorer import ScriptedExplorer
     from langgraph_ctx.archive import DirectoryBackend
+    from langgraph_ctx.cli.explorer import ScriptedExplorer
     from langgraph_ctx.memory import ContextMemory
     from langgraph_ctx.summarize import Summarizer
 
@@ -277,7 +283,13 @@ def run_demo(
         archive=DirectoryBackend(archive_dir),
         summarizer=Summarizer(),
         hint_threshold=HINT_THRESHOLD,
-        protect_turns=1,  # older turns' tool outputs may be pruned (the default keeps 2 turns)
+        strategies=[
+            DropMemory(),
+            # Older turns' tool outputs may be pruned (the default leaves the last 2 turns).
+            PruneToolOutputs(protect_turns=1),
+            Compaction(),
+            SlidingWindow(summarize=True),
+        ],
     )
     turns: list[list[BaseMessage]] = [
         [HumanMessage(text, id=f"user-{i}")] for i, text in enumerate(REQUESTS, 1)

@@ -1,7 +1,7 @@
 """Replay machinery behind `langgraph-ctx replay` and `demo`: drive a real agent, record it.
 
 A run is a `create_agent` agent with `ContextMemory(...).middleware()` and a SQLite
-checkpointer. `run_turns` (in `_runs.py`) feeds it one user turn at a time and records each
+checkpointer. `run_turns` (in `runs.py`) feeds it one user turn at a time and records each
 model call's `context_cost` report, the prompt the model received and the rebuilds after a
 turn; `check_run` then proves nothing was lost: every archived message restores byte for byte
 and the full history (archive dumps plus live state) holds every message the run produced.
@@ -34,8 +34,9 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, create_model
 
-from langgraph_ctx._explorer import OfflineChatModel
-from langgraph_ctx._runs import (
+from langgraph_ctx.archive import encode_message
+from langgraph_ctx.cli.explorer import OfflineChatModel
+from langgraph_ctx.cli.runs import (
     CallStat,
     InputError,
     RunCheck,
@@ -45,7 +46,6 @@ from langgraph_ctx._runs import (
     summary_rows,
     write_reports,
 )
-from langgraph_ctx.archive import encode_message
 from langgraph_ctx.errors import ArchiveError
 from langgraph_ctx.tokens import TiktokenCounter
 
@@ -200,23 +200,33 @@ def split_turns(messages: Sequence[BaseMessage]) -> list[tuple[list[BaseMessage]
     return turns
 
 
-def replay_tools(messages: Sequence[BaseMessage]) -> list[BaseTool]:
+def replay_tools(
+    messages: Sequence[BaseMessage], *, calls: list[str] | None = None
+) -> list[BaseTool]:
     """One tool per tool name the recording calls, answering with the recorded outputs.
 
     A call is answered by the recorded `ToolMessage` with its `tool_call_id` (same content,
     status and id); a call the recording never answered gets a short note.
+
+    Args:
+        messages: The recording: its AI messages' tool calls give the tools and their argument
+            types, its tool messages the answers. Other messages are ignored.
+        calls: When given, every call id is appended to it in the order the tools ran.
     """
     outputs = {m.tool_call_id: m for m in messages if isinstance(m, ToolMessage)}
-    calls: dict[str, list[dict[str, Any]]] = {}
+    examples: dict[str, list[dict[str, Any]]] = {}
     for msg in messages:
         if isinstance(msg, AIMessage):
             for call in msg.tool_calls:
-                calls.setdefault(call["name"], []).append(dict(call.get("args") or {}))
-    return [_replay_tool(name, args, outputs) for name, args in sorted(calls.items())]
+                examples.setdefault(call["name"], []).append(dict(call.get("args") or {}))
+    return [_replay_tool(name, args, outputs, calls) for name, args in sorted(examples.items())]
 
 
 def _replay_tool(
-    name: str, examples: list[dict[str, Any]], outputs: Mapping[str, ToolMessage]
+    name: str,
+    examples: list[dict[str, Any]],
+    outputs: Mapping[str, ToolMessage],
+    calls: list[str] | None,
 ) -> BaseTool:
     types: dict[str, set[type]] = {}
     for args in examples:
@@ -231,6 +241,8 @@ def _replay_tool(
     schema = create_model(f"{_camel(name)}Args", **fields)
 
     def run(tool_call_id: str, **_: Any) -> ToolMessage:
+        if calls is not None:
+            calls.append(tool_call_id)
         recorded = outputs.get(tool_call_id)
         if recorded is None:
             note = f"(no output was recorded for this {name} call)"
@@ -551,15 +563,14 @@ def compact_transcript(
     """A transcript built down to a budget: `(prompt, report, tokens before)`."""
     from langgraph_ctx.archive import Archive, DirectoryBackend
     from langgraph_ctx.pipeline import ContextManager
-    from langgraph_ctx.strategies import Compaction, SlidingWindow
+    from langgraph_ctx.strategies import default_strategies
 
     messages = load_transcript(path)
-    built = load_strategies(strategies) or [Compaction(), SlidingWindow()]
+    built = load_strategies(strategies) or default_strategies()
     manager = ContextManager(
         context_window_tokens=window,
         reserved_output_tokens=reserved,
         strategies=built,
-        auto_compact=True,
         archive=Archive(DirectoryBackend(archive_dir), thread_id=thread),
     )
     before = manager.token_counter(messages)

@@ -1,4 +1,4 @@
-"""The `langgraph-ctx` command line: argument parsing and printing only.
+"""The `langgraph-ctx` commands: argument parsing and printing only.
 
 Commands:
 
@@ -9,23 +9,23 @@ Commands:
 * `compact FILE`: a transcript built down to a budget, written to a new file.
 * `count FILE`: exact tokens of a transcript.
 
-The work happens in `langgraph_ctx.demo` and `langgraph_ctx._replay`. Exit codes: 0 success,
-1 a runtime failure (the prompt cannot fit, an archive entry is missing), 2 a usage error (bad
-arguments, a missing or malformed file, a transcript with no conversation, an unknown
-strategy). Errors are one line on stderr.
+The work happens in `langgraph_ctx.cli.demo` and `langgraph_ctx.cli.replay`. Exit codes:
+0 success, 1 a runtime failure (the prompt cannot fit, an archive entry is missing), 2 a usage
+error (bad arguments, a missing or malformed file, a transcript with no conversation, an
+unknown strategy). Errors are one line on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import statistics
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from langgraph_ctx.cli.output import Output
 from langgraph_ctx.errors import ConfigError, InvalidMessagesError, LangGraphCtxError
 
 PROG = "langgraph-ctx"
@@ -43,8 +43,8 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit code."""
+def run(argv: Sequence[str] | None = None) -> int:
+    """Parse `argv` and run the command; returns the exit code (see the module docstring)."""
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
@@ -55,7 +55,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
-    from langgraph_ctx._runs import InputError
+    from langgraph_ctx.cli.runs import InputError
 
     try:
         return int(args.handler(args))
@@ -182,9 +182,9 @@ def _budget_args(parser: argparse.ArgumentParser, *, window: int | None) -> None
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from langgraph_ctx.demo import run_demo
+    from langgraph_ctx.cli.demo import run_demo
 
-    out = _Output()
+    out = Output()
     with out.progress("demo agent", None) as on_call:
         result = run_demo(
             root=args.path,
@@ -209,10 +209,10 @@ def _clip_lines(text: str, lines: int) -> str:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    from langgraph_ctx._replay import replay
-    from langgraph_ctx._runs import plot_run
+    from langgraph_ctx.cli.replay import replay
+    from langgraph_ctx.cli.runs import plot_run
 
-    out = _Output()
+    out = Output()
     total: list[int] = []
     with out.progress(f"replaying {args.file.name}", total) as on_call:
         result = replay(
@@ -235,7 +235,7 @@ def _replay(args: argparse.Namespace) -> int:
     return _finish(out, title, result, "replay")
 
 
-def _finish(out: _Output, title: str, result: Any, command: str) -> int:
+def _finish(out: Output, title: str, result: Any, command: str) -> int:
     if result.log.calls:
         out.table(title, result.rows, result.files)
         for note in result.notes:
@@ -246,7 +246,7 @@ def _finish(out: _Output, title: str, result: Any, command: str) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from langgraph_ctx._replay import inspect_thread
+    from langgraph_ctx.cli.replay import inspect_thread
 
     data = inspect_thread(args.db, args.thread, args.archive)
     ledger = data["ledger"]
@@ -283,7 +283,7 @@ def _inspect(args: argparse.Namespace) -> int:
         ("entities", json.dumps((ledger.get("entities") or {}).get("values") or {})),
         ("reports in the checkpoints", f"{len(data['reports'])}"),
     ]
-    out = _Output()
+    out = Output()
     out.table(f"thread {args.thread} in {args.db}", rows, {})
     if summary.get("text"):
         out.text("running summary", summary["text"])
@@ -307,7 +307,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from langgraph_ctx._replay import restore_entry
+    from langgraph_ctx.cli.replay import restore_entry
 
     data = restore_entry(args.ref, thread=args.thread, archive_dir=args.archive)
     if args.out is not None:
@@ -322,7 +322,7 @@ def _restore(args: argparse.Namespace) -> int:
 def _compact(args: argparse.Namespace) -> int:
     from langchain_core.messages import messages_to_dict
 
-    from langgraph_ctx._replay import compact_transcript
+    from langgraph_ctx.cli.replay import compact_transcript
 
     messages, report, before = compact_transcript(
         args.file,
@@ -349,7 +349,7 @@ def _compact(args: argparse.Namespace) -> int:
 
 def _count(args: argparse.Namespace) -> int:
     from langgraph_ctx._encodings import encoding_name_for_model
-    from langgraph_ctx._replay import load_tools, load_transcript
+    from langgraph_ctx.cli.replay import load_tools, load_transcript
     from langgraph_ctx.tokens import get_counter
 
     messages = load_transcript(args.file)
@@ -369,104 +369,3 @@ def _count(args: argparse.Namespace) -> int:
         f"largest {largest:,}"
     )
     return 0
-
-
-# --- output ------------------------------------------------------------------------------------
-
-
-class _Output:
-    """Tables and progress with rich when it is installed, plain text otherwise."""
-
-    def __init__(self) -> None:
-        try:
-            from rich.console import Console
-        except ImportError:  # rich is optional: plain text works everywhere
-            self.console: Any = None
-        else:
-            width = None if sys.stdout.isatty() else 110
-            self.console = Console(file=sys.stdout, width=width, highlight=False)
-
-    def table(self, title: str, rows: list[tuple[str, str]], files: dict[str, str]) -> None:
-        """A two-column table, with the files in a second section."""
-        if self.console is None:
-            print(title)
-            pad = max(len(k) for k, _ in [*rows, *files.items()])
-            for key, value in [*rows, *files.items()]:
-                print(f"  {key:<{pad}}  {value}")
-            return
-        from rich.table import Table
-
-        table = Table(title=title, show_header=False, title_justify="left")
-        table.add_column(style="bold")
-        table.add_column(overflow="fold")
-        for key, value in rows:
-            table.add_row(key, value)
-        if files:
-            table.add_section()
-            for key, value in files.items():
-                table.add_row(key, value)
-        self.console.print(table)
-
-    def grid(self, title: str, header: list[str], body: list[list[str]]) -> None:
-        """A table with a header row."""
-        if self.console is None:
-            print(title)
-            for row in [header, *body]:
-                print("  " + "  ".join(f"{c:>10}" for c in row))
-            return
-        from rich.table import Table
-
-        table = Table(title=title, title_justify="left")
-        for name in header:
-            table.add_column(name, justify="left" if name == "kind" else "right")
-        for row in body:
-            table.add_row(*row)
-        self.console.print(table)
-
-    def text(self, title: str, body: str) -> None:
-        """A titled block of text."""
-        if self.console is None:
-            print(f"{title}:\n{body}")
-            return
-        from rich.markup import escape
-        from rich.panel import Panel
-
-        self.console.print(Panel(escape(body), title=title, title_align="left"))
-
-    def note(self, text: str) -> None:
-        """A side remark on stderr."""
-        print(f"note: {text}", file=sys.stderr)
-
-    @contextlib.contextmanager
-    def progress(self, label: str, total: list[int] | None) -> Iterator[Callable[[Any], None]]:
-        """A callback for each model call: a live bar on a terminal, a line per 10 calls else."""
-        if self.console is None or not sys.stderr.isatty():
-
-            def plain(stat: Any) -> None:
-                if stat.index == 1 or stat.index % 10 == 0:
-                    print(f"{label}: call {stat.index}, {_call_line(stat)}", file=sys.stderr)
-
-            yield plain
-            return
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
-        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
-            task = bar.add_task(label, total=None)
-
-            def live(stat: Any) -> None:
-                if total:
-                    bar.update(task, total=total[0])
-                bar.update(task, completed=stat.index, description=f"{label}: {_call_line(stat)}")
-
-            yield live
-
-
-def _call_line(stat: Any) -> str:
-    edits = ", ".join(dict.fromkeys(stat.kinds)) or "no edits"
-    return f"{stat.tokens:,}/{stat.limit:,} tokens ({edits})"
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -25,6 +25,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 
+from langgraph_ctx._ids import message_fingerprint
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.errors import ArchiveError
 from langgraph_ctx.tokens import TiktokenCounter, get_counter
@@ -207,13 +208,6 @@ def _after_turn(log: RunLog, node: str, values: Mapping[str, Any]) -> None:
             )
 
 
-def _key(message: BaseMessage) -> str:
-    # What a provider sees of a message: role, content, tool calls, tool call id, name.
-    calls = [(c["name"], c.get("args"), c.get("id")) for c in getattr(message, "tool_calls", [])]
-    parts = [message.type, message.content, calls, getattr(message, "tool_call_id", None)]
-    return json.dumps([*parts, message.name], sort_keys=True, default=str)
-
-
 def _shared_prefix(
     counter: TiktokenCounter,
     previous: list[Any] | None,
@@ -228,7 +222,7 @@ def _shared_prefix(
         return 0
     same = 0
     for old, new in zip(old_messages, messages, strict=False):
-        if _key(old) != _key(new):
+        if message_fingerprint(old) != message_fingerprint(new):
             break
         same += 1
     shared = counter.count_tools(tools) if tools else 0
@@ -391,7 +385,7 @@ def plot_run(path: str | Path, log: RunLog, *, title: str) -> Path:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        msg = "--plot needs matplotlib: pip install 'langgraph-ctx[plot]'"
+        msg = '--plot needs matplotlib: pip install "langgraph-ctx[cli]"'
         raise InputError(msg) from exc
     calls = log.calls
     limit = max([c.limit for c in calls] + [1])

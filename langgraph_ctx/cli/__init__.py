@@ -1,0 +1,48 @@
+"""The tools for people: the `langgraph-ctx` command line and the machinery behind it.
+
+Installed with `pip install "langgraph-ctx[cli]"`; the library itself never imports this
+package, so its dependencies (rich, matplotlib) stay out of a plain install.
+
+Modules:
+
+* `commands`: argument parsing and the command handlers (`demo`, `replay`, `inspect`,
+  `restore`, `compact`, `count`); `output`: what they print.
+* `replay`: drive a real agent over a recorded conversation (scripted model, replay tools,
+  SQLite checkpointer), inspect a thread, restore an entry, compact a transcript.
+* `runs`: record a run call by call, check that nothing was lost, write reports and plots.
+* `explorer`: the offline chat models (the demo's scripted explorer and their shared base).
+* `demo`: the demo agent and its read-only tools over a local folder.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+INSTALL_HINT = 'langgraph-ctx: the command line needs its extra: pip install "langgraph-ctx[cli]"'
+"""The one line printed when the `cli` extra is missing."""
+_EXTRA_MODULES = frozenset({"rich"})
+"""Top-level modules of the `cli` extra the commands import up front (matplotlib is imported
+only by `replay --plot`, which says itself what to install)."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `langgraph-ctx` command line.
+
+    Args:
+        argv: The arguments after the program name (default: `sys.argv[1:]`).
+
+    Returns:
+        The exit code: 0 success, 1 a runtime failure, 2 a usage error or a missing `cli`
+        extra, 130 interrupted.
+    """
+    try:
+        from langgraph_ctx.cli.commands import run
+    except ImportError as exc:
+        if (exc.name or "").partition(".")[0] not in _EXTRA_MODULES:
+            raise  # a broken install of the library itself, not a missing extra
+        print(INSTALL_HINT, file=sys.stderr)
+        return 2
+    return run(argv)

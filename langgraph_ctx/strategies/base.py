@@ -1,0 +1,173 @@
+"""The strategy protocol, and strategies built from plain config (dicts or JSON).
+
+A strategy is any object with `apply(view)`. The build hands the same `PromptView` to each
+strategy of its list, in order; a strategy reads the view (its `tokens`, `budget`, `window()`)
+and edits it (`prune`, `compact`, `shrink_once`, `set_summary`, ...). `apply` is a plain method
+when the strategy needs no I/O, or a generator that yields effects (archive writes, summarizer
+and extractor calls) when it does: `x = yield from view.resources.summarize(...)`.
+
+The protocol uses public types only (`PromptView`, `Plan`): a strategy of your own is a small
+dataclass, and `register_strategy` makes it buildable from a dict config.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+from collections.abc import Generator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from langgraph_ctx._effects import Plan
+from langgraph_ctx.errors import ConfigError
+
+if TYPE_CHECKING:
+    from langgraph_ctx.view import PromptView
+
+
+@runtime_checkable
+class Strategy(Protocol):
+    """What every strategy provides: `apply(view)`.
+
+    Example (keep the newest results of one tool whole, whatever else the build prunes):
+
+        >>> from dataclasses import dataclass
+        >>> @dataclass(frozen=True)
+        ... class KeepLastResults:
+        ...     tool: str
+        ...     keep: int = 2
+        ...
+        ...     def apply(self, view):
+        ...         results = [m for m in view.window() if getattr(m, "name", None) == self.tool]
+        ...         view.protect(m.id for m in results[-self.keep :])
+    """
+
+    def apply(self, view: PromptView) -> Plan[None] | None:
+        """Read and edit the view; a generator may yield effects for I/O."""
+        ...
+
+
+def apply_strategy(strategy: Strategy, view: PromptView) -> Plan[None]:
+    """Run one strategy on the view: its plan when `apply` is a generator, else the call."""
+    result = strategy.apply(view)
+    if isinstance(result, Generator):
+        yield from result
+
+
+_SCALAR_TYPES: dict[str, type | tuple[type, ...]] = {
+    "int": int,
+    "bool": bool,
+    "float": (int, float),
+    "str": str,
+}
+
+
+def check_field_types(config: Any) -> None:
+    """Refuse a strategy field whose value is not of its declared scalar type.
+
+    Only plain `int`/`bool`/`float`/`str` fields (optionally `| None`) are checked; `True` is
+    not a number here. Raises `ConfigError` with the field, the value and the type expected.
+    """
+    for f in dataclasses.fields(config):
+        declared = str(f.type)
+        options = [part.strip() for part in declared.split("|")]
+        value = getattr(config, f.name)
+        wanted = [o for o in options if o != "None"]
+        if wanted == ["tuple[str, ...]"] and value is not None:
+            _check_names(config, f.name, value)
+            continue
+        if (value is None and "None" in options) or not all(o in _SCALAR_TYPES for o in wanted):
+            continue
+        if not any(
+            isinstance(value, _SCALAR_TYPES[o]) and (o == "bool" or not isinstance(value, bool))
+            for o in wanted
+        ):
+            msg = (
+                f"{type(config).__name__}({f.name}={value!r}): {f.name} must be {declared}, "
+                f"got {type(value).__name__}"
+            )
+            raise ConfigError(msg)
+
+
+def _check_names(config: Any, name: str, value: Any) -> None:
+    """A names field takes a list of names: a bare string would match by substring."""
+    if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value):
+        return
+    example = (value,) if isinstance(value, str) else ("bash",)
+    msg = (
+        f"{type(config).__name__}({name}={value!r}): {name} must be a list of tool names, got "
+        f"{type(value).__name__}; pass e.g. {example!r}"
+    )
+    raise ConfigError(msg)
+
+
+_REGISTRY: dict[str, type[Any]] = {}
+
+
+def register_strategy(name: str, cls: type[Any]) -> None:
+    """Make a strategy class buildable from config as `{"type": name, ...}`."""
+    if not callable(getattr(cls, "apply", None)):
+        msg = f"{cls!r} is not a strategy: it needs an `apply(view)` method"
+        raise ConfigError(msg)
+    _REGISTRY[name] = cls
+
+
+def strategy_from_config(config: Mapping[str, Any]) -> Strategy:
+    """Build one strategy from `{"type": ..., **fields}`."""
+    if "type" not in config:
+        msg = f"a strategy config needs a 'type'; known types: {', '.join(sorted(_REGISTRY))}"
+        raise ConfigError(msg)
+    kind = config["type"]
+    cls = _REGISTRY.get(kind)
+    if cls is None:
+        msg = f"unknown strategy type {kind!r}; known types: {', '.join(sorted(_REGISTRY))}"
+        raise ConfigError(msg)
+    fields = {k: v for k, v in config.items() if k != "type"}
+    if dataclasses.is_dataclass(cls):
+        allowed = {f.name for f in dataclasses.fields(cls) if f.init}
+        unknown = sorted(set(fields) - allowed)
+        if unknown:
+            msg = f"unknown field(s) {unknown} for strategy {kind!r}; allowed: {sorted(allowed)}"
+            raise ConfigError(msg)
+    for key, value in fields.items():
+        if isinstance(value, list):
+            fields[key] = tuple(value)
+    try:
+        return cls(**fields)  # type: ignore[no-any-return]
+    except TypeError as exc:
+        msg = (
+            f"bad config for strategy {kind!r}: {exc} (fields given: {fields!r}); check each "
+            f"value's type against help({cls.__name__})"
+        )
+        raise ConfigError(msg) from exc
+
+
+def strategies_from_config(config: str | Mapping[str, Any] | Sequence[Any]) -> list[Strategy]:
+    """Build strategies from JSON text, one dict, or a list of dicts and strategy objects."""
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except json.JSONDecodeError as exc:
+            msg = f"strategy config is not valid JSON: {exc}"
+            raise ConfigError(msg) from exc
+    if isinstance(config, Mapping):
+        config = [config]
+    if isinstance(config, (str, bytes)) or not isinstance(config, Sequence):
+        msg = (
+            f"strategies must be a list of strategies or config dicts (or JSON of one), got "
+            f'{type(config).__name__} {config!r}; e.g. [{{"type": "sliding_window"}}]'
+        )
+        raise ConfigError(msg)
+    out: list[Strategy] = []
+    for item in config:  # type: ignore[union-attr]
+        if isinstance(item, Mapping):
+            out.append(strategy_from_config(item))
+        elif inspect.isclass(item) or not isinstance(item, Strategy):
+            msg = (
+                f"expected a strategy or a config dict, got {item!r}; a strategy is an "
+                "instance of a class with an apply(view) method"
+            )
+            raise ConfigError(msg)
+        else:
+            out.append(item)
+    return out

@@ -1,0 +1,149 @@
+"""Compaction: large tool outputs go to the archive and leave a reference and a preview."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage
+
+from langgraph_ctx._effects import Plan
+from langgraph_ctx._render import tool_of
+from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.messages import is_error_result, is_tool_output, text_of
+from langgraph_ctx.strategies.base import check_field_types
+
+if TYPE_CHECKING:
+    from langgraph_ctx.view import PromptView
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Compaction:
+    """Externalize large tool outputs to the archive: lossless, restorable by `recall`.
+
+    Over the trigger, oldest first, down to the target; the newest `keep_last` tool results
+    stay whole unless they alone do not fit: when even the smallest prompt the sliding window
+    could leave (the pinned task and the newest block) is over the limit, the newest outputs
+    are compacted too, largest first, down to the target, rather than failing the call. That
+    second pass ignores `keep_last`, `keep_errors` and `min_chars` (an output that cannot be
+    shown whole is better shown as its reference than not at all) but still honours
+    `include_tools` and `exclude_tools`. Needs an archive (without one it does nothing).
+    """
+
+    min_chars: int = 2_000
+    """Tool outputs at least this long may be compacted."""
+    keep_last: int = 3
+    """How many of the newest tool results always stay whole."""
+    keep_errors: bool = True
+    """Leave error results whole."""
+    include_tools: tuple[str, ...] | None = None
+    """Only compact these tools (None: all)."""
+    exclude_tools: tuple[str, ...] = ()
+    """Never compact these tools."""
+    preview_chars: int = 100
+    """Characters of the output kept as a preview."""
+
+    def __post_init__(self) -> None:
+        check_field_types(self)
+        if self.min_chars < 0 or self.keep_last < 0 or self.preview_chars < 0:
+            msg = (
+                "min_chars, keep_last and preview_chars must be >= 0, got "
+                f"{self.min_chars}, {self.keep_last}, {self.preview_chars}"
+            )
+            raise ConfigError(msg)
+
+    def apply(self, view: PromptView) -> Plan[None]:
+        """Compact until at or under the target."""
+        archive = view.resources.archive_messages
+        if not view.over_trigger() or view.tokens <= view.goal or archive is None:
+            return
+        picked = self._pick(view)
+        if picked and not (yield from self._compact(view, archive, picked, {})):
+            return
+        oversized = self._pick_oversized(view)
+        if oversized:
+            yield from self._compact(view, archive, oversized, {"oversized": True})
+
+    def _compact(
+        self,
+        view: PromptView,
+        archive: Callable[[list[BaseMessage]], Plan[dict[str, str]]],
+        picked: list[int],
+        detail: dict[str, Any],
+    ) -> Plan[bool]:
+        """Archive and compact the outputs at `picked`; False when the archive write failed."""
+        before = view.tokens
+        ids = [view.history[i].id or "" for i in picked]
+        try:
+            refs = yield from archive([view.history[i] for i in picked])
+        except Exception as exc:  # nothing is compacted without its archive copy
+            reason = f"compaction: archive write failed: {type(exc).__name__}: {exc}"
+            view.record("skip", before, message_ids=ids, detail={"reason": reason})
+            return False
+        for i in picked:
+            view.compact(i, refs[view.history[i].id or ""], preview_chars=self.preview_chars)
+        detail = {"refs": [refs[i] for i in ids], **detail}
+        view.record("compact", before, message_ids=ids, detail=detail)
+        return True
+
+    def _pick(self, view: PromptView) -> list[int]:
+        """History indices to compact, oldest first, until the estimate reaches the target."""
+        positions = [i for i in view.window_indices() if is_tool_output(view.history[i])]
+        newest = set(positions[-self.keep_last :]) if self.keep_last > 0 else set()
+        picked: list[int] = []
+        saved = 0
+        for i in positions:
+            msg = view.history[i]
+            tool = tool_of(msg)
+            if i in newest or not view.is_untouched(msg) or len(text_of(msg)) < self.min_chars:
+                continue
+            if (self.keep_errors and is_error_result(msg)) or tool in self.exclude_tools:
+                continue
+            if self.include_tools is not None and tool not in self.include_tools:
+                continue
+            picked.append(i)
+            saved += view.cost(msg) - view.compacted_cost(msg, self.preview_chars)
+            if view.tokens - saved <= view.goal:
+                break
+        return picked
+
+    def _pick_oversized(self, view: PromptView) -> list[int]:
+        """Newest outputs to compact, largest first, when they alone do not fit the limit.
+
+        The floor is the prompt without what the sliding window could still remove: every
+        window message before the newest block (the pinned task gives way to a short note
+        too). Without a `SlidingWindow` in the build's list nothing can leave, so the floor
+        is the whole prompt and every output in the window is a candidate.
+        """
+        from langgraph_ctx.strategies.window import SlidingWindow  # window imports pruning
+
+        blocks = view.window_blocks()
+        if not blocks:
+            return []
+        if any(isinstance(s, SlidingWindow) for s in view.strategies):
+            last = blocks[-1]
+            kept = range(last.start, last.start + len(last.messages))
+        else:
+            kept = range(view.start, len(view.history))
+        removable = [i for i in view.window_indices() if i not in kept]
+        floor = view.tokens - sum(view.cost(view.shown(view.history[i])) for i in removable)
+        if floor <= view.budget.limit:
+            return []
+        candidates = [
+            i
+            for i in kept
+            if is_tool_output(view.history[i])
+            and view.is_untouched(view.history[i])
+            and tool_of(view.history[i]) not in self.exclude_tools
+            and (self.include_tools is None or tool_of(view.history[i]) in self.include_tools)
+        ]
+        candidates.sort(key=lambda i: view.cost(view.history[i]), reverse=True)
+        picked: list[int] = []
+        for i in candidates:
+            msg = view.history[i]
+            picked.append(i)
+            floor -= view.cost(msg) - view.compacted_cost(msg, self.preview_chars)
+            if floor <= view.goal:
+                break
+        return sorted(picked)

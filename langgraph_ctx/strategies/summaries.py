@@ -1,0 +1,137 @@
+"""Summaries: the insured running summary, and dynamic summarization of the oldest turns."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage
+
+from langgraph_ctx._assembly import is_summary_message
+from langgraph_ctx._effects import Plan
+from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.messages import get_tag
+from langgraph_ctx.strategies.base import check_field_types
+
+if TYPE_CHECKING:
+    from langgraph_ctx.view import PromptView
+
+
+def summarize_span(view: PromptView, dropped: Sequence[BaseMessage], *, kind: Any) -> Plan[bool]:
+    """Insurance dump, then a running summary of `dropped` folded into the ledger.
+
+    Nothing is summarized when only a previous summary would be; the report says why.
+    Returns whether a summary was written.
+    """
+    # Error results the pipeline made up for unanswered calls are not history: not summarized,
+    # not dumped.
+    conversation = [
+        m for m in dropped if not is_summary_message(m) and not get_tag(m).get("repair")
+    ]
+    if not conversation:
+        reason = "only the previous summary would be summarized"
+        view.record("skip", view.tokens, detail={"reason": reason})
+        return False
+    if view.tokens - view.cost(view.summary_message()) > view.budget.trigger_tokens:
+        # The kept window alone is over the trigger: the next call would cut and summarize
+        # again, and again (thrash). The messages stay in state, uncovered: nothing is lost.
+        view.record(
+            "skip",
+            view.tokens,
+            message_ids=[m.id or "" for m in conversation],
+            detail={"reason": "the kept window alone is over the trigger"},
+        )
+        return False
+    summarize = view.resources.summarize
+    if summarize is None:
+        view.record(kind, view.tokens, detail={"skipped": "no summarizer configured"})
+        return False
+    dump_ref = None
+    if view.resources.dump_messages is not None:
+        try:
+            dump_ref = yield from view.resources.dump_messages(list(conversation))
+        except Exception as exc:  # nothing is summarized without its insurance
+            view.record("skip", view.tokens, detail={"reason": f"insurance dump failed: {exc}"})
+            return False
+    previous = (view.ledger.get("summary") or {}).get("text")
+    # The summarizer reads the originals, not placeholders: what it does not see is lost.
+    outcome = yield from summarize(list(conversation), previous)
+    detail = {
+        "dump_ref": dump_ref,
+        "source": outcome.source,
+        "model_calls": outcome.model_calls,
+        "summarizer_input_tokens": outcome.input_tokens,
+        "error": outcome.error,
+    }
+    text = view.fit_summary(outcome.text)
+    ids = [m.id or "" for m in conversation]
+    if text is None:  # the messages stay in state, uncovered: nothing is lost
+        detail["reason"] = "no room for a summary within the limit"
+        view.record("skip", view.tokens, message_ids=ids, detail=detail)
+        return False
+    if text != outcome.text:
+        detail["cut_to_chars"] = len(text)
+    before = view.tokens
+    view.set_summary(text, conversation, dump_ref, outcome.source)
+    view.record(kind, before, message_ids=ids, detail=detail)
+    return True
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DynamicSummarization:
+    """Once history passes a threshold, summarize its oldest turns into the running summary.
+
+    Runs on every build (not only over the trigger). Only finished turns are summarized: the
+    newest turn never is.
+    """
+
+    threshold_turns: int | None = 10
+    """Summarize once the prompt holds more turns than this (None: no turn trigger)."""
+    threshold_tokens: int | None = None
+    """Summarize once the prompt holds more tokens than this (None: no token trigger)."""
+    turns: int = 5
+    """How many of the oldest turns each summarization takes, at least: more when that is
+    what it takes to get back to `threshold_turns` (so the next call does not summarize
+    again)."""
+
+    def __post_init__(self) -> None:
+        check_field_types(self)
+        if self.threshold_turns is None and self.threshold_tokens is None:
+            msg = "DynamicSummarization needs threshold_turns or threshold_tokens"
+            raise ConfigError(msg)
+        if self.turns < 1:
+            msg = f"turns must be >= 1, got {self.turns}"
+            raise ConfigError(msg)
+        for name in ("threshold_turns", "threshold_tokens"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                msg = f"{name} must be >= 0 or None, got {value}"
+                raise ConfigError(msg)
+
+    def apply(self, view: PromptView) -> Plan[None]:
+        """Summarize the oldest turns when a threshold is passed."""
+        starts = [b.start for b in view.window_blocks() if b.kind == "user"]
+        over_turns = self.threshold_turns is not None and len(starts) > self.threshold_turns
+        over_tokens = self.threshold_tokens is not None and view.tokens > self.threshold_tokens
+        if not (over_turns or over_tokens) or len(starts) < 2:
+            return
+        take = self.turns
+        if over_turns and self.threshold_turns is not None:
+            take = max(take, len(starts) - self.threshold_turns)
+        cut = starts[min(take, len(starts) - 1)]  # the newest turn always stays
+        before = view.tokens
+        dropped: list[BaseMessage] = []
+        while view.start < cut:
+            step = view.shrink_once()
+            if step is None:
+                break
+            dropped.extend(step)
+        if dropped:
+            view.record(
+                "shrink",
+                before,
+                message_ids=[m.id or "" for m in dropped],
+                detail={"messages": len(dropped), "reason": "dynamic_summarization"},
+            )
+            yield from summarize_span(view, dropped, kind="summarize")

@@ -1,0 +1,680 @@
+"""`PromptView`: what the model will see in one build, its token cost, and the edits on it.
+
+A build makes one view of the thread (the base system prompt, the history window, the ledger of
+earlier edits) and hands it to each strategy in turn. The view owns the window and the
+rendering; it knows nothing of when or why to edit: that is each strategy's algorithm
+(`langgraph_ctx.strategies`). Nothing here does I/O.
+
+Token counts are kept incrementally (per-message costs from the cached counter); the final
+prompt is counted in full once, at the end of the build.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from langgraph_ctx._assembly import merge_system, render_entities, render_memory
+from langgraph_ctx._effects import Resources
+from langgraph_ctx._ids import derived_id
+from langgraph_ctx._render import (
+    RenderCache,
+    compacted_text,
+    pruned_text,
+    replace_text,
+    still_describes,
+    summary_message_for,
+    task_dropped_message,
+    tool_of,
+)
+from langgraph_ctx._summary_text import WRAPPER_TAGS, escape_markup
+from langgraph_ctx.ledger import (
+    CompactedEntry,
+    ContextLedger,
+    PrunedEntry,
+    fold_summary,
+    record_compacted,
+    record_pruned,
+    set_window,
+)
+from langgraph_ctx.messages import (
+    Block,
+    check_tool_args,
+    check_unique_ids,
+    conversation_start_message,
+    get_tag,
+    in_conversation_form,
+    is_user_input,
+    needs_conversation_form,
+    repair_messages,
+    split_blocks,
+    text_of,
+    with_id,
+)
+from langgraph_ctx.report import ContextBudget, ContextCostReport, Decision, DecisionKind
+from langgraph_ctx.tokens import TokenCounter, checked_count
+
+SummaryPlacement = Literal["separate", "merged"]
+
+
+@dataclass(kw_only=True, eq=False)
+class PromptView:
+    """The prompt of one build as strategies see it and edit it.
+
+    Read: `tokens` (the prompt's cost now, tool schemas included), `budget`, `window()` (the
+    history messages in the prompt, originals), `shown(message)` (how one appears),
+    `render()` (the prompt), `cost(message)`, `ledger` (what earlier builds recorded).
+
+    Edit: `protect`, `prune`, `compact`, `shrink_once`, `drop_task`, `drop_memory`,
+    `restore_memory`, `set_summary`; every edit keeps `tokens` up to date. Record what you did
+    with `record`: it becomes a decision of the `context_cost` report.
+
+    Views are made by `ContextManager.build`; a strategy never builds one.
+    """
+
+    history: list[BaseMessage]
+    """The conversation after the base system prompt (the graph's messages, never mutated)."""
+    base: list[BaseMessage]
+    """The leading system and developer messages (merged into one base system prompt)."""
+    base_offset: int = 0
+    """Position of `history[0]` in the list the build was given (for derived ids)."""
+    render_cache: RenderCache = field(default_factory=lambda: RenderCache())
+    """Messages rendered before, reused so that equal messages are the same objects from call
+    to call (the token counter then skips them by identity)."""
+    ledger: ContextLedger
+    """What earlier builds recorded (pruned, compacted, window, summary, hint, entities)."""
+    budget: ContextBudget
+    """The token budget of the model called."""
+    counter: TokenCounter
+    """Counts tokens of message lists."""
+    tool_tokens: int
+    """Tokens the tool schemas take."""
+    static_fragments: list[str]
+    """System-prompt fragments of this call (skills, injections)."""
+    memory_items: list[str]
+    """Retrieved memory items, injected as `<relevant_context>`."""
+    resources: Resources
+    """The I/O a strategy may ask for (archive writes, summaries, extraction), as plans."""
+    summary_placement: SummaryPlacement = "separate"
+    """Where the running summary goes: its own system message, or merged into the base."""
+    strategies: Sequence[Any] = ()
+    """The build's strategies, in order (a strategy may look for another one in the list)."""
+    repairs: list[str] = field(default_factory=list)
+    """Ledger parts left out on load (`repair_ledger`); reported as a `repair` decision."""
+    report: ContextCostReport = field(init=False)
+    """The report this build is writing."""
+    start: int = field(init=False, default=0)
+    """History index where the window starts."""
+    pin: int | None = field(init=False, default=None)
+    """History index of the task pinned in front of the window, if any."""
+    memory_dropped: bool = field(init=False, default=False)
+    """Whether retrieved memory is out of the prompt."""
+    tokens: int = field(init=False, default=0)
+    """Tokens of the prompt as it stands (tool schemas included)."""
+    protected_ids: set[str] = field(init=False, default_factory=set)
+    """Messages no strategy may replace in this build (see `protect`)."""
+    edits_started: bool = field(init=False, default=False)
+    """Whether this build passed the trigger (see `over_trigger`)."""
+    reshown: dict[str, BaseMessage] = field(init=False, default_factory=dict)
+    """History messages shown with other tool-call ids, by message id (`_repair_view`)."""
+    resume: dict[Any, int] = field(init=False, default_factory=dict)
+    """Where a strategy's scan may resume in its next attempt of this build, by the strategy's
+    key (pruning: nothing before it is left to prune). Valid because edits within a build only
+    take messages out of reach, never bring one back."""
+    _attempts: dict[str, int] = field(init=False, default_factory=dict)
+    _empty: int = field(init=False, default=0)
+    # The history is fixed once the view is set up, so its block split and user turns are
+    # worked out once per build, not at each shrink (that made a first build quadratic).
+    _blocks: list[Block] = field(init=False, default_factory=list)
+    _block_at: dict[int, int] = field(init=False, default_factory=dict)
+    _next_user: list[int] = field(init=False, default_factory=list)
+    _user_inputs: list[int] | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self._empty = checked_count(self.counter, [])
+        messages_in = len(self.history) + len(self.base)
+        self._restore_window()
+        for i in self.window_indices():  # only what the prompt shows needs an id
+            self.history[i] = with_id(self.history[i], self.base_offset + i)
+        shown = [self.history[i] for i in self.window_indices()]
+        check_unique_ids(shown)
+        check_tool_args(shown)
+        repaired = self._repair_view()
+        self.reconcile()
+        self.tokens = self.count_full()
+        self.report = ContextCostReport(
+            limit=self.budget.limit,
+            tokens=self.tokens,
+            tokens_in=self.tokens,
+            messages_in=messages_in,
+        )
+        if repaired is not None or self.repairs:
+            actions, ids = repaired or ([], [])
+            detail: dict[str, Any] = {}
+            if actions:
+                detail["messages"] = actions
+            if self.repairs:
+                detail["ledger"] = list(self.repairs)
+            self.record("repair", self.tokens, message_ids=ids, detail=detail)
+
+    # --- what the strategies read -------------------------------------------------------
+
+    @property
+    def goal(self) -> int:
+        """Tokens to cut down to once edits started (the budget's target)."""
+        return self.budget.target_tokens
+
+    def over_trigger(self) -> bool:
+        """Whether edits are due: the prompt passed the trigger in this build.
+
+        Sticky: once the prompt passed the trigger, edits go on down to the target even when
+        an earlier strategy already brought it under the trigger (hysteresis keeps the prompt
+        prefix stable for many calls between edits).
+        """
+        if not self.edits_started and self.tokens > self.budget.trigger_tokens:
+            self.edits_started = True
+        return self.edits_started
+
+    def window_indices(self) -> list[int]:
+        """History indices in the prompt, in order (pinned task first)."""
+        head = [self.pin] if self.pin is not None else []
+        return head + list(range(self.start, len(self.history)))
+
+    def window(self) -> list[BaseMessage]:
+        """The history messages in the prompt, in order (the originals, not placeholders)."""
+        return [self.history[i] for i in self.window_indices()]
+
+    def window_blocks(self) -> list[Block]:
+        """Blocks of the window after the pinned task, with history indices as starts."""
+        first = self._block_position()  # before reading `_blocks`: it may split anew
+        return self._blocks[first:]
+
+    def _block_position(self) -> int:
+        """Position in `_blocks` of the block the window starts with (splitting when needed).
+
+        `split_blocks` reads forward only, so the split of the history from any block start
+        is the tail of a split made from an earlier start: one split serves every shrink.
+        """
+        position = self._block_at.get(self.start)
+        if position is not None:
+            return position
+        blocks = split_blocks(self.history[self.start :])
+        self._blocks = [Block(b.kind, b.start + self.start, b.messages) for b in blocks]
+        self._block_at = {b.start: k for k, b in enumerate(self._blocks)}
+        next_user = [len(self._blocks)] * (len(self._blocks) + 1)
+        for k in range(len(self._blocks) - 1, -1, -1):
+            next_user[k] = k if self._blocks[k].kind == "user" else next_user[k + 1]
+        self._next_user = next_user
+        return 0
+
+    def protected_from(self, turns: int) -> int:
+        """History index from which the last `turns` user turns begin."""
+        if turns <= 0:
+            return len(self.history)
+        if self._user_inputs is None:
+            self._user_inputs = [i for i, m in enumerate(self.history) if is_user_input(m)]
+        users = self._user_inputs
+        if len(users) >= turns and users[-turns] >= self.start:
+            return users[-turns]
+        return self.start
+
+    def is_untouched(self, message: BaseMessage) -> bool:
+        """Whether `message` is shown whole: not pruned, compacted, nor protected from edits."""
+        mid = message.id or ""
+        tag = get_tag(message)
+        return (
+            mid not in self.ledger["pruned"]
+            and mid not in self.ledger["compacted"]
+            and mid not in self.protected_ids
+            and not tag.get("pruned")
+            and not tag.get("compacted")
+        )
+
+    def tool_call_of(self, index: int) -> dict[str, Any] | None:
+        """The tool call the result at history `index` answers (from the AI message before)."""
+        msg = self.history[index]
+        call_id = getattr(msg, "tool_call_id", None)
+        for i in range(index - 1, max(-1, index - 64), -1):
+            prev = self.history[i]
+            if isinstance(prev, AIMessage):
+                for tc in prev.tool_calls:
+                    if tc.get("id") == call_id:
+                        return dict(tc)
+                return None
+        return None
+
+    def cost(self, message: BaseMessage | None) -> int:
+        """Tokens one message adds to a prompt."""
+        if message is None:
+            return 0
+        count_message = getattr(self.counter, "count_message", None)
+        if count_message is not None:  # the cached per-message count, no list bookkeeping
+            return int(count_message(message))
+        return checked_count(self.counter, [message]) - self._empty
+
+    def count_full(self) -> int:
+        """Exact count of the rendered prompt, tool schemas included."""
+        return checked_count(self.counter, self.render()) + self.tool_tokens
+
+    def next_attempt(self, kind: str) -> int:
+        """Number the next attempt of `kind` in this build (1, 2, ...), for the report."""
+        self._attempts[kind] = self._attempts.get(kind, 0) + 1
+        return self._attempts[kind]
+
+    def record(self, kind: DecisionKind, before: int, **kwargs: Any) -> Decision:
+        """Record a decision of the report, ending at the current token count.
+
+        Args:
+            kind: What was done (`prune`, `compact`, `shrink`, `summarize`, `skip`, ...).
+            before: Tokens before the step (read `tokens` before editing).
+            **kwargs: `attempt`, `message_ids`, `detail` of the `Decision`.
+        """
+        return self.report.record(kind, tokens_before=before, tokens_after=self.tokens, **kwargs)
+
+    # --- rendering -----------------------------------------------------------------------
+
+    def system_message(self) -> SystemMessage | None:
+        """The one base system message, with every fragment in its stable position."""
+        fragments = list(self.static_fragments)
+        entities = (self.ledger.get("entities") or {}).get("values")
+        if entities:
+            fragments.append(render_entities(entities))
+        hint = self.ledger.get("hint")
+        if hint and hint.get("text"):
+            fragments.append(hint["text"])
+        summary = self.ledger.get("summary")
+        if summary and summary.get("text") and self.summary_placement == "merged" and not hint:
+            text = escape_markup(summary["text"], WRAPPER_TAGS)  # cannot close its wrapper
+            fragments.append(f"<summary>\n{text}\n</summary>")
+        if self.memory_items and not self.memory_dropped:
+            fragments.append(render_memory(self.memory_items))
+        key = ("system", tuple((m.id, text_of(m)) for m in self.base), tuple(fragments))
+        system: SystemMessage | None = self.render_cache.get(
+            key, lambda: merge_system(self.base, fragments)
+        )
+        return system
+
+    def summary_message(self) -> SystemMessage | None:
+        """The running summary as its own system message (separate placement)."""
+        summary = self.ledger.get("summary")
+        if not summary or not summary.get("text") or self.summary_placement != "separate":
+            return None
+        if (self.ledger.get("hint") or {}).get("text"):
+            return None  # the compression hint carries the summary
+        text = summary["text"]
+        covered = len(summary.get("covered_ids", []))
+        refs = tuple(summary.get("dump_refs", []))
+        message: SystemMessage = self.render_cache.get(
+            ("summary", text, covered, refs), lambda: summary_message_for(text, covered, refs)
+        )
+        return message
+
+    def shown(self, message: BaseMessage) -> BaseMessage:
+        """How a history message appears in the prompt.
+
+        With the tool-call ids the repair gave it (`reshown`); a placeholder when pruned or
+        compacted; a system or blank user message inside the conversation in the form every
+        provider accepts (`in_conversation_form`).
+        """
+        mid = message.id or ""
+        message = self.reshown.get(mid, message)
+        shown = message
+        # A compacted entry wins over a pruned one (compaction replaces an earlier pruning).
+        for kind, text_for in (("compacted", compacted_text), ("pruned", pruned_text)):
+            entry = self.ledger[kind].get(mid)  # type: ignore[literal-required]
+            if entry is not None:
+                # The text is made only when the cache has no placeholder for this entry.
+                make = partial(_placeholder, message, text_for, mid, entry, kind)
+                shown = self.render_cache.placeholder((kind, mid), entry, message, make)
+                break
+        if not needs_conversation_form(shown):
+            return shown
+        converted: BaseMessage = self.render_cache.get(
+            # Everything the converted copy takes from `shown` is in the key (ids collide
+            # across the threads one manager serves).
+            ("conversation_form", mid, shown.type, text_of(shown), _tag_key(shown)),
+            lambda: in_conversation_form(shown),
+        )
+        return converted
+
+    def opens_with_stand_in(self) -> bool:
+        """Whether the prompt needs a user stand-in: its conversation opens with no user message."""
+        if self.pin is not None or (self.ledger.get("window") or {}).get("task_dropped"):
+            return False
+        first = self.history[self.start] if self.start < len(self.history) else None
+        return first is not None and not isinstance(self.shown(first), HumanMessage)
+
+    def opener(self) -> HumanMessage | None:
+        """The user stand-in that opens the shown conversation, when it needs one.
+
+        The note for a task too large to keep, or the stand-in before a conversation that
+        starts with the model. Window moves account for it appearing and going.
+        """
+        if self.pin is None and (self.ledger.get("window") or {}).get("task_dropped"):
+            return task_dropped_message()
+        return conversation_start_message() if self.opens_with_stand_in() else None
+
+    def render(self) -> list[BaseMessage]:
+        """The prompt as it stands."""
+        out: list[BaseMessage] = []
+        system = self.system_message()
+        if system is not None:
+            out.append(system)
+        summary = self.summary_message()
+        if summary is not None:
+            out.append(summary)
+        opener = self.opener()
+        if opener is not None:
+            out.append(opener)
+        out.extend(self.shown(self.history[i]) for i in self.window_indices())
+        return out
+
+    # --- edits ---------------------------------------------------------------------------
+
+    def protect(self, message_ids: Iterable[str | None]) -> None:
+        """Keep these messages whole in this build: no strategy prunes or compacts them.
+
+        Protection lasts one build (a strategy that protects runs on every build), and does not
+        undo an edit an earlier build made.
+        """
+        self.protected_ids.update(mid for mid in message_ids if mid)
+
+    def inject(self, text: str) -> None:
+        """Add a fragment to the base system prompt of this build (after the configured ones).
+
+        Inject the same text on every build (a strategy that injects runs on every build): the
+        system prompt then stays the same bytes from call to call.
+        """
+        old = self.cost(self.system_message())
+        self.static_fragments.append(text)
+        self.tokens += self.cost(self.system_message()) - old
+
+    def prune(self, messages: Sequence[BaseMessage], refs: dict[str, str]) -> None:
+        """Show tool outputs as short placeholders; `refs` maps ids to archive references.
+
+        View-only: the state keeps every output whole. A placeholder names the reference the
+        agent can `recall` when the output was archived.
+        """
+        for msg in messages:
+            old = self.cost(msg)
+            entry: PrunedEntry = {"tool": tool_of(msg), "chars": len(text_of(msg))}
+            if refs:
+                entry["ref"] = refs[msg.id or ""]
+            record_pruned(self.ledger, msg.id or "", entry)
+            self.tokens += self.cost(self.shown(msg)) - old
+
+    def compact(self, index: int, ref: str, *, preview_chars: int) -> None:
+        """Show the tool output at history `index` as its archive reference and a preview."""
+        msg = self.history[index]
+        old = self.cost(self.shown(msg))
+        call = self.tool_call_of(index) or {}
+        text = text_of(msg)
+        entry: CompactedEntry = {
+            "ref": ref,
+            "tool": tool_of(msg),
+            "chars": len(text),
+            "input": json.dumps(call.get("args", {}), sort_keys=True, ensure_ascii=False)[:300],
+            "preview": text[:preview_chars],
+        }
+        record_compacted(self.ledger, msg.id or "", entry)
+        self.tokens += self.cost(self.shown(msg)) - old
+
+    def pruned_cost(self, message: BaseMessage) -> int:
+        """Tokens `message` would take as a pruned placeholder (nothing is changed)."""
+        probe = {"tool": tool_of(message), "chars": len(text_of(message)), "ref": "?"}
+        return self.cost(replace_text(message, pruned_text(message.id or "", probe)))
+
+    def compacted_cost(self, message: BaseMessage, preview_chars: int) -> int:
+        """Tokens `message` would take once compacted, a little over (nothing is changed)."""
+        text = text_of(message)
+        entry = {
+            "tool": tool_of(message),
+            "chars": len(text),
+            "input": "",
+            "preview": text[:preview_chars],
+        }
+        return self.cost(replace_text(message, compacted_text(message.id or "", entry))) + 40
+
+    def shrink_once(self) -> list[BaseMessage] | None:
+        """Move the window start forward by one turn, or one block within the last turn.
+
+        With two or more turns in view the oldest (possibly partial) turn goes, its pinned
+        task with it. Within a single turn the oldest block goes and the turn's task message
+        stays pinned in front of the window. Returns the messages that left the prompt, or
+        None when only the pinned task and the newest block are left.
+        """
+        first = self._block_position()
+        blocks = self._blocks
+        later_turn = self._next_user[first + 1] if first < len(blocks) else len(blocks)
+        later_turns = later_turn < len(blocks)
+        new_pin: int | None
+        if later_turns:
+            new_start, new_pin = blocks[later_turn].start, None
+        else:
+            opens_turn = first < len(blocks) and blocks[first].kind == "user"
+            body = first + 1 if opens_turn else first
+            if len(blocks) - body <= 1:
+                return None
+            new_start = blocks[body + 1].start
+            new_pin = blocks[first].start if opens_turn else self.pin
+        head = [self.pin] if self.pin is not None else []
+        dropped = [i for i in [*head, *range(self.start, new_start)] if i != new_pin]
+        self.tokens -= sum(self.cost(self.shown(self.history[i])) for i in dropped)
+        opener_before = self.cost(self.opener())
+        note = bool((self.ledger.get("window") or {}).get("task_dropped"))
+        keep_note = note and not later_turns  # still mid-turn without its task
+        self.start, self.pin = new_start, new_pin
+        set_window(
+            self.ledger,
+            self.history[self.start].id,
+            pin_id=self.history[self.pin].id if self.pin is not None else None,
+            task_dropped=keep_note,
+        )
+        self.tokens += self.cost(self.opener()) - opener_before
+        return [self.history[i] for i in dropped]
+
+    def drop_task(self) -> bool:
+        """Last resort: replace the pinned task by a short note.
+
+        Returns False (and changes nothing) when no task is pinned or the note would not be
+        smaller than the task.
+        """
+        if self.pin is None:
+            return False
+        task = self.history[self.pin]
+        delta = self.cost(task_dropped_message()) - self.cost(self.shown(task))
+        if delta >= 0:  # the note would not save anything: keep the task
+            return False
+        before = self.tokens
+        self.tokens += delta
+        self.pin = None
+        set_window(self.ledger, self.history[self.start].id, task_dropped=True)
+        self.record("shrink", before, message_ids=[task.id or ""], detail={"task_dropped": True})
+        return True
+
+    def drop_memory(self) -> None:
+        """Take retrieved memory out of the prompt (prompt injections and history stay)."""
+        if not self.memory_items or self.memory_dropped:
+            return
+        before = self.tokens
+        old = self.cost(self.system_message())
+        self.memory_dropped = True
+        self.tokens += self.cost(self.system_message()) - old
+        self.record("drop_memory", before, detail={"items": len(self.memory_items)})
+
+    def restore_memory(self) -> bool:
+        """Put dropped memory back if the prompt fits the limit with it (after the edits).
+
+        The `drop_memory` decision then says so: `restored` and the tokens it took back
+        (`restored_tokens`). Returns whether it came back.
+        """
+        if not self.memory_dropped:
+            return False
+        old = self.cost(self.system_message())
+        self.memory_dropped = False
+        delta = self.cost(self.system_message()) - old
+        if self.tokens + delta > self.budget.limit:
+            self.memory_dropped = True
+            return False
+        self.tokens += delta
+        for decision in self.report.decisions:
+            if decision.kind == "drop_memory":
+                decision.detail.update(restored=True, restored_tokens=delta)
+        return True
+
+    def tokens_with_summary(self, text: str) -> int:
+        """Prompt tokens if `text` became the running summary (nothing is changed)."""
+        saved_summary, saved_hint = self.ledger.get("summary"), self.ledger.get("hint")
+        current = self.cost(self.system_message()) + self.cost(self.summary_message())
+        try:
+            self.ledger["hint"] = None  # as in set_summary
+            self.ledger["summary"] = {**(saved_summary or {}), "text": text}
+            probe = self.cost(self.system_message()) + self.cost(self.summary_message())
+        finally:
+            self.ledger["summary"], self.ledger["hint"] = saved_summary, saved_hint
+        return self.tokens - current + probe
+
+    def fit_summary(self, text: str, *, min_chars: int = 200) -> str | None:
+        """`text`, cut down so the prompt with it as the summary stays under the trigger.
+
+        A summarizer bounds its output in characters, not in this budget's tokens, so a
+        summary can outgrow a small window. Under the trigger, the next calls do not edit
+        again at once; when the prompt is over the trigger even without a summary, the limit
+        is the bound. Cutting drops the oldest items of the largest section first
+        (deterministic). Returns None when not even `min_chars` would fit.
+        """
+        from langgraph_ctx.summarize import fallback_summary
+
+        limit = self.budget.trigger_tokens
+        if self.tokens_with_summary("") > limit:
+            limit = self.budget.limit
+        if self.tokens_with_summary(text) <= limit:
+            return text
+        chars = len(text)
+        while chars > min_chars:
+            chars = max(min_chars, chars * 3 // 4)
+            candidate = fallback_summary([], previous=text, max_chars=chars)
+            if self.tokens_with_summary(candidate) <= limit:
+                return candidate
+        return None
+
+    def set_summary(
+        self, text: str, covered: list[BaseMessage], dump_ref: str | None, source: str
+    ) -> None:
+        """Make `text` the running summary, covering `covered` (insured by `dump_ref`)."""
+        old_sys, old_sum = self.cost(self.system_message()), self.cost(self.summary_message())
+        fold_summary(
+            self.ledger,
+            text=text,
+            covered_ids=[m.id or "" for m in covered],
+            dump_ref=dump_ref,
+            source=source,
+        )
+        self.tokens += (
+            self.cost(self.system_message()) + self.cost(self.summary_message()) - old_sys - old_sum
+        )
+
+    # --- set-up --------------------------------------------------------------------------
+
+    def _repair_view(self) -> tuple[list[str], list[str]] | None:
+        """Make the shown history valid for the providers; the state keeps every message.
+
+        Orphan tool results and second answers to one call leave the prompt, a call without an
+        answer gets an error result, and calls without an id of their own are shown with one
+        (`repair_messages`; such copies go to `reshown`). System and blank user
+        messages inside the conversation are listed here and shown in their conversation form
+        by `shown`; a conversation opening with the model gets the stand-in from `opener`.
+        Deterministic, so the prompt stays the same bytes from call to call. Returns the
+        actions and the ids of the messages involved, or None when the history needed nothing.
+        """
+        view = self.history[self.start :]
+        actions: list[str] = []
+        touched: list[str] = []
+        result = repair_messages(view)  # the input list itself when nothing needs repair
+        if result.actions:
+            kept = {id(m) for m in result.messages}
+            touched += [m.id or "" for m in view if id(m) not in kept]
+            touched += [m.id or "" for m in result.messages if get_tag(m).get("repair")]
+            # A message shown with other call ids stays the original here (archives and
+            # dumps keep what the state holds); `shown` puts the copy in the prompt.
+            originals = {m.id: m for m in view}
+            repaired = []
+            for m in result.messages:
+                original = originals.get(m.id)
+                if original is not None and original is not m:
+                    self.reshown[m.id or ""] = m
+                    m = original
+                repaired.append(m)
+            self.history[self.start :] = repaired
+            actions += result.actions
+        for i in self.window_indices():  # shown differently, kept whole in state
+            message = self.history[i]
+            if needs_conversation_form(message):
+                what = "system message" if isinstance(message, SystemMessage) else "empty message"
+                actions.append(f"showed {what} {message.id} as a user message")
+                touched.append(message.id or "")
+        if self.opens_with_stand_in():
+            actions.append("opened the conversation with a user stand-in")
+            touched.append(conversation_start_message().id or "")
+        return (actions, touched) if actions else None
+
+    def _restore_window(self) -> None:
+        window = self.ledger.get("window") or {}
+        start_id, pin_id = window.get("start_id"), window.get("pin_id")
+        if not start_id:
+            return
+        for i in range(len(self.history) - 1, -1, -1):  # the window is near the end
+            if self._id_at(i) == start_id:
+                self.start = i
+                break
+        else:  # the message left the state: show everything and let the budget decide again
+            set_window(self.ledger)
+            return
+        if pin_id:
+            for i in range(self.start - 1, -1, -1):
+                if self._id_at(i) == pin_id:
+                    self.pin = i
+                    break
+
+    def _id_at(self, index: int) -> str:
+        message = self.history[index]
+        return message.id or derived_id(message, self.base_offset + index)
+
+    def reconcile(self) -> None:
+        """Keep ledger entries only for messages in view whose text is still what was replaced.
+
+        Entries describe the content they replaced. After a user edit (`update_state` with the
+        same id), a removal or a fork, a stale entry would show a placeholder of text that no
+        longer exists; entries of messages that left the view are done with (the archive's
+        index still maps their ids to references). This also keeps the ledger as small as the
+        window.
+        """
+        in_view = {self.history[i].id: self.history[i] for i in self.window_indices()}
+        for key in ("pruned", "compacted"):
+            entries: dict[str, Any] = self.ledger[key]  # type: ignore[literal-required]
+            kept = {
+                mid: entry
+                for mid, entry in entries.items()
+                if mid in in_view and still_describes(entry, in_view[mid])
+            }
+            if len(kept) != len(entries):
+                self.ledger[key] = kept  # type: ignore[literal-required]
+
+
+def _tag_key(message: BaseMessage) -> str:
+    return json.dumps(get_tag(message), sort_keys=True, default=str)
+
+
+def _placeholder(
+    message: BaseMessage,
+    text_for: Callable[[str, Mapping[str, Any]], str],
+    mid: str,
+    entry: Mapping[str, Any],
+    kind: str,
+) -> BaseMessage:
+    return replace_text(message, text_for(mid, entry), **{kind: True})

@@ -1,0 +1,195 @@
+"""The effect drivers: every effect type, sync and async; the failure rule; the model timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from typing import Any
+
+import pytest
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_ctx._backends import StoreBackend
+from langgraph_ctx._effects import (
+    BackendGet,
+    BackendPut,
+    CallHandler,
+    CallModel,
+    Plan,
+    SearchStore,
+    arun_plan,
+    run_plan,
+)
+
+REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="none")
+
+
+class EchoModel:
+    """A model stand-in: answers with what it was sent, after `delay` seconds."""
+
+    def __init__(self, delay: float = 0.0, error: Exception | None = None) -> None:
+        self.delay, self.error = delay, error
+        self.calls: list[tuple[Any, Any]] = []
+
+    def invoke(self, messages: Any, config: Any = None) -> Any:
+        self.calls.append((messages, config))
+        time.sleep(self.delay)
+        if self.error is not None:
+            raise self.error
+        return ("sync", messages, REQUEST_ID.get())
+
+    async def ainvoke(self, messages: Any, config: Any = None) -> Any:
+        self.calls.append((messages, config))
+        await asyncio.sleep(self.delay)
+        if self.error is not None:
+            raise self.error
+        return ("async", messages, REQUEST_ID.get())
+
+
+@pytest.fixture(params=["sync", "async"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def drive(plan: Plan[Any], mode: str) -> Any:
+    return run_plan(plan) if mode == "sync" else await arun_plan(plan)
+
+
+async def test_every_effect_type_is_performed(mode: str) -> None:
+    store = InMemoryStore()
+    store.put(("memories",), "m1", {"text": "likes tea"})
+    backend = StoreBackend(InMemoryStore())
+    model = EchoModel()
+
+    async def async_handler(request: str) -> str:
+        return f"async handled {request}"
+
+    def plan() -> Plan[dict[str, Any]]:
+        out: dict[str, Any] = {}
+        out["model"] = yield CallModel(model, ["hi"], {"tags": ["t"]}, None)
+        out["put"] = yield BackendPut(backend, ("ns",), "k", b"bytes")
+        out["get"] = yield BackendGet(backend, ("ns",), "k")
+        out["missing"] = yield BackendGet(backend, ("ns",), "nope")
+        items = yield SearchStore(store, ("memories",), None, 5)
+        out["search"] = [item.value for item in items]
+        out["handler"] = yield CallHandler(lambda request: f"handled {request}", "req")
+        handler = async_handler if mode == "async" else (lambda request: f"handled {request}")
+        out["awaited"] = yield CallHandler(handler, "req2")
+        return out
+
+    out = await drive(plan(), mode)
+    assert out["model"] == (mode, ["hi"], "none")
+    assert model.calls == [(["hi"], {"tags": ["t"]})]
+    assert out["put"] is None and out["get"] == b"bytes" and out["missing"] is None
+    assert out["search"] == [{"text": "likes tea"}]
+    assert out["handler"] == "handled req"
+    assert out["awaited"].endswith("handled req2")
+
+
+async def test_an_effect_error_is_thrown_into_the_plan(mode: str) -> None:
+    model = EchoModel(error=ValueError("provider down"))
+
+    def plan() -> Plan[str]:
+        try:
+            yield CallModel(model, ["hi"])
+        except ValueError as exc:  # the plan decides: here, it recovers
+            return f"recovered from {exc}"
+        return "unreachable"
+
+    assert await drive(plan(), mode) == "recovered from provider down"
+
+
+async def test_an_error_the_plan_does_not_catch_propagates_through_nested_plans(
+    mode: str,
+) -> None:
+    closed: list[str] = []
+
+    def inner() -> Plan[None]:
+        try:
+            yield CallHandler(lambda _: 1 / 0, None)
+        finally:
+            closed.append("inner")
+
+    def outer() -> Plan[None]:
+        yield from inner()
+
+    with pytest.raises(ZeroDivisionError):
+        await drive(outer(), mode)
+    assert closed == ["inner"]
+
+
+async def test_nested_plans_compose_with_yield_from(mode: str) -> None:
+    backend = StoreBackend(InMemoryStore())
+
+    def put(key: str, data: bytes) -> Plan[str]:
+        yield BackendPut(backend, ("ns",), key, data)
+        return key
+
+    def plan() -> Plan[list[bytes | None]]:
+        keys = []
+        for k in ("a", "b"):
+            keys.append((yield from put(k, k.encode())))
+        found: list[bytes | None] = []
+        for k in keys:
+            found.append((yield BackendGet(backend, ("ns",), k)))
+        return found
+
+    assert await drive(plan(), mode) == [b"a", b"b"]
+
+
+async def test_a_slow_model_times_out_with_the_builtin_timeout_error(mode: str) -> None:
+    model = EchoModel(delay=2.0)
+
+    def plan() -> Plan[str]:
+        try:
+            yield CallModel(model, ["hi"], None, 0.05)
+        except TimeoutError as exc:
+            return str(exc)
+        return "answered"
+
+    started = time.monotonic()
+    assert await drive(plan(), mode) == "summarizer model did not answer within 0.05s"
+    assert time.monotonic() - started < 1.5
+
+
+async def test_a_model_within_its_timeout_answers_with_the_callers_context(mode: str) -> None:
+    model = EchoModel(delay=0.01)
+
+    def plan() -> Plan[Any]:
+        return (yield CallModel(model, ["hi"], None, 5.0))
+
+    token = REQUEST_ID.set("req-7")  # the sync driver's worker thread must see it too
+    try:
+        assert await drive(plan(), mode) == (mode, ["hi"], "req-7")
+    finally:
+        REQUEST_ID.reset(token)
+
+
+def test_a_model_error_within_the_timeout_reaches_the_plan() -> None:
+    model = EchoModel(error=KeyError("gone"))
+
+    def plan() -> Plan[str]:
+        try:
+            yield CallModel(model, ["hi"], None, 5.0)
+        except KeyError as exc:
+            return f"caught {exc}"
+        return "answered"
+
+    assert run_plan(plan()) == "caught 'gone'"
+
+
+async def test_a_plan_that_yields_no_effect_is_refused(mode: str) -> None:
+    def plan() -> Plan[None]:
+        yield "not an effect"  # type: ignore[misc]
+
+    with pytest.raises(TypeError, match="not an effect"):
+        await drive(plan(), mode)
+
+
+async def test_a_plan_without_effects_returns_its_value(mode: str) -> None:
+    def plan() -> Plan[int]:
+        return 42
+        yield  # a generator with nothing to do
+
+    assert await drive(plan(), mode) == 42
