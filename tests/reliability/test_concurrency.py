@@ -29,7 +29,7 @@ import os
 import threading
 import time
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -40,17 +40,16 @@ from langchain_core.messages import BaseMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_config
 from langgraph.store.memory import InMemoryStore
-from pydantic import Field
 
 from langgraph_ctx import ContextMemory
 from langgraph_ctx._effects import run_plan
 from langgraph_ctx.archive import Archive, encode_message
 from langgraph_ctx.errors import ArchiveError
 from langgraph_ctx.memory import REPORT_KEY, full_history
-from langgraph_ctx.messages import needs_repair, repair_messages, validate_messages
+from langgraph_ctx.messages import repair_messages, validate_messages
+from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
     Script,
-    ScriptedChatModel,
     Seen,
     adrive,
     drive,
@@ -65,28 +64,9 @@ WINDOW = 5_000
 # --- models -------------------------------------------------------------------------------
 
 
-class PacedModel(ScriptedChatModel):
-    """A scripted model that takes a little time per call, so racing runs interleave."""
-
-    delay: float = 0.002
-
-    def _generate(self, *args: Any, **kwargs: Any) -> Any:
-        time.sleep(self.delay)
-        return super()._generate(*args, **kwargs)
-
-    async def _agenerate(self, *args: Any, **kwargs: Any) -> Any:
-        await asyncio.sleep(self.delay)
-        return super()._generate(*args, **kwargs)
-
-
-class RouterModel(ScriptedChatModel):
+def router(routes: Mapping[str, ScriptedChatModel]) -> ScriptedChatModel:
     """One model object for many threads: each call goes to the script of the calling thread."""
-
-    routes: dict[str, ScriptedChatModel] = Field(default_factory=dict)
-
-    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
-        thread_id = get_config()["configurable"]["thread_id"]
-        return self.routes[thread_id]._generate(messages, stop, **kw)
+    return ScriptedChatModel(route=lambda: routes[get_config()["configurable"]["thread_id"]])
 
 
 def prompt_problems(model: ScriptedChatModel, memory: ContextMemory) -> list[str]:
@@ -120,7 +100,7 @@ class ThreadCheck:
 
     def dump(self, ref: str) -> list[BaseMessage]:
         if ref not in self._dumps:
-            self._dumps[ref] = self.archive.get_messages(ref)
+            self._dumps[ref] = self.archive.read(ref)
         return self._dumps[ref]
 
     def history_of(self, checkpoint_id: str) -> list[BaseMessage]:
@@ -160,7 +140,7 @@ class ThreadCheck:
                 if mid not in live:
                     self.problems.append(f"{where}: {kind} {mid} not live")
                 elif entry.get("ref"):
-                    restored = self.archive.get_message(entry["ref"])
+                    restored = self.archive.restore(entry["ref"])
                     if encode_message(restored) != encode_message(live[mid]):
                         self.problems.append(f"{where}: {kind} {mid} restores other bytes")
         window = ledger.get("window") or {}
@@ -233,7 +213,7 @@ def _script(thread_id: str, seed: int) -> Script:
 
 def _shared_agents(
     saver: Any, store: Any, scripts: Mapping[str, Script]
-) -> dict[str, tuple[Any, ContextMemory, RouterModel]]:
+) -> dict[str, tuple[Any, ContextMemory, dict[str, ScriptedChatModel]]]:
     """Two agents every thread of a process shares: hint rebuilds, and `remove_summarized`."""
     replies = [r for s in scripts.values() for r in s.replies]
     results = [t for s in scripts.values() for t in s.tool_results]
@@ -242,15 +222,15 @@ def _shared_agents(
         memory = ContextMemory(
             context_window_tokens=WINDOW, archive=store, remove_summarized=variant == "remove"
         )
-        model = RouterModel()
+        routes: dict[str, ScriptedChatModel] = {}
         agent = create_agent(
-            model,
+            router(routes),
             replay_tools(replies, results),
             system_prompt=next(iter(scripts.values())).system,
             middleware=[memory.middleware()],
             checkpointer=saver,
         )
-        agents[variant] = (agent, memory, model)
+        agents[variant] = (agent, memory, routes)
     return agents
 
 
@@ -275,21 +255,21 @@ def threads_worker(uri: str, process: int) -> list[dict[str, Any]]:
         saver = PostgresSaver(pool)  # type: ignore[arg-type]
         agents = _shared_agents(saver, store, scripts)
         for thread_id, seed in threads.items():
-            _, memory, router = agents[_variant(seed)]
+            _, memory, routes = agents[_variant(seed)]
             model = scripts[thread_id].model(
                 usage_scale=1.3 if _variant(seed) == "rebuild" else 1.0
             )
             model.usage_counter = memory.manager.token_counter  # shared counter, many threads
-            router.routes[thread_id] = model
+            routes[thread_id] = model
         barrier = threading.Barrier(len(threads))
 
         def run(thread_id: str) -> dict[str, Any]:
-            agent, memory, router = agents[_variant(threads[thread_id])]
+            agent, memory, routes = agents[_variant(threads[thread_id])]
             seen = Seen()
             config = {"configurable": {"thread_id": thread_id}}
             barrier.wait()
             drive(agent, scripts[thread_id].inputs, config, seen)
-            model = router.routes[thread_id]
+            model = routes[thread_id]
             return {
                 "thread_id": thread_id,
                 "variant": _variant(threads[thread_id]),
@@ -398,7 +378,9 @@ def without_report_bytes(data: bytes) -> bytes:
 # --- 2. two runs racing on one thread ------------------------------------------------------
 
 
-def racer(name: str, saver: Any, store: Any) -> tuple[Script, ContextMemory, PacedModel, Any]:
+def racer(
+    name: str, saver: Any, store: Any
+) -> tuple[Script, ContextMemory, ScriptedChatModel, Any]:
     """Runner `name` of a race: its own script (ids prefixed), the same graph shape for both."""
     scripts = {
         n: synthetic_script(turns=6, seed=ord(n), recall=False, prefix=f"{n}-") for n in "AB"
@@ -407,7 +389,8 @@ def racer(name: str, saver: Any, store: Any) -> tuple[Script, ContextMemory, Pac
     memory = ContextMemory(
         context_window_tokens=WINDOW, archive=store, remove_summarized=name == "B"
     )
-    model = PacedModel(messages=iter(list(script.replies)), usage_scale=1.3 if name == "A" else 1.0)
+    # A little time per call, so racing runs interleave.
+    model = script.model(delay=0.002, usage_scale=1.3 if name == "A" else 1.0)
     model.usage_counter = memory.manager.token_counter
     tools = replay_tools(
         [r for s in scripts.values() for r in s.replies],
@@ -470,23 +453,47 @@ def race_outcome(
         # checkpoints whose state breaks the tool-call pairing, e.g. a call a later input
         # superseded (LangGraph dropped its pending tool task); the prompt view repairs it
         "superseded_states": sum(
-            1 for cid in check.by_id if needs_repair(check.by_id[cid].values.get("messages", []))
+            1
+            for cid in check.by_id
+            if repair_messages(check.by_id[cid].values.get("messages", [])).actions
         ),
         "kinds": kinds,
     }
 
 
-def _assert_race_exercised(figures: Mapping[str, Any]) -> None:
-    assert figures["forks"] > 0, "the runs never raced"
-    # Which edits a race shows depends on its timing; it must have removed or summarized
-    # something (what can leave the ledger dangling) and edited the view.
+def _race_exercised(figures: Mapping[str, Any]) -> bool:
+    """The runs raced, and removed or summarized something (what can leave the ledger
+    dangling) and edited the view. Which edits a race shows depends on its timing."""
     kinds = figures["kinds"]
-    assert kinds & {"rebuild", "auto_compact"} and kinds & {"compact", "prune"}, kinds
+    return bool(
+        figures["forks"] > 0
+        and kinds & {"rebuild", "auto_compact"}
+        and kinds & {"compact", "prune"}
+    )
 
 
-def test_race_two_os_threads_in_memory(capsys: pytest.CaptureFixture[str]) -> None:
-    saver, store = InMemorySaver(), InMemoryStore()
-    config = {"configurable": {"thread_id": "race-threads"}}
+def _assert_race_exercised(figures: Mapping[str, Any]) -> None:
+    assert _race_exercised(figures), f"the race exercised no edit: {figures}"
+
+
+def race_until_exercised(race: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """Run `race(thread_id)` until a race exercises the edits (at most 3 races, fresh threads).
+
+    Every race must keep every invariant (`race_outcome` asserts them). Whether a race also
+    shows removals and view edits depends on how the scheduler interleaves the runs: one can
+    run ahead and the other's turns land after a rebuild that kept the thread small. So the
+    coverage check gets another race instead of passing on one that edited nothing.
+    """
+    figures: dict[str, Any] = {}
+    for attempt in range(3):
+        figures = race(f"race-{attempt}")
+        if _race_exercised(figures):
+            break
+    return figures
+
+
+def _race_os_threads(saver: Any, store: Any, thread: str) -> dict[str, Any]:
+    config = {"configurable": {"thread_id": thread}}
     runs = {n: racer(n, saver, store) for n in "AB"}
     seen = {n: Seen() for n in "AB"}
     barrier = threading.Barrier(2)
@@ -509,15 +516,19 @@ def test_race_two_os_threads_in_memory(capsys: pytest.CaptureFixture[str]) -> No
     assert errors == []
     _, memory, _, agent = runs["A"]
     issues = [p for n in "AB" for p in prompt_problems(runs[n][2], runs[n][1])]
-    figures = race_outcome(agent, memory, config, seen, issues)
+    return race_outcome(agent, memory, config, seen, issues)
+
+
+def test_race_two_os_threads_in_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    saver, store = InMemorySaver(), InMemoryStore()
+    figures = race_until_exercised(lambda thread: _race_os_threads(saver, store, thread))
     with capsys.disabled():
         print(f"\nrace, 2 OS threads, InMemorySaver: {figures}")
     _assert_race_exercised(figures)
 
 
-async def test_race_two_asyncio_tasks_in_memory(capsys: pytest.CaptureFixture[str]) -> None:
-    saver, store = InMemorySaver(), InMemoryStore()
-    config = {"configurable": {"thread_id": "race-tasks"}}
+async def _race_asyncio_tasks(saver: Any, store: Any, thread: str) -> dict[str, Any]:
+    config = {"configurable": {"thread_id": thread}}
     runs = {n: racer(n, saver, store) for n in "AB"}
     seen = {n: Seen() for n in "AB"}
 
@@ -529,21 +540,30 @@ async def test_race_two_asyncio_tasks_in_memory(capsys: pytest.CaptureFixture[st
     await asyncio.gather(go("A"), go("B"))
     _, memory, _, agent = runs["A"]
     issues = [p for n in "AB" for p in prompt_problems(runs[n][2], runs[n][1])]
-    figures = race_outcome(agent, memory, config, seen, issues)
+    return race_outcome(agent, memory, config, seen, issues)
+
+
+async def test_race_two_asyncio_tasks_in_memory(capsys: pytest.CaptureFixture[str]) -> None:
+    saver, store = InMemorySaver(), InMemoryStore()
+    figures: dict[str, Any] = {}
+    for attempt in range(3):  # as race_until_exercised, awaiting each race
+        figures = await _race_asyncio_tasks(saver, store, f"race-{attempt}")
+        if _race_exercised(figures):
+            break
     with capsys.disabled():
         print(f"\nrace, 2 asyncio tasks, InMemorySaver: {figures}")
     _assert_race_exercised(figures)
 
 
 def race_process(
-    backend: str, target: str, archive: str, name: str, barrier: Any, queue: Any
+    backend: str, target: str, archive: str, thread: str, name: str, barrier: Any, queue: Any
 ) -> None:
     """One racing process: open the shared storage, wait for the other, run every turn."""
     try:
         with _open(backend, target, archive) as (saver, store):
             script, memory, model, agent = racer(name, saver, store)
             seen = Seen()
-            config = {"configurable": {"thread_id": f"race-{backend}"}}
+            config = {"configurable": {"thread_id": thread}}
             barrier.wait()
             for item in script.inputs:
                 drive(agent, [item], config, seen)
@@ -588,10 +608,16 @@ class _open:
 
 
 def _race_processes(backend: str, target: str, archive: str) -> dict[str, Any]:
+    return race_until_exercised(
+        lambda thread: _race_once(backend, target, archive, f"{thread}-{backend}")
+    )
+
+
+def _race_once(backend: str, target: str, archive: str, thread: str) -> dict[str, Any]:
     ctx = multiprocessing.get_context("spawn")
     barrier, queue = ctx.Barrier(2), ctx.Queue()
     procs = [
-        ctx.Process(target=race_process, args=(backend, target, archive, n, barrier, queue))
+        ctx.Process(target=race_process, args=(backend, target, archive, thread, n, barrier, queue))
         for n in "AB"
     ]
     for p in procs:
@@ -615,7 +641,7 @@ def _race_processes(backend: str, target: str, archive: str) -> dict[str, Any]:
     issues = [p for r in results.values() for p in r["prompt_problems"]]
     with _open(backend, target, archive) as (saver, store):
         _, memory, _, agent = racer("A", saver, store)
-        config = {"configurable": {"thread_id": f"race-{backend}"}}
+        config = {"configurable": {"thread_id": thread}}
         return race_outcome(agent, memory, config, seen, issues)
 
 
