@@ -1,6 +1,6 @@
 """The context ledger: everything the pipeline keeps between calls, as JSON-able data.
 
-It lives in graph state (`ContextState["context"]`), keyed by message ids and never by list
+It lives in graph state (`ContextState["context_ledger"]`), keyed by message ids and never by list
 positions, so it survives every checkpointer, resume, replay and fork. Custom classes in
 checkpointed state trip `LANGGRAPH_STRICT_MSGPACK`; this is dicts, lists, strings and numbers.
 """
@@ -119,7 +119,7 @@ def repair_ledger(state: Mapping[str, Any] | None) -> tuple[ContextLedger, list[
         return ledger, repairs
     if not isinstance(state, Mapping):
         msg = (
-            f"the context ledger must be a dict (BuildResult.state, state['context']), got "
+            f"the context ledger must be a dict (BuildResult.state, state['context_ledger']), got "
             f"{type(state).__name__} {shorten(state)}; pass the state the previous build "
             "returned, or None to start a fresh ledger"
         )
@@ -143,7 +143,7 @@ def merge_ledger(left: dict[str, Any] | None, right: dict[str, Any] | None) -> d
     for side in (left, right):
         if side is not None and not isinstance(side, Mapping):
             msg = (
-                f"the 'context' channel holds the ledger, a dict, but got "
+                f"the 'context_ledger' channel holds the ledger, a dict, but got "
                 f"{type(side).__name__} {shorten(side)}; write a dict such as "
                 "BuildResult.state, or {} to reset it"
             )

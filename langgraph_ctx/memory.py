@@ -188,7 +188,7 @@ class ContextMemory:
             resources=resources,
         )
         if result is not None:
-            update["context"] = result.state
+            update["context_ledger"] = result.state
             if result.remove_ids:
                 update["messages"] = [
                     *update.get("messages", []),
@@ -233,7 +233,7 @@ class ContextMemory:
         output_key: str,
     ) -> Plan[dict[str, Any]]:
         removals, ledger = yield from self.plan_removals(messages, result, config)
-        update: dict[str, Any] = {output_key: result.messages, "context": ledger}
+        update: dict[str, Any] = {output_key: result.messages, "context_ledger": ledger}
         if removals:
             update["messages"] = removals
         return update
@@ -255,7 +255,7 @@ class ContextMemory:
 
         def plan(state: Mapping[str, Any], config: RunnableConfig) -> Plan[dict[str, Any]]:
             result = yield from self.plan_build(
-                state["messages"], state.get("context"), config, tools=tools
+                state["messages"], state.get("context_ledger"), config, tools=tools
             )
             return (
                 yield from self._plan_build_update(state["messages"], result, config, output_key)
@@ -274,7 +274,9 @@ class ContextMemory:
 
         def plan(state: Mapping[str, Any], config: RunnableConfig) -> Plan[dict[str, Any]]:
             return (
-                yield from self.plan_after_turn(state["messages"], state.get("context"), config)
+                yield from self.plan_after_turn(
+                    state["messages"], state.get("context_ledger"), config
+                )
             )
 
         def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
@@ -296,27 +298,29 @@ class ContextMemory:
     def get_live_context(self, graph: Any, config: RunnableConfig) -> BuildResult:
         """What the model would receive next on this thread."""
         values = graph.get_state(config).values
-        return run_plan(self.plan_build(values.get("messages", []), values.get("context"), config))
+        return run_plan(
+            self.plan_build(values.get("messages", []), values.get("context_ledger"), config)
+        )
 
     async def aget_live_context(self, graph: Any, config: RunnableConfig) -> BuildResult:
         """Async twin of `get_live_context`."""
         values = (await graph.aget_state(config)).values
         return await arun_plan(
-            self.plan_build(values.get("messages", []), values.get("context"), config)
+            self.plan_build(values.get("messages", []), values.get("context_ledger"), config)
         )
 
     def get_full_history(self, graph: Any, config: RunnableConfig) -> list[BaseMessage]:
         """The thread's complete history, in order: live state plus archive (`full_history`)."""
         values = graph.get_state(config).values
         return full_history(
-            values.get("messages", []), values.get("context"), self.archive_for(config)
+            values.get("messages", []), values.get("context_ledger"), self.archive_for(config)
         )
 
     async def aget_full_history(self, graph: Any, config: RunnableConfig) -> list[BaseMessage]:
         """Async twin of `get_full_history`."""
         values = (await graph.aget_state(config)).values
         return await afull_history(
-            values.get("messages", []), values.get("context"), self.archive_for(config)
+            values.get("messages", []), values.get("context_ledger"), self.archive_for(config)
         )
 
     def get_reports(self, graph: Any, config: RunnableConfig) -> list[ContextCostReport]:
@@ -402,7 +406,7 @@ def full_history(
 
     Args:
         messages: The thread's live messages (`state["messages"]`).
-        ledger: The thread's ledger (`state["context"]`).
+        ledger: The thread's ledger (`state["context_ledger"]`).
         archive: The thread's archive.
     """
     return run_plan(_plan_full_history(messages, ledger, archive))
@@ -482,7 +486,7 @@ def _reports(states: Any) -> list[ContextCostReport]:
     reports: list[ContextCostReport] = []
     last: Any = None
     for values in states:
-        report = (values.get("context") or {}).get("last_report")
+        report = (values.get("context_ledger") or {}).get("last_report")
         if report and report != last:
             reports.append(ContextCostReport.from_dict(report))
             last = report

@@ -68,7 +68,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         history: list[BaseMessage] = list(request.messages)
         if request.system_message is not None:
             history.insert(0, request.system_message)
-        ledger: Any = request.state.get("context") if request.state else None
+        ledger: Any = request.state.get("context_ledger") if request.state else None
         result = yield from self.memory.plan_build(history, ledger, None, tools=request.tools)
         call = self._request(request, result)
         try:
@@ -111,12 +111,12 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
 
     def after_agent(self, state: ContextAgentState, runtime: Any) -> dict[str, Any] | None:
         """After a turn: rebuild from a compression hint when the last prompt was too big."""
-        plan = self.memory.plan_after_turn(state["messages"], state.get("context"), None)
+        plan = self.memory.plan_after_turn(state["messages"], state.get("context_ledger"), None)
         return run_plan(plan) or None
 
     async def aafter_agent(self, state: ContextAgentState, runtime: Any) -> dict[str, Any] | None:
         """Async twin of `after_agent`."""
-        plan = self.memory.plan_after_turn(state["messages"], state.get("context"), None)
+        plan = self.memory.plan_after_turn(state["messages"], state.get("context_ledger"), None)
         return await arun_plan(plan) or None
 
 
@@ -139,7 +139,7 @@ def _with_report(
         result=[attach_report(m, report) if isinstance(m, AIMessage) else m for m in inner.result],
         structured_response=inner.structured_response,
     )
-    update: dict[str, Any] = {"context": ledger}
+    update: dict[str, Any] = {"context_ledger": ledger}
     if removals:  # `remove_summarized`: applied after the new AI message, by id
         update["messages"] = removals
     if command is not None and isinstance(command.update, dict):

@@ -23,19 +23,19 @@ Ledger = Annotated[dict[str, Any], merge_ledger]
 class ContextState(TypedDict):
     """State for a hand-built `StateGraph`: messages, the ledger, and the model's input.
 
-    The context node writes `llm_input_messages` (what the model receives) and `context`
+    The context node writes `llm_input_messages` (what the model receives) and `context_ledger`
     (the ledger); the model node reads `llm_input_messages`.
     """
 
     messages: Annotated[list[AnyMessage], add_messages]
-    context: NotRequired[Ledger]
+    context_ledger: NotRequired[Ledger]
     llm_input_messages: NotRequired[list[AnyMessage]]
 
 
 class ContextAgentState(AgentState[Any]):
     """`create_agent` state with the ledger (used by `ContextMiddleware`)."""
 
-    context: NotRequired[Ledger]
+    context_ledger: NotRequired[Ledger]
 
 
 class ContextReactState(TypedDict):
@@ -43,5 +43,5 @@ class ContextReactState(TypedDict):
 
     messages: Annotated[list[AnyMessage], add_messages]
     remaining_steps: NotRequired[RemainingSteps]
-    context: NotRequired[Ledger]
+    context_ledger: NotRequired[Ledger]
     llm_input_messages: NotRequired[list[AnyMessage]]

@@ -199,7 +199,7 @@ QUICKSTART: list[Cell] = [
         """
         ## What the model sees next
 
-        The checkpointed state keeps every message as it was; the ledger (`state["context"]`)
+        The checkpointed state keeps every message as it was; the ledger (`state["context_ledger"]`)
         records by message id what the prompt shows instead. `get_live_context` builds the
         prompt the next call would get from that state: a `<summary>` system message for the
         history that left the window, then the newest turn. (It reads the state only:
@@ -213,7 +213,7 @@ QUICKSTART: list[Cell] = [
             len(state["messages"]),
             "messages in the checkpoint;",
             "compacted:",
-            sorted(state["context"]["compacted"]),
+            sorted(state["context_ledger"]["compacted"]),
         )
         live = memory.get_live_context(agent, config)
         print(f"next prompt: {live.report.tokens:,} tokens, {len(live.messages)} messages")
@@ -626,7 +626,7 @@ PERSISTENCE: list[Cell] = [
         # Persistence: SQLite checkpointer, restart, archive, time travel
 
         **The point.** Everything langgraph-ctx keeps between calls lives in the checkpointer
-        (the ledger in `state["context"]`, plain JSON keyed by message ids) and in the archive
+        (the ledger in `state["context_ledger"]`, plain JSON keyed by message ids) and in the archive
         (content-addressed files), never in the Python process. So:
 
         1. a new process with a new saver and a new graph object continues a thread exactly
@@ -741,13 +741,13 @@ PERSISTENCE: list[Cell] = [
         reports_before = memory.get_reports(agent, config)
         for report in reports_before:
             print(report.summary_line())
-        print(len(before["messages"]), "messages; ledger keys:", sorted(before["context"]))
+        print(len(before["messages"]), "messages; ledger keys:", sorted(before["context_ledger"]))
         """
     ),
     code(
         """
         assert all(r.ok and r.tokens <= WINDOW for r in reports_before)
-        assert ledger_ids(before["context"]) <= {m.id for m in before["messages"]}
+        assert ledger_ids(before["context_ledger"]) <= {m.id for m in before["messages"]}
         """
     ),
     md(
@@ -781,7 +781,7 @@ PERSISTENCE: list[Cell] = [
             "same messages:",
             restarted["messages"] == before["messages"],
             "| same ledger:",
-            restarted["context"] == before["context"],
+            restarted["context_ledger"] == before["context_ledger"],
         )
 
         agent.invoke({"messages": [HumanMessage("How are strategies applied?", id="user-3")]}, config)
@@ -794,7 +794,7 @@ PERSISTENCE: list[Cell] = [
     code(
         """
         assert restarted["messages"] == before["messages"]
-        assert restarted["context"] == before["context"]
+        assert restarted["context_ledger"] == before["context_ledger"]
         now = head.values["messages"]
         assert now[: len(before["messages"])] == before["messages"], "the thread continued"
         assert now[len(before["messages"])].id == "user-3" and now[-1].id == "ai-13"
@@ -824,7 +824,7 @@ PERSISTENCE: list[Cell] = [
                 if decision.kind == "compact":
                     for message_id, ref in zip(decision.message_ids, decision.detail["refs"], strict=True):
                         archived[message_id] = (ref, by)
-        shown = {**before["context"]["compacted"], **head.values["context"]["compacted"]}
+        shown = {**before["context_ledger"]["compacted"], **head.values["context_ledger"]["compacted"]}
         print("archive files:", sum(1 for p in ARCHIVE.rglob("*") if p.is_file()))
         print("compacted outputs still shown as placeholders:", sorted(shown))
         restored = {}
@@ -868,7 +868,7 @@ PERSISTENCE: list[Cell] = [
         fork = agent.get_state(config)
         fork_ids = [m.id for m in fork.values["messages"]]
         print("fork:", fork_ids)
-        print("fork ledger names:", sorted(ledger_ids(fork.values["context"])))
+        print("fork ledger names:", sorted(ledger_ids(fork.values["context_ledger"])))
 
         live = memory.get_live_context(agent, config)
         full = memory.get_full_history(agent, config)
@@ -887,8 +887,8 @@ PERSISTENCE: list[Cell] = [
         turn1 = [m.id for m in fork_point.values["messages"]]
         assert fork_ids[: len(turn1)] == turn1 and fork_ids[len(turn1)] == "user-fork"
         assert not {"user-2", "user-3"} & set(fork_ids), "nothing of the other branch"
-        assert ledger_ids(fork.values["context"]) <= set(fork_ids), "the ledger names fork messages only"
-        assert fork.values["context"]["last_report"]["ok"]
+        assert ledger_ids(fork.values["context_ledger"]) <= set(fork_ids), "the ledger names fork messages only"
+        assert fork.values["context_ledger"]["last_report"]["ok"]
         assert validate_messages(live.messages) == [] and live.report.tokens <= WINDOW
         assert {m.id for m in full} == set(fork_ids), "full history = this branch, nothing more"
         assert original.values["messages"] == head.values["messages"], "the original branch is intact"

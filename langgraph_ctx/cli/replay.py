@@ -529,7 +529,7 @@ def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
             full, full_error = None, str(exc)
     return {
         "live": list(values.get("messages") or []),
-        "ledger": dict(values.get("context") or {}),
+        "ledger": dict(values.get("context_ledger") or {}),
         "reports": reports,
         "full": full,
         "full_error": full_error,

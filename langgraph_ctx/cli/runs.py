@@ -191,9 +191,9 @@ def _arrive(log: RunLog, history: list[str], msg: BaseMessage) -> None:
 
 
 def _after_turn(log: RunLog, node: str, values: Mapping[str, Any]) -> None:
-    if node == MODEL_NODE or "context" not in values:
+    if node == MODEL_NODE or "context_ledger" not in values:
         return
-    report = (values.get("context") or {}).get("last_report") or {}
+    report = (values.get("context_ledger") or {}).get("last_report") or {}
     for decision in report.get("decisions") or []:
         reason = str((decision.get("detail") or {}).get("reason") or "")
         if decision.get("kind") == "rebuild" or reason.startswith("rebuild:"):
@@ -277,7 +277,7 @@ def check_run(memory: Any, graph: Any, config: RunnableConfig, log: RunLog) -> R
     check.in_order = positions == sorted(positions)
     values = graph.get_state(config).values
     check.live = len(values.get("messages") or [])
-    check.ledger = dict(values.get("context") or {})
+    check.ledger = dict(values.get("context_ledger") or {})
     return check
 
 

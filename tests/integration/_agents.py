@@ -293,7 +293,7 @@ def check_ledger(memory: ContextMemory, graph: Any, config: Mapping[str, Any]) -
     Returns counters: pruned, compacted, summarized and dumps.
     """
     values = graph.get_state(config).values
-    ledger = values.get("context") or {}
+    ledger = values.get("context_ledger") or {}
     live = {m.id: m for m in values.get("messages", [])}
     archive = memory.archive_for(config)  # type: ignore[arg-type]
     history_ids = {m.id for m in memory.get_full_history(graph, config)}  # type: ignore[arg-type]

@@ -114,12 +114,15 @@ def test_entities_survive_a_restart(tmp_path: Path) -> None:
     # A new process: new connection, saver, memory and graph on the same file.
     with sqlite3.connect(db, check_same_thread=False) as conn:
         graph = graph_for(memory(), seen).compile(checkpointer=SqliteSaver(conn))
-        assert graph.get_state(config).values["context"]["entities"]["values"] == {
+        assert graph.get_state(config).values["context_ledger"]["entities"]["values"] == {
             "destination": "Lisbon"
         }
         graph.invoke({"messages": [HumanMessage("Leaving June 9.")]}, config)
         values = graph.get_state(config).values
-    assert values["context"]["entities"]["values"] == {"destination": "Lisbon", "date": "June 9"}
+    assert values["context_ledger"]["entities"]["values"] == {
+        "destination": "Lisbon",
+        "date": "June 9",
+    }
     assert '{"destination": "Lisbon"}' in model.prompts[1][-1].content  # the restored record
     assert seen[-1][0].content.endswith(ENTITIES.format(date="June 9", destination="Lisbon"))
 

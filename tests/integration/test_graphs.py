@@ -96,7 +96,7 @@ def assert_agent_run(
     assert all(
         r["ok"] and r["tokens"] <= r["limit"] == memory.manager.budget.limit for r in reports
     )
-    last = agent.get_state(config).values["context"]["last_report"]
+    last = agent.get_state(config).values["context_ledger"]["last_report"]
     assert last["limit"] == memory.manager.budget.limit and last["tokens"] <= last["limit"]
     check_history(memory, agent, config, seen)
     check_ledger(memory, agent, config)
@@ -189,7 +189,7 @@ def test_remove_summarized_keeps_the_full_history(checkpointer: Any, shape: str)
     seen = drive(agent, script.inputs, config)
     check_prompts(model, memory)
     values = agent.get_state(config).values
-    covered = set(values["context"]["summary"]["covered_ids"])
+    covered = set(values["context_ledger"]["summary"]["covered_ids"])
     live = {m.id for m in values["messages"]}
     assert covered and not covered & live, "summarized messages should have left the state"
     assert len(live) < len(seen.order)
@@ -253,7 +253,7 @@ def test_create_agent_retries_once_on_provider_overflow(checkpointer: Any) -> No
     assert not caught.value.report.ok and "still overflowed" in str(caught.value.report.error)
     assert len(stingy.rejected) == 2 and not stingy.prompts
     after = agent.get_state(config).values
-    assert after["context"] == before["context"]
+    assert after["context_ledger"] == before["context_ledger"]
 
 
 # --- 2. create_react_agent with the pre-model hook ---------------------------------------------
@@ -290,7 +290,7 @@ def test_create_react_agent_pre_model_hook(mode: str) -> None:
         for update in agent.stream(payload, config, stream_mode="updates"):
             if "pre_model_hook" in update:
                 assert "llm_input_messages" in update["pre_model_hook"]
-                assert "context" in update["pre_model_hook"]
+                assert "context_ledger" in update["pre_model_hook"]
                 hook_outputs.append(update["pre_model_hook"]["llm_input_messages"])
     # The model saw exactly what the hook built, on every call.
     assert len(hook_outputs) == len(model.prompts)
@@ -320,7 +320,7 @@ def test_create_react_agent_post_model_hook_with_rebuild() -> None:
     config = thread()
     seen = drive(agent, [{"messages": [script.system_message(), script.inputs[0]]}], config)
     values = agent.get_state(config).values
-    ledger = values["context"]
+    ledger = values["context_ledger"]
     assert any(d["kind"] == "rebuild" for d in ledger["last_report"]["decisions"])
     last = values["messages"][-1]
     assert isinstance(last, AIMessage) and not last.tool_calls
@@ -353,7 +353,7 @@ async def test_hand_built_graph(checkpointer_backend: CheckpointerBackend, mode:
             values = (await graph.aget_state(config)).values
             full = await memory.aget_full_history(graph, config)
             assert {m.id for m in full} >= set(seen.order)
-            assert values["context"]["last_report"]["ok"]
+            assert values["context_ledger"]["last_report"]["ok"]
         with checkpointer_backend.open() as saver:  # the same thread, read back in sync
             check_run(builder.compile(checkpointer=saver), memory, model, seen, config)
 
@@ -431,7 +431,7 @@ def test_subgraphs_keep_their_own_ledgers(checkpointer: Any) -> None:
             "configurable": {**config["configurable"], "checkpoint_ns": name}
         }
         values = parent.get_state(lane_config).values
-        ledger = values["context"]
+        ledger = values["context_ledger"]
         kinds = report_kinds(parent, memory, lane_config)
         assert {"compact", "auto_compact"} <= kinds, (name, kinds)
         history = memory.get_full_history(parent, lane_config)

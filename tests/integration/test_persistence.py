@@ -94,9 +94,9 @@ def test_restart_between_turns_continues_the_ledger(
             drive(agent, [human], config, seen)
             check_prompts(model, memory)
             prompts += model.prompts
-            ledger = agent.get_state(config).values["context"]
+            ledger = agent.get_state(config).values["context_ledger"]
     assert encoded(prompts) == encoded(ref_model.prompts)
-    assert ledger == ref_agent.get_state(config).values["context"]
+    assert ledger == ref_agent.get_state(config).values["context_ledger"]
 
     with checkpointer_backend.open() as saver:
         agent = agent_for(memory, script.model(), script, saver)
@@ -124,7 +124,7 @@ def test_update_state_edits_reach_the_next_prompt(checkpointer: Any) -> None:
     values = agent.get_state(config).values
     by_id = {m.id: m for m in values["messages"]}
     compacted_id = next(m.id for m in model.prompts[-1] if get_tag(m).get("compacted"))
-    assert compacted_id in values["context"]["compacted"]
+    assert compacted_id in values["context_ledger"]["compacted"]
     task = values["messages"][0]
     edited = by_id[compacted_id].model_copy(update={"content": "EDITED: the file is empty."})
     rewritten = task.model_copy(update={"content": "Actually, only list the files."})
@@ -137,7 +137,7 @@ def test_update_state_edits_reach_the_next_prompt(checkpointer: Any) -> None:
     # The model sees the messages as the user left them, not placeholders of the old text.
     assert prompt[compacted_id].content == "EDITED: the file is empty."
     assert prompt[task.id].content == "Actually, only list the files."
-    ledger = agent.get_state(config).values["context"]
+    ledger = agent.get_state(config).values["context_ledger"]
     assert compacted_id not in ledger["compacted"]
     while agent.get_state(config).next:
         drive(agent, [None], config, seen)
@@ -163,7 +163,7 @@ def test_update_state_removals_keep_the_ledger_consistent(checkpointer: Any) -> 
     seen, done = Seen(), 0
     # Turn by turn until the ledger refers to pruned and compacted outputs.
     while not (
-        (ledger := agent.get_state(config).values.get("context") or {}).get("pruned")
+        (ledger := agent.get_state(config).values.get("context_ledger") or {}).get("pruned")
         and ledger.get("compacted")
     ):
         assert done < len(script.inputs) - 2, "nothing was pruned and compacted in time"
@@ -184,7 +184,7 @@ def test_update_state_removals_keep_the_ledger_consistent(checkpointer: Any) -> 
     assert not set(doomed) & {m.id for m in live.messages}
     drive(agent, script.inputs[done:], config, seen)
     check_prompts(model, memory)
-    ledger = agent.get_state(config).values["context"]
+    ledger = agent.get_state(config).values["context_ledger"]
     assert not set(doomed) & set(ledger["pruned"]) and not set(doomed) & set(ledger["compacted"])
     assert not set(doomed) & set((ledger.get("summary") or {}).get("covered_ids", []))
     check_ledger(memory, agent, config)
@@ -207,7 +207,7 @@ def test_fork_from_an_earlier_checkpoint_stays_consistent(checkpointer: Any) -> 
     config = thread()
     drive(agent, script.inputs, config)
     history = list(agent.get_state_history(config))
-    final = history[0].values["context"]
+    final = history[0].values["context_ledger"]
     assert final["compacted"] and final["summary"]
 
     # Turn boundaries (a finished turn: nothing left to run), oldest first.
@@ -230,7 +230,7 @@ def test_fork_from_an_earlier_checkpoint_stays_consistent(checkpointer: Any) -> 
         check_history(memory, fork_agent, config, seen)
         # The main line is still intact and consistent at its own last checkpoint.
         main = agent.get_state(history[0].config)
-        assert main.values["context"] == final
+        assert main.values["context_ledger"] == final
 
     # Replay from the middle of a turn (tool calls pending): the run finishes validly.
     mid = next(s for s in reversed(history) if "tools" in s.next and len(s.values["messages"]) > 12)
@@ -273,7 +273,7 @@ def test_interrupt_with_pending_tool_calls_is_never_compressed(checkpointer: Any
             assert "messages" not in update or not any(
                 isinstance(m, RemoveMessage) for m in update["messages"]
             )
-            skip = update["context"]["last_report"]["decisions"][-1]
+            skip = update["context_ledger"]["last_report"]["decisions"][-1]
             assert skip["kind"] == "skip" and "pending tool calls" in skip["detail"]["reason"]
             assert all(m.id in {v.id for v in values["messages"]} for m in [pending])
             requests = state.interrupts[0].value["action_requests"]
@@ -284,7 +284,7 @@ def test_interrupt_with_pending_tool_calls_is_never_compressed(checkpointer: Any
         # answer, and the hint waits for the next call.
         live = state.values["messages"]
         assert [m.type for m in live] == ["human", "ai"] and not live[-1].tool_calls
-        assert state.values["context"]["hint"]["text"]
+        assert state.values["context_ledger"]["hint"]["text"]
     assert interrupts >= 2
     check_prompts(model, memory)
     assert "rebuild" in report_kinds(agent, memory, config)
@@ -324,7 +324,7 @@ def strict_msgpack_child(backend: str, target: str | None) -> None:
     with storage.open() as saver:  # read everything back through the strict serializer
         agent = agent_for(memory, script.model(), script, saver)
         values = agent.get_state(config).values
-        assert values["context"]["summary"] and values["context"]["last_report"]
+        assert values["context_ledger"]["summary"] and values["context_ledger"]["last_report"]
         check_history(memory, agent, config, seen)
         check_ledger(memory, agent, config)
         kinds = report_kinds(agent, memory, config)
@@ -391,7 +391,7 @@ def test_hint_rebuild_after_a_large_turn(checkpointer: Any) -> None:
         assert [m.type for m in live] == ["human", "ai"], "only the final exchange stays live"
         assert live[0].id == human.id and not live[1].tool_calls
         kept = {m.id for m in live}
-        hint = values["context"]["hint"]
+        hint = values["context_ledger"]["hint"]
         assert hint["text"] and hint["cleared_ids"] and set(hint["cleared_ids"]) <= set(cleared)
         assert hint["prompt_tokens"] > 0.8 * window
         # This turn's first call (after a rebuild) carried the hint in its one system message.

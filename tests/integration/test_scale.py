@@ -140,7 +140,7 @@ def verify(uri: str, result: dict[str, Any]) -> dict[str, int]:
         graph, memory = build(job, ScriptedChatModel(), saver, store)
         snapshot = graph.get_state(config)
         values = snapshot.values
-        ledger = values.get("context") or {}
+        ledger = values.get("context_ledger") or {}
         live = {m.id: m for m in values.get("messages", [])}
         archive = memory.archive_for(config)  # type: ignore[arg-type]
         try:

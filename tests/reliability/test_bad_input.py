@@ -639,15 +639,15 @@ def test_corrupt_ledger_in_graph_state_is_repaired_and_reported() -> None:
     config: RunnableConfig = {"configurable": {"thread_id": "corrupt"}}
     graph.invoke({"messages": [HumanMessage("first", id="h1")]}, config)
     damage = {"pruned": "x", "window": {"start_id": 7}, "summary": {"text": 1}, "hint": []}
-    graph.update_state(config, {"context": damage})
+    graph.update_state(config, {"context_ledger": damage})
     state = graph.invoke({"messages": [HumanMessage("second", id="h2")]}, config)
     assert validate_messages(prompts[-1], provider="all") == []
-    decisions = state["context"]["last_report"]["decisions"]
+    decisions = state["context_ledger"]["last_report"]["decisions"]
     lines = next(d for d in decisions if d["kind"] == "repair")["detail"]["ledger"]
     assert {"ledger['pruned']", "ledger['window']", "ledger['hint']"} <= {
         line.split(":")[0] for line in lines
     }
-    assert state["context"]["pruned"] == {} and state["context"]["window"] == {}
+    assert state["context_ledger"]["pruned"] == {} and state["context_ledger"]["window"] == {}
     assert [m.id for m in state["messages"]] == ["h1", "ai-1", "h2", "ai-2"]
 
 
@@ -655,8 +655,8 @@ def test_ledger_update_that_is_not_a_dict_is_refused_by_the_channel() -> None:
     graph, _ = graph_with_memory()
     config: RunnableConfig = {"configurable": {"thread_id": "not-a-dict"}}
     graph.invoke({"messages": [HumanMessage("first", id="h1")]}, config)
-    with pytest.raises(ConfigError, match="the 'context' channel holds the ledger, a dict"):
-        graph.update_state(config, {"context": "garbage"})
+    with pytest.raises(ConfigError, match="the 'context_ledger' channel holds the ledger, a dict"):
+        graph.update_state(config, {"context_ledger": "garbage"})
     with pytest.raises(ConfigError, match="got list"):
         merge_ledger({}, [1])  # type: ignore[arg-type]
     state = graph.invoke({"messages": [HumanMessage("second", id="h2")]}, config)

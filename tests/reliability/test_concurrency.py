@@ -107,7 +107,7 @@ class ThreadCheck:
         if checkpoint_id not in self.histories:
             values = self.by_id[checkpoint_id].values
             self.histories[checkpoint_id] = full_history(
-                values.get("messages", []), values.get("context"), self.archive
+                values.get("messages", []), values.get("context_ledger"), self.archive
             )
         return self.histories[checkpoint_id]
 
@@ -127,7 +127,7 @@ class ThreadCheck:
 
     def check_ledger(self, values: Mapping[str, Any], where: str) -> None:
         """Each id the ledger names is live or archived; each reference reads back."""
-        ledger = values.get("context") or {}
+        ledger = values.get("context_ledger") or {}
         live = {m.id: m for m in values.get("messages", [])}
         summary = ledger.get("summary") or {}
         hint = ledger.get("hint") or {}

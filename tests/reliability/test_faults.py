@@ -287,7 +287,7 @@ async def test_summarizer_fault_falls_back_to_the_deterministic_summary(
     for d in summaries:  # the report says the fallback wrote it, and why
         assert d["detail"]["source"] == "fallback", d
         assert SUMMARIZER_FAULTS[fault] in d["detail"]["error"], d["detail"]["error"]
-    summary = values["context"]["summary"]
+    summary = values["context_ledger"]["summary"]
     assert summary["source"] == "fallback"
     assert "<completed>" in summary["text"] and "<remaining>" in summary["text"]
     assert not any(bad in summary["text"] for bad in ("ConnectionError", "x" * 60, "???"))
@@ -340,9 +340,12 @@ async def test_archive_write_failure_removes_and_compacts_nothing(
         after = graph.get_state(config).values
         reports = memory.get_reports(graph, config)
     # Before the fault the archive was used (so the fault had something to break).
-    assert before["context"]["summary"]["dump_refs"]
+    assert before["context_ledger"]["summary"]["dump_refs"]
     # After it: no new dump, no compaction without a ref that restores, nothing removed.
-    assert after["context"]["summary"]["dump_refs"] == before["context"]["summary"]["dump_refs"]
+    assert (
+        after["context_ledger"]["summary"]["dump_refs"]
+        == before["context_ledger"]["summary"]["dump_refs"]
+    )
     live_before = {m.id for m in before["messages"]}
     live_after = {m.id for m in after["messages"]}
     new_ids = set(seen.order) - {m.id for m in history_before}
@@ -386,7 +389,7 @@ def test_a_relative_archive_dir_survives_a_tool_changing_directory(
     seen = committed(graph, config)
     os.chdir(elsewhere)
     assert_intact(memory, graph, config, seen, [model])
-    context = graph.get_state(config).values["context"]
+    context = graph.get_state(config).values["context_ledger"]
     assert context["summary"]["dump_refs"], "the archive was not used"
     assert not (elsewhere / "run").exists(), "an entry was written under the new directory"
     assert any((start / "run" / "archive").rglob("*")), "nothing was archived where it began"
@@ -476,7 +479,7 @@ async def test_archive_read_failure_is_a_clear_archive_error(mode: str) -> None:
     config = thread()
     seen = drive(graph, inputs_of(script), config)
     values = graph.get_state(config).values
-    ledger = values["context"]
+    ledger = values["context_ledger"]
     compaction = next(d for d in decisions(memory, graph, config) if d["kind"] == "compact")
     archived_id, ref = compaction["message_ids"][0], compaction["detail"]["refs"][0]
     assert ledger["summary"]["dump_refs"]
@@ -498,7 +501,7 @@ async def test_archive_read_failure_is_a_clear_archive_error(mode: str) -> None:
     assert [encode_message(m) for m in after["messages"]] == [
         encode_message(m) for m in values["messages"]
     ]
-    assert after["context"] == ledger
+    assert after["context_ledger"] == ledger
 
     backend.fail_get = False  # reads are back: nothing was lost
     assert_intact(memory, graph, config, seen, [model])
@@ -636,7 +639,7 @@ def reference_run() -> dict[str, Any]:
         assert {"prune", "compact", "auto_compact", "rebuild"} <= kinds, kinds
         _REFERENCE.update(
             history=history_bytes(process),
-            ledger=process.graph.get_state(CRASH_THREAD).values["context"],
+            ledger=process.graph.get_state(CRASH_THREAD).values["context_ledger"],
             keys=set(backend.keys),
             puts=backend.puts,
             builds=process.builds,
@@ -712,7 +715,7 @@ def test_process_death_then_resume_loses_nothing(storage: CheckpointerBackend, c
         seen = committed(process.graph, CRASH_THREAD)
         assert_intact(process.memory, process.graph, CRASH_THREAD, seen, [process.model])
         assert history_bytes(process) == reference["history"]
-        assert process.graph.get_state(CRASH_THREAD).values["context"] == reference["ledger"]
+        assert process.graph.get_state(CRASH_THREAD).values["context_ledger"] == reference["ledger"]
         process.close()
     # Writes were done again after the crash, yet they added no entry: the archive holds
     # exactly the reference run's entries.
@@ -790,4 +793,7 @@ def test_postgres_connection_dropped_mid_run_then_resumes() -> None:
             seen = committed(process.graph, CRASH_THREAD)
             assert_intact(process.memory, process.graph, CRASH_THREAD, seen, [process.model])
             assert history_bytes(process) == reference["history"]
-            assert process.graph.get_state(CRASH_THREAD).values["context"] == reference["ledger"]
+            assert (
+                process.graph.get_state(CRASH_THREAD).values["context_ledger"]
+                == reference["ledger"]
+            )

@@ -459,7 +459,7 @@ def test_graph_run_keeps_every_invariant(run: Run) -> None:
                 order.append(m.id)
             produced[m.id] = m
         checked = _check_new_prompts(model, memory, checked)
-        check_ledger_ids(values.get("context") or {}, values["messages"], archive)
+        check_ledger_ids(values.get("context_ledger") or {}, values["messages"], archive)
 
     async def astream(payload: Any) -> None:
         async for values in graph.astream(payload, config, stream_mode="values"):
@@ -491,7 +491,7 @@ def test_graph_run_keeps_every_invariant(run: Run) -> None:
     assert [m.id for m in history] == order
     assert _dump(history) == [encode_message(produced[i]) for i in order]
     values = graph.get_state(config).values
-    check_ledger_ids(values.get("context") or {}, values.get("messages") or [], archive)
+    check_ledger_ids(values.get("context_ledger") or {}, values.get("messages") or [], archive)
 
 
 # --- regressions found by the properties above ---------------------------------------------

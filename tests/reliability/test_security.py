@@ -119,7 +119,7 @@ def test_a_planted_secret_reaches_neither_the_summarizer_nor_the_dump(
     seen = drive(agent, script.inputs, config)
     check_prompts(agent_model, memory)
 
-    ledger = agent.get_state(config).values["context"]
+    ledger = agent.get_state(config).values["context_ledger"]
     summary = ledger["summary"]
     assert summary["dump_refs"], "no summary was written: the test proves nothing"
     # The dump writer under test ran.
@@ -242,7 +242,7 @@ def test_a_secret_outside_content_and_call_args_is_redacted_too(where: str) -> N
 
 
 def first_dump_ref(agent: Any, config: RunnableConfig) -> str:
-    return str(agent.get_state(config).values["context"]["summary"]["dump_refs"][0])
+    return str(agent.get_state(config).values["context_ledger"]["summary"]["dump_refs"][0])
 
 
 @pytest.mark.parametrize("scope", ["thread", "user"])
