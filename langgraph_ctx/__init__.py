@@ -11,6 +11,7 @@ says what it did (the `context_cost` report).
 - Strategies: `default_strategies()` and the strategies it lists; your own is any object
   with `apply(view: PromptView)` (see `Strategy`).
 - `count_tokens` / `TiktokenCounter`: exact OpenAI token counts, offline.
+- `ScriptedChatModel`: a chat model replaying a script, to try all this without a key.
 
 Less common pieces live in their modules: `langgraph_ctx.errors` (every error class),
 `langgraph_ctx.messages` (blocks, turns, validation), `langgraph_ctx.summarize`
@@ -29,6 +30,7 @@ from langgraph_ctx.extract import EntityExtractor
 from langgraph_ctx.memory import ContextMemory
 from langgraph_ctx.messages import repair_messages, validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
+from langgraph_ctx.scripted import ScriptedChatModel
 from langgraph_ctx.report import ContextBudget, ContextCostReport, Decision
 from langgraph_ctx.state import ContextReactState, ContextState
 from langgraph_ctx.strategies import (
@@ -72,6 +74,7 @@ __all__ = [
     "Plan",
     "PromptView",
     "PruneToolOutputs",
+    "ScriptedChatModel",
     "SlidingWindow",
     "Strategy",
     "Summarizer",

@@ -111,6 +111,11 @@ _WORD_RE = re.compile(r"\w")
 _VALUE_RE = re.compile(r"\d|[\w.-]/[\w.-]|://|^[\w .-]{1,40}(?::|=)\s*\S")
 
 _EMPTY_LINE = "- (none)"
+_ASKED = "- User asked: "
+_LATEST = "- Latest user request (may still be open): "
+_PATHS = "- Files and paths touched: "
+_PLAN = "- Last stated plan or intent: "
+_PATH_CHARS = 800
 _OMITTED_RE = re.compile(r"^- … (\d+) earlier item\(s\) omitted$")
 _SECTION_RE = re.compile(r"<(completed|remaining|current_state|notes)>(.*?)</\1>", re.DOTALL)
 _ANY_TAG_RE = re.compile(r"</?(completed|remaining|current_state|notes)>")
@@ -364,15 +369,58 @@ def _fit(sections: Mapping[str, _Section], max_chars: int) -> str:
             total += 2 * len(name) + 7 + head + sizes[name] - 1
         return total
 
-    while rendered_length() > max_chars and any(sizes.values()):
-        # Notes (facts, ids) go last; otherwise the largest section, ties to the earliest.
-        candidates = [n for n in SUMMARY_SECTIONS if n != "notes" and sizes[n]] or ["notes"]
-        name = max(candidates, key=lambda n: sizes[n])
-        dropped = sections[name].lines.popleft()
+    while rendered_length() > max_chars:
+        found = _droppable(sections, sizes)
+        if found is None:
+            break
+        name, index = found
+        dropped = sections[name].lines[index]
+        del sections[name].lines[index]
         sections[name].omitted += 1
         sizes[name] -= len(dropped) + 1
+    excess = rendered_length() - max_chars
+    if excess > 0:  # only the task and the open request are left: cut the longer one's middle
+        name, index = max(
+            ((n, i) for n in SUMMARY_SECTIONS for i in range(len(sections[n].lines))),
+            key=lambda at: len(sections[at[0]].lines[at[1]]),
+        )
+        line = sections[name].lines[index]
+        cut = excess + 40  # room for the marker
+        keep = max((len(line) - cut) // 2, 40)
+        omitted = len(line) - 2 * keep
+        if omitted > 0:
+            marker = f" … [{omitted} characters omitted] … "
+            sections[name].lines[index] = line[:keep] + marker + line[-keep:]
     text = _render(sections)
     return text if len(text) <= max_chars else _clip(text, max_chars)
+
+
+def _is_request(line: str) -> bool:
+    return line.startswith((_ASKED, _LATEST))
+
+
+def _droppable(
+    sections: Mapping[str, _Section], sizes: Mapping[str, int]
+) -> tuple[str, int] | None:
+    """The line `_fit` drops next: `(section, index)`, or None when only the task is left.
+
+    The oldest line of the largest section (notes last, ties to the earliest section), user
+    requests kept while anything else can go; then the user requests, oldest first, except
+    the task (the first request) and the latest open request, which are never dropped.
+    """
+    ordinary = {
+        n: next((i for i, line in enumerate(sections[n].lines) if not _is_request(line)), None)
+        for n in SUMMARY_SECTIONS
+    }
+    candidates = [n for n in SUMMARY_SECTIONS if n != "notes" and ordinary[n] is not None]
+    candidates = candidates or [n for n in SUMMARY_SECTIONS if ordinary[n] is not None]
+    if candidates:
+        name = max(candidates, key=lambda n: sizes[n])
+        index = ordinary[name]
+        assert index is not None
+        return name, index
+    asked = [i for i, line in enumerate(sections["completed"].lines) if _is_request(line)]
+    return ("completed", asked[1]) if len(asked) > 1 else None
 
 
 def _unwrap(text: str) -> str:
@@ -459,6 +507,19 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def _newest_paths(paths: list[str]) -> str:
+    """The paths joined, the oldest left out (as `…`) beyond `_PATH_CHARS` characters."""
+    kept: list[str] = []
+    size = 0
+    for path in reversed(paths):
+        if kept and size + len(path) + 2 > _PATH_CHARS:
+            kept.append("…")
+            break
+        kept.append(path)
+        size += len(path) + 2
+    return ", ".join(reversed(kept))
+
+
 def _paths_in(value: Any, *, key: str | None = None) -> list[str]:
     if isinstance(value, str):
         if key in _PATH_KEYS and value.strip() and "\n" not in value and len(value) < 300:
@@ -515,12 +576,15 @@ def fallback_summary(
       replaces by type, the tools used with counts, each tool call as `name({args})` (compact
       JSON, clipped to 200 characters) with `ok`, `error` or `no result` (an `ok` with its
       output's result line, `result_lines`, clipped to 120 characters), and the user requests
-      (first 300 characters each) already answered.
-    - `<remaining>`: the previous summary's items, then the latest user request (first 300
-      characters) when no final AI answer follows it.
-    - `<current_state>`: the previous summary's items, then the files and paths touched (found in
-      tool arguments and successful tool outputs: `a/b/c.py`, `/abs/path`, `path=` arguments)
-      and the last plan or statement of intent (the last AI text, first 500 characters).
+      already answered, each whole (whitespace collapsed to single spaces, never cut).
+    - `<remaining>`: the previous summary's items, then the latest user request, whole, when
+      no final AI answer follows it. A span with a newer request moves the previous summary's
+      open request to `<completed>`, so `<remaining>` names only the latest one.
+    - `<current_state>`: the previous summary's items, then one line of the files and paths
+      touched (found in tool arguments and successful tool outputs: `a/b/c.py`, `/abs/path`,
+      `path=` arguments), merged with the previous summary's line (the newest 800 characters),
+      and the last plan or statement of intent (the last AI text, first 500 characters), which
+      replaces the previous one: the section says where things stand, once.
     - `<notes>`: the previous summary's items, then one labelled `[error observation]`
       line per failing tool: how many of its results were errors and at most 120 characters
       of one line of the latest one (its first line; for a Python traceback, its last line,
@@ -536,7 +600,9 @@ def fallback_summary(
     Folding: the sections of `previous` (a model or fallback summary; free text goes into
     `<completed>`) are carried forward and this span's items appended, so items accumulate.
     When the result exceeds `max_chars`, the oldest line of the largest section is dropped
-    first, repeatedly, and replaced by an `… N earlier item(s) omitted` marker.
+    first, repeatedly, and replaced by an `… N earlier item(s) omitted` marker. User requests go
+    last, and the task (the first request) and the open request never go: the task a user gave
+    survives every summary intact (only a task longer than `max_chars` itself is cut).
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -608,26 +674,41 @@ def fallback_summary(
     answered = (
         bool(messages) and isinstance(messages[-1], AIMessage) and not (messages[-1].tool_calls)
     )
+    if humans:  # a newer request: the open one of the previous summary was taken up
+        for line in [x for x in remaining if x.startswith(_LATEST)]:
+            remaining.remove(line)
+            completed.append(_ASKED + line[len(_LATEST) :])
     for i in humans:
-        request = _clip(_one_line(text_of(messages[i])), 300)
+        request = _one_line(text_of(messages[i]))  # whole: a user's request is never cut
         if i == humans[-1] and not answered:
-            remaining.append(f"- Latest user request (may still be open): {request}")
+            remaining.append(_LATEST + request)
         else:
-            completed.append(f"- User asked: {request}")
+            completed.append(_ASKED + request)
 
+    # Where things stand now: one line of paths (merged over folds), then the newest plan.
     paths: dict[str, None] = {}
+    plan = [x for x in state if x.startswith(_PLAN)][-1:]
+    for line in [x for x in state if x.startswith((_PATHS, _PLAN))]:
+        state.remove(line)
+        if line.startswith(_PATHS):
+            paths.update(dict.fromkeys(p for p in line[len(_PATHS) :].split(", ") if p != "…"))
     for msg in messages:
         if isinstance(msg, AIMessage):
             for tc in msg.tool_calls:
-                paths.update(dict.fromkeys(_paths_in(tc.get("args", {}))))
+                for path in _paths_in(tc.get("args", {})):
+                    paths.pop(path, None)
+                    paths[path] = None
         elif isinstance(msg, ToolMessage) and failed.get(msg.tool_call_id) != "error":
-            paths.update(dict.fromkeys(_paths_in(text_of(msg))))
+            for path in _paths_in(text_of(msg)):
+                paths.pop(path, None)
+                paths[path] = None
     if paths:
-        state.append(f"- Files and paths touched: {_clip(', '.join(paths), 800)}")
+        state.append(_PATHS + _newest_paths(list(paths)))
     plans = [text_of(m).strip() for m in messages if isinstance(m, AIMessage)]
     plans = [p for p in plans if p]
     if plans:
-        state.append(f"- Last stated plan or intent: {_clip(_one_line(plans[-1]), 500)}")
+        plan = [_PLAN + _clip(_one_line(plans[-1]), 500)]
+    state.extend(plan)
 
     for tool, observed in sorted(errors.items()):
         notes.append(

@@ -1,8 +1,16 @@
-"""The README quickstart runs as written (with a scripted model standing in for the LLM)."""
+"""Every Python block of the README runs as written: offline, no key, in a clone's root.
+
+Each block runs in a fresh namespace in a folder holding a copy of the README (the quickstart
+reads it), and the blocks a newcomer meets first are checked for what the README says they do.
+"""
 
 from __future__ import annotations
 
 import re
+import shutil
+import sys
+import types
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -10,56 +18,87 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langgraph_ctx import ContextManager, PromptView
-from tests.fakes import ScriptedChatModel, scripted
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+BLOCK_RE = re.compile(r"```python\n(.*?)```", flags=re.S)
 
 
-def quickstart_code() -> str:
+def blocks() -> list[tuple[int, str]]:
+    """(line number, code) of every Python block of the README."""
     text = README.read_text(encoding="utf-8")
-    section = text.split("## Quickstart", 1)[1]
-    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
-    return blocks[0]
+    return [(text.count("\n", 0, m.start()) + 2, m.group(1)) for m in BLOCK_RE.finditer(text)]
 
 
-def test_readme_quickstart_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    (tmp_path / "README.md").write_text("# A project\n" + "Some text.\n" * 200, encoding="utf-8")
+def run_block(code: str, line: int) -> dict[str, Any]:
+    """Run one block as a module of its own (dataclasses look their module up)."""
+    module = types.ModuleType(f"readme_line{line}")
+    sys.modules[module.__name__] = module
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # create_react_agent's deprecation notice
+            exec(compile(code, f"{README}:{line}", "exec"), module.__dict__)
+    finally:
+        del sys.modules[module.__name__]
+    return module.__dict__
+
+
+@pytest.fixture
+def clone_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    shutil.copy(README, tmp_path / "README.md")
     monkeypatch.chdir(tmp_path)
-    model = scripted(
-        AIMessage(
-            "",
-            tool_calls=[{"name": "read_file", "args": {"path": "README.md"}, "id": "c1"}],
-        ),
-        AIMessage("It is a project with some text."),
-        profile={"max_input_tokens": 128_000},
-    )
-    seen: list[str] = []
+    return tmp_path
 
-    def fake_init_chat_model(name: str, **kwargs: Any) -> ScriptedChatModel:
-        seen.append(name)
-        return model
 
-    monkeypatch.setattr("langchain.chat_models.init_chat_model", fake_init_chat_model)
-    namespace: dict[str, Any] = {}
-    exec(compile(quickstart_code(), str(README), "exec"), namespace)
-    assert seen == ["openai:gpt-4o-mini"]
-    printed = capsys.readouterr().out.strip()
-    assert int(printed) > 0
-    result = namespace["result"]
-    assert result["messages"][-1].content == "It is a project with some text."
-    report = result["messages"][-1].response_metadata["context_cost"]
-    assert report["limit"] == 128_000 - 4_000
-    assert report["ok"] is True
+@pytest.mark.parametrize(("line", "code"), blocks(), ids=[f"line{n}" for n, _ in blocks()])
+def test_every_readme_block_runs_as_written(clone_root: Path, line: int, code: str) -> None:
+    run_block(code, line)
+
+
+def test_the_first_block_runs_offline_and_shows_the_report(
+    clone_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line, code = blocks()[0]
+    assert "ScriptedChatModel" in code and "OPENAI" not in code
+    namespace = run_block(code, line)
+    printed = capsys.readouterr().out
+    text = README.read_text(encoding="utf-8")
+    shown = text[text.index(code) + len(code) :].split("```text\n", 1)[1].split("```")[0]
+    # The README shows what the block prints (the second count varies by a token or two: the
+    # tool result's id is a random uuid).
+    digits = re.compile(r"\d+")
+    assert digits.sub("N", printed) == digits.sub("N", shown)
+    assert printed.splitlines()[0] == shown.splitlines()[0]
+    reports = namespace["memory"].get_reports(namespace["agent"], namespace["config"])
+    assert [r.limit for r in reports] == [3_000, 3_000] and all(r.ok for r in reports)
+    assert "compact" in reports[-1].kinds()
+
+
+def test_integration_blocks_count_tools_and_report_on_every_ai_message(
+    clone_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    graphs = [(n, c) for n, c in blocks() if "memory.node(tools=tools)" in c]
+    assert len(graphs) == 2  # the hand-built StateGraph and create_react_agent
+    for line, code in graphs:
+        assert "after_turn_node()" in code
+        namespace = run_block(code, line)
+        model = namespace["model"]
+        # The tool schemas reached the model and were counted in every report.
+        assert all(tools for tools in model.prompt_tools)
+        values = namespace.get("graph", namespace.get("agent")).get_state(namespace["config"])
+        ais = [m for m in values.values["messages"] if isinstance(m, AIMessage)]
+        # The after-turn node reports on the turn's answer; as a post-model hook, on every call.
+        reported = ais if "create_react_agent" in code else ais[-1:]
+        assert all("context_cost" in m.response_metadata for m in reported), line
+        memory = namespace["memory"]
+        without = memory.manager.token_counter(model.prompts[-1])
+        assert reported[0].response_metadata["context_cost"]["tokens"] > without, line
 
 
 def test_readme_user_strategy_runs_as_written() -> None:
     text = README.read_text(encoding="utf-8")
     section = text.split("### Strategies", 1)[1]
-    code = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
-    namespace: dict[str, Any] = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    code = BLOCK_RE.findall(section)[0]
+    namespace = run_block(code, 0)
     memory = namespace["memory"]
     first = memory.manager.strategies[0]
     assert type(first).__name__ == "KeepLastResults" and first.tool == "grep"

@@ -331,6 +331,53 @@ def _clear_archive(archive_dir: Path, thread: str) -> None:
         shutil.rmtree(archive_dir / NAMESPACE_ROOT / thread, ignore_errors=True)
 
 
+class _Earlier:
+    """A copy of the checkpoint database and the thread's archive, taken before a reset.
+
+    `restore` puts both back (after a failed run), `discard` drops the copy.
+    """
+
+    def __init__(self, db: Path, archive_dir: Path, thread: str) -> None:
+        import shutil
+        import tempfile
+
+        from langgraph_ctx.archive import NAMESPACE_ROOT
+
+        self.db = db
+        self.folder = archive_dir / NAMESPACE_ROOT / thread
+        self.copy = Path(tempfile.mkdtemp(prefix="langgraph-ctx-earlier-"))
+        self.had_db = db.is_file()
+        if self.had_db:
+            with contextlib.closing(sqlite3.connect(str(db))) as src:
+                with contextlib.closing(sqlite3.connect(str(self.copy / "db.sqlite"))) as dst:
+                    src.backup(dst)
+        self.had_archive = self.folder.is_dir()
+        if self.had_archive:
+            shutil.copytree(self.folder, self.copy / "archive")
+
+    def restore(self) -> bool:
+        """Put the earlier database and archive back; False when there was none to keep."""
+        import shutil
+
+        if not self.had_db:
+            self.discard()
+            return False
+        with contextlib.closing(sqlite3.connect(str(self.copy / "db.sqlite"))) as src:
+            with contextlib.closing(sqlite3.connect(str(self.db))) as dst:
+                src.backup(dst)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.had_archive:
+            shutil.copytree(self.copy / "archive", self.folder)
+        self.discard()
+        return True
+
+    def discard(self) -> None:
+        """Drop the copy."""
+        import shutil
+
+        shutil.rmtree(self.copy, ignore_errors=True)
+
+
 class CheckpointView:
     """Just enough of a compiled graph for `ContextMemory`'s thread views, on a checkpointer.
 
@@ -394,8 +441,10 @@ def execute(
     from langchain.agents import create_agent
 
     notes: list[str] = []
+    earlier = _Earlier(db, archive_dir, thread) if reset else None
     with open_saver(db) as saver:
-        if prepare_thread(saver, thread, reset=reset):
+        existed = prepare_thread(saver, thread, reset=reset)
+        if existed:
             notes.append(f"thread {thread!r} from an earlier run was reset")
         if reset:
             _clear_archive(archive_dir, thread)
@@ -420,6 +469,14 @@ def execute(
             on_call=on_call,
         )
         check = check_run(memory, agent, config, log) if log.calls else None
+    if earlier is not None and log.error and existed and earlier.restore():
+        # A failed run keeps the earlier run's thread, archive and reports; its own reports
+        # go beside them.
+        notes[:] = [f"the run failed: thread {thread!r} and its reports keep the earlier run"]
+        stem = reports.name.removesuffix(".json").removesuffix(".reports")
+        reports = reports.with_name(f"{stem}.failed.reports.json")
+    elif earlier is not None:
+        earlier.discard()
     files = {
         "checkpoints": f"{db} (thread {thread})",
         "archive": str(archive_dir),

@@ -296,3 +296,36 @@ def test_without_the_cli_extra_one_line_and_exit_2(
         err == 'langgraph-ctx: the command line needs its extra: pip install "langgraph-ctx[cli]"\n'
     )
     assert not Path(".langgraph_ctx").exists()  # nothing ran
+
+
+def test_a_failed_model_run_keeps_the_stored_thread_and_its_reports(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langgraph_ctx import ScriptedChatModel
+    from langgraph_ctx.cli.replay import inspect_thread
+
+    assert main(["demo", str(tree), "--steps", "3"]) == 0
+    reports = Path(".langgraph_ctx/demo.reports.json")
+    before = reports.read_text()
+    stored = inspect_thread(
+        Path(".langgraph_ctx/demo.sqlite"), "demo", Path(".langgraph_ctx/archive")
+    )
+    assert stored["live"] and stored["full"]
+    capsys.readouterr()
+
+    def unreachable(spec: str) -> ScriptedChatModel:
+        return ScriptedChatModel(failures={1: ConnectionError("Connection error.")})
+
+    monkeypatch.setattr("langgraph_ctx.cli.demo.init_model", unreachable)
+    assert main(["demo", str(tree), "--model", "openai:gpt-4o-mini"]) == 1
+    captured = capsys.readouterr()
+    assert "Connection error" in captured.err
+    assert "keep the earlier run" in captured.out
+    assert reports.read_text() == before
+    failed = json.loads(Path(".langgraph_ctx/demo.failed.reports.json").read_text())
+    assert "Connection error" in failed["error"]
+    after = inspect_thread(
+        Path(".langgraph_ctx/demo.sqlite"), "demo", Path(".langgraph_ctx/archive")
+    )
+    assert [m.id for m in after["live"]] == [m.id for m in stored["live"]]
+    assert [m.id for m in after["full"]] == [m.id for m in stored["full"]]

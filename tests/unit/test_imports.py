@@ -28,6 +28,7 @@ EXPECTED = [
     "Plan",
     "PromptView",
     "PruneToolOutputs",
+    "ScriptedChatModel",
     "SlidingWindow",
     "Strategy",
     "Summarizer",

@@ -479,10 +479,67 @@ def test_fallback_error_line_is_short() -> None:
     assert len(line.split("latest: ", 1)[1]) == 120 and "body" not in line
 
 
-def test_fallback_user_requests_are_clipped() -> None:
-    text = fallback_summary([HumanMessage("a" * 1000), AIMessage("done")])
-    [line] = [x for x in text.splitlines() if x.startswith("- User asked: ")]
-    assert len(line) == len("- User asked: ") + 300 and line.endswith("…")
+def test_fallback_keeps_user_requests_whole() -> None:
+    task = "Port the parser to the new grammar. " + "Keep every rule of section 4. " * 60
+    text = fallback_summary([HumanMessage(task), AIMessage("done")])
+    assert f"- User asked: {task.strip()}" in text.splitlines()
+
+
+def test_fallback_task_survives_every_fold_intact() -> None:
+    """The user's task is never cut, however many folds and however small the bound."""
+    task = "Migrate the billing service to Postgres 16. " + "Constraint FACT-7 holds. " * 40
+    summary = fallback_summary([HumanMessage(task, id="h0")], max_chars=3000)
+    for fold in range(12):
+        span: list[BaseMessage] = []
+        for i in range(20):
+            cid = f"c{fold}-{i}"
+            span.append(
+                AIMessage("", tool_calls=[tc("edit", {"path": f"pkg/m{fold}_{i}.py"}, cid)])
+            )
+            span.append(ToolMessage("ok " + "x" * 50, tool_call_id=cid, name="edit"))
+        summary = fallback_summary(span, previous=summary, max_chars=3000)
+        assert len(summary) <= 3000
+        assert task.strip() in summary, fold
+
+
+def test_fallback_remaining_names_the_latest_request() -> None:
+    look = AIMessage("", tool_calls=[tc("grep", {"q": "parse"}, "c1")])
+    first = fallback_summary([HumanMessage("Fix the parser."), look])
+    assert "(may still be open): Fix the parser." in first
+    edit = AIMessage("", tool_calls=[tc("edit", {"path": "docs/a.md"}, "c2")])
+    folded = fallback_summary(
+        [
+            ToolMessage("parse.py:1", tool_call_id="c1", name="grep"),
+            AIMessage("Parser fixed."),
+            HumanMessage("Now update the docs."),
+            edit,
+        ],
+        previous=first,
+    )
+    remaining = folded.split("<remaining>")[1].split("</remaining>")[0]
+    assert remaining.count("Latest user request") == 1
+    assert "Now update the docs." in remaining and "Fix the parser." not in remaining
+    assert "- User asked: Fix the parser." in folded.split("</completed>")[0]
+    # A fold without a new request keeps the open one.
+    again = fallback_summary([ToolMessage("ok", tool_call_id="c2", name="edit")], previous=folded)
+    assert "(may still be open): Now update the docs." in again
+
+
+def test_fallback_current_state_does_not_repeat_per_fold() -> None:
+    summary = None
+    for fold in range(5):
+        cid = f"c{fold}"
+        span: list[BaseMessage] = [
+            AIMessage(f"Plan {fold}: edit it.", tool_calls=[tc("edit", {"path": "src/a.py"}, cid)]),
+            ToolMessage("edited", tool_call_id=cid, name="edit"),
+        ]
+        summary = fallback_summary(span, previous=summary)
+    assert summary is not None
+    state = summary.split("<current_state>")[1].split("</current_state>")[0]
+    assert state.count("Files and paths touched") == 1
+    assert state.count("Last stated plan or intent") == 1
+    assert "Plan 4: edit it." in state and "Plan 3" not in state
+    assert state.count("src/a.py") == 1
 
 
 def test_fallback_folds_previous() -> None:
