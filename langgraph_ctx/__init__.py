@@ -30,8 +30,8 @@ from langgraph_ctx.extract import EntityExtractor
 from langgraph_ctx.memory import ContextMemory
 from langgraph_ctx.messages import repair_messages, validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
-from langgraph_ctx.scripted import ScriptedChatModel
 from langgraph_ctx.report import ContextBudget, ContextCostReport, Decision
+from langgraph_ctx.scripted import ScriptedChatModel
 from langgraph_ctx.state import ContextReactState, ContextState
 from langgraph_ctx.strategies import (
     Compaction,

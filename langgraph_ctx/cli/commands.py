@@ -238,8 +238,8 @@ def _replay(args: argparse.Namespace) -> int:
 def _finish(out: Output, title: str, result: Any, command: str) -> int:
     if result.log.calls:
         out.table(title, result.rows, result.files)
-        for note in result.notes:
-            out.note(note)
+    for note in result.notes:
+        out.note(note)
     if result.log.error:
         return _fail(f"{PROG} {command}: {result.log.error}", 1)
     return 0

@@ -331,6 +331,15 @@ def _clear_archive(archive_dir: Path, thread: str) -> None:
         shutil.rmtree(archive_dir / NAMESPACE_ROOT / thread, ignore_errors=True)
 
 
+def _copy_db(source: Path, target: Path) -> None:
+    """Copy a SQLite database with SQLite's backup API (consistent, WAL included)."""
+    with (
+        contextlib.closing(sqlite3.connect(str(source))) as src,
+        contextlib.closing(sqlite3.connect(str(target))) as dst,
+    ):
+        src.backup(dst)
+
+
 class _Earlier:
     """A copy of the checkpoint database and the thread's archive, taken before a reset.
 
@@ -348,9 +357,7 @@ class _Earlier:
         self.copy = Path(tempfile.mkdtemp(prefix="langgraph-ctx-earlier-"))
         self.had_db = db.is_file()
         if self.had_db:
-            with contextlib.closing(sqlite3.connect(str(db))) as src:
-                with contextlib.closing(sqlite3.connect(str(self.copy / "db.sqlite"))) as dst:
-                    src.backup(dst)
+            _copy_db(db, self.copy / "db.sqlite")
         self.had_archive = self.folder.is_dir()
         if self.had_archive:
             shutil.copytree(self.folder, self.copy / "archive")
@@ -362,9 +369,7 @@ class _Earlier:
         if not self.had_db:
             self.discard()
             return False
-        with contextlib.closing(sqlite3.connect(str(self.copy / "db.sqlite"))) as src:
-            with contextlib.closing(sqlite3.connect(str(self.db))) as dst:
-                src.backup(dst)
+        _copy_db(self.copy / "db.sqlite", self.db)
         shutil.rmtree(self.folder, ignore_errors=True)
         if self.had_archive:
             shutil.copytree(self.copy / "archive", self.folder)

@@ -320,7 +320,7 @@ def test_a_failed_model_run_keeps_the_stored_thread_and_its_reports(
     assert main(["demo", str(tree), "--model", "openai:gpt-4o-mini"]) == 1
     captured = capsys.readouterr()
     assert "Connection error" in captured.err
-    assert "keep the earlier run" in captured.out
+    assert "keep the earlier run" in captured.err
     assert reports.read_text() == before
     failed = json.loads(Path(".langgraph_ctx/demo.failed.reports.json").read_text())
     assert "Connection error" in failed["error"]
