@@ -247,6 +247,7 @@ def _finish(out: Output, title: str, result: Any, command: str) -> int:
 
 def _inspect(args: argparse.Namespace) -> int:
     from langgraph_ctx.cli.replay import inspect_thread
+    from langgraph_ctx.cli.runs import SUMMARY_SOURCES
 
     data = inspect_thread(args.db, args.thread, args.archive)
     ledger = data["ledger"]
@@ -261,16 +262,17 @@ def _inspect(args: argparse.Namespace) -> int:
             "full history (archive + live)",
             f"{len(full)} messages" if full is not None else f"unavailable: {data['full_error']}",
         ),
-        ("pruned tool outputs (view only)", f"{len(ledger.get('pruned') or {})}"),
+        ("pruned in the current prompt", f"{len(ledger.get('pruned') or {})}"),
         (
-            "compacted tool outputs",
+            "compacted in the current prompt",
             f"{len(compacted)} ({sum(int(e.get('chars', 0)) for e in compacted.values()):,} chars"
             " in the archive)",
         ),
         ("window starts at", f"{window.get('start_id') or 'the beginning'}"),
         (
             "running summary",
-            f"{len(summary.get('text') or ''):,} chars, {summary.get('source')}, "
+            f"{len(summary.get('text') or ''):,} chars, "
+            f"{SUMMARY_SOURCES.get(summary.get('source'), summary.get('source'))}, "
             f"{summary.get('updates', 0)} update(s), covers {len(summary.get('covered_ids') or [])}"
             f" messages, {len(summary.get('dump_refs') or [])} insurance dump(s)"
             if summary
@@ -287,6 +289,7 @@ def _inspect(args: argparse.Namespace) -> int:
     out.table(f"thread {args.thread} in {args.db}", rows, {})
     if summary.get("text"):
         out.text("running summary", summary["text"])
+    _edits_grid(out, data["edits"], args)
     if data["reports"]:
         last = data["reports"][-1]
         header = ["kind", "attempt", "before", "after", "saved", "messages"]
@@ -304,6 +307,43 @@ def _inspect(args: argparse.Namespace) -> int:
         caption = f"last report: {last.tokens:,}/{last.limit:,} tokens, ok={last.ok}"
         out.grid(caption, header, body or [["(no decisions)", "", "", "", "", ""]])
     return 0
+
+
+def _edits_grid(out: Output, edits: list[Any], args: argparse.Namespace) -> None:
+    """Everything the thread's edits took out of the prompt, and the references to restore."""
+    from langgraph_ctx.cli.replay import EDIT_KINDS
+
+    header = ["kind", "what", "edits", "messages", "still live", "references"]
+    body = [
+        [
+            edit.kind,
+            EDIT_KINDS[edit.kind],
+            str(edit.edits),
+            str(len(edit.message_ids)),
+            str(edit.live),
+            str(len(edit.refs)),
+        ]
+        for edit in edits
+    ]
+    caption = "what the thread's edits took out of the prompt (from every report of the thread)"
+    out.grid(caption, header, body or [["(no edits)", "", "", "", "", ""]])
+    lines = []
+    for edit in edits:
+        for ref in edit.refs[:_REFS_SHOWN]:
+            lines.append(f"  {edit.kind:<13} {ref}")
+        if len(edit.refs) > _REFS_SHOWN:
+            lines.append(f"  {edit.kind:<13} … {len(edit.refs) - _REFS_SHOWN} more")
+    if lines:
+        restore = f"{PROG} restore REF --thread {args.thread} --archive {args.archive}"
+        out.console.print(
+            f"restore any of these with: {restore}\n(a message id works too; 'still live' "
+            "messages are in the thread unchanged, the prompt only showed them less)",
+            soft_wrap=True,
+        )
+        out.console.print("\n".join(lines), soft_wrap=True, markup=False)
+
+
+_REFS_SHOWN = 5
 
 
 def _restore(args: argparse.Namespace) -> int:

@@ -1,8 +1,9 @@
 """What the commands print: rich tables and panels on stdout, progress and notes on stderr.
 
 Tables are 110 columns wide when stdout is not a terminal, so piped output and test captures
-read the same everywhere. Progress is a live bar on a terminal and a line per 10 model calls
-otherwise (a log file gets a readable trace, not escape codes).
+read the same everywhere. Progress is a live bar on a terminal and lines otherwise (a log file
+gets a readable trace, not escape codes); either way every edit of the prompt is shown as it
+happens.
 """
 
 from __future__ import annotations
@@ -58,27 +59,42 @@ class Output:
 
     @contextlib.contextmanager
     def progress(self, label: str, total: list[int] | None) -> Iterator[Callable[[Any], None]]:
-        """A callback for each model call: a live bar on a terminal, a line per 10 calls else."""
+        """A callback for each model call: a live bar on a terminal, lines otherwise.
+
+        Every call that edited the prompt gets a line as it happens (what was edited, the
+        tokens before and after); plain output also has a line for the first call and every
+        10th, so a log shows the run advancing.
+        """
         if not sys.stderr.isatty():
 
             def plain(stat: Any) -> None:
-                if stat.index == 1 or stat.index % 10 == 0:
+                if stat.decisions or stat.index == 1 or stat.index % 10 == 0:
                     print(f"{label}: call {stat.index}, {_call_line(stat)}", file=sys.stderr)
 
             yield plain
             return
+        err = Console(stderr=True, highlight=False)
         columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
-        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        with Progress(*columns, console=err, transient=True) as bar:
             task = bar.add_task(label, total=None)
 
             def live(stat: Any) -> None:
                 if total:
                     bar.update(task, total=total[0])
+                if stat.decisions:  # printed above the bar, and kept
+                    bar.console.print(escape(f"call {stat.index}: {_call_line(stat)}"))
                 bar.update(task, completed=stat.index, description=f"{label}: {_call_line(stat)}")
 
             yield live
 
 
 def _call_line(stat: Any) -> str:
-    edits = ", ".join(dict.fromkeys(stat.kinds)) or "no edits"
-    return f"{stat.tokens:,}/{stat.limit:,} tokens ({edits})"
+    edits = [f"{d['kind']} {_count(d)}" for d in stat.decisions]
+    return f"{stat.tokens:,}/{stat.limit:,} tokens ({', '.join(edits) or 'no edits'})"
+
+
+def _count(decision: dict[str, Any]) -> str:
+    ids = len(decision.get("message_ids") or [])
+    before, after = decision.get("tokens_before"), decision.get("tokens_after")
+    moved = f"{before:,} -> {after:,} tokens" if before != after else ""
+    return ", ".join(x for x in (f"{ids} msg" if ids else "", moved) if x) or "done"

@@ -74,12 +74,24 @@ class CallStat:
 
     @property
     def decisions(self) -> list[dict[str, Any]]:
-        """The report's decisions that changed something."""
-        return [
-            d
-            for d in self.report.get("decisions") or []
-            if d.get("kind") != "prune" or d.get("message_ids")
-        ]
+        """The report's decisions that changed something: they name messages or moved tokens.
+
+        A pruning attempt that found nothing to prune is in the report but not here.
+        """
+        return [d for d in self.report.get("decisions") or [] if changed(d)]
+
+
+def changed(decision: Mapping[str, Any]) -> bool:
+    """Whether a report decision changed the prompt (it names messages or moved tokens)."""
+    moved = decision.get("tokens_before") != decision.get("tokens_after")
+    return bool(decision.get("message_ids")) or moved
+
+
+SUMMARY_SOURCES = {
+    "model": "written by the summarizer model",
+    "fallback": "written without a model: the deterministic fallback summary",
+}
+"""What a summary's `source` means, said once where it is shown."""
 
 
 @dataclass
@@ -299,14 +311,18 @@ def summary_rows(log: RunLog, check: RunCheck | None = None) -> list[tuple[str, 
     kinds = Counter(k for c in calls for k in c.kinds)
     kinds.update(e["kind"] for e in log.events if e["kind"] == "rebuild")
     taken = [f"{k} {kinds[k]}" for k in (*_ORDER, "rebuild", "skip", "error") if kinds.get(k)]
-    rows.append(("decisions taken", " · ".join(taken) or "none (everything fit)"))
+    counted = " (each one changed the prompt; attempts that found nothing are not counted)"
+    rows.append(
+        ("decisions taken", " · ".join(taken) + counted if taken else "none (everything fit)")
+    )
     decisions = [d for c in calls for d in c.decisions]
     archived = sum(len(d.get("message_ids") or []) for d in decisions if d["kind"] == "compact")
     rows.append(
         ("compactions", f"{kinds['compact']} ({_plural(archived, 'tool output')} archived)")
     )
     summary = (check.ledger.get("summary") if check else None) or {}
-    about = f" (running summary: {len(summary.get('text') or ''):,} chars, {summary.get('source')})"
+    source = SUMMARY_SOURCES.get(str(summary.get("source")), str(summary.get("source")))
+    about = f" (running summary: {len(summary.get('text') or ''):,} chars, {source})"
     count = kinds["auto_compact"] + kinds["summarize"] + kinds["rebuild"]
     rows.append(("summaries", f"{count}{about if summary.get('text') else ''}"))
     rebuilds = [e for e in log.events if e["kind"] == "rebuild"]

@@ -329,3 +329,38 @@ def test_a_failed_model_run_keeps_the_stored_thread_and_its_reports(
     )
     assert [m.id for m in after["live"]] == [m.id for m in stored["live"]]
     assert [m.id for m in after["full"]] == [m.id for m in stored["full"]]
+
+
+def test_inspect_leads_to_restore(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`inspect` lists every kind of edit the run made, each with references that restore."""
+    import re
+
+    assert main(["demo", str(tree), "--window", "4000"]) == 0
+    progress = capsys.readouterr().err
+    reports = json.loads(Path(".langgraph_ctx/demo.reports.json").read_text())
+    # Progress showed every call that edited the prompt, as it happened.
+    edited = [
+        c["call"]
+        for c in reports["calls"]
+        if any(
+            d["message_ids"] or d["tokens_before"] != d["tokens_after"]
+            for d in c["report"]["decisions"]
+        )
+    ]
+    assert edited
+    shown = [int(n) for n in re.findall(r"demo agent: call (\d+), ", progress)]
+    assert set(edited) <= set(shown)
+    assert main(["inspect", "--db", ".langgraph_ctx/demo.sqlite", "--thread", "demo"]) == 0
+    out = capsys.readouterr().out
+    kinds = {
+        d["kind"] for c in reports["calls"] for d in c["report"]["decisions"] if d["message_ids"]
+    }
+    assert kinds & {"prune", "compact"} and "auto_compact" in kinds
+    grid = out.split("what the thread's edits took out", 1)[1].split("restore any of these", 1)[0]
+    for kind in kinds | {"rebuild"}:
+        assert re.search(rf"│ {kind}\s+│", grid), kind
+    refs = re.findall(r"^  (\w+)\s+(lgctx:\S+)$", out, re.M)
+    assert {kind for kind, _ in refs} >= {"auto_compact", "rebuild"}
+    for _, ref in refs:
+        assert main(["restore", ref, "--thread", "demo"]) == 0, ref
+    assert "written without a model" in out  # "fallback" explained where it is shown
