@@ -4,6 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 TEST ?= tests
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-cli
 
 .PHONY: help install test test_integration fuzz lint format type notebooks bench demo clean
 
@@ -15,6 +16,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[test,bench,cli,postgres]"
 	touch $(STAMP)
+
+# The demo needs only the package and its `cli` extra, not the test and benchmark extras.
+$(DEMO_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e ".[cli]"
+	touch $(DEMO_STAMP)
 
 install: $(STAMP)  ## create .venv and install the package with every extra the tests need
 
@@ -47,7 +54,7 @@ notebooks: $(STAMP)  ## execute every notebook top to bottom
 bench: $(STAMP)  ## print the benchmark tables next to the anchors
 	$(BIN)/python -m benchmarks
 
-demo: $(STAMP)  ## the main job: a real agent kept inside a small window, offline
+demo: $(DEMO_STAMP)  ## the main job: a real agent kept inside a small window, offline
 	$(BIN)/langgraph-ctx demo $(ARGS)
 
 clean:

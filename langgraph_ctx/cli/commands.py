@@ -37,7 +37,26 @@ class _UsageError(Exception):
     """A usage error raised by the parser (exit 2)."""
 
 
+class _Help(argparse.HelpFormatter):
+    """Help that states each option's default (when it has one the help does not already say)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default = action.default
+        if default is None or default is False or default == argparse.SUPPRESS:
+            return text
+        if "default" in text or not text:
+            return text
+        if action.option_strings or action.nargs in (argparse.OPTIONAL, argparse.ZERO_OR_MORE):
+            text += " (default: %(default)s)"
+        return text
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Help)
+        super().__init__(*args, **kwargs)
+
     # One line instead of argparse's usage block, so every bad input reads the same way.
     def error(self, message: str) -> NoReturn:
         raise _UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
@@ -114,12 +133,16 @@ def _build_parser() -> argparse.ArgumentParser:
         "ContextMemory in a small window, on a SQLite checkpointer and a directory archive. "
         "Offline and deterministic unless --model is given.",
     )
-    demo.add_argument("path", nargs="?", type=Path, help="folder to explore (default: ours)")
+    demo.add_argument(
+        "path", nargs="?", type=Path, help="folder to explore (default: the package's sources)"
+    )
     demo.add_argument("--window", type=_positive, default=6_000, help="window in tokens")
     demo.add_argument("--model", help="provider:model for init_chat_model (default: scripted)")
     demo.add_argument("--db", type=Path, default=HOME / "demo.sqlite", help="SQLite file")
     demo.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
-    demo.add_argument("--thread", help="thread id (default: 'demo', reset on every run)")
+    demo.add_argument(
+        "--thread", help="thread id (default: 'demo', reset by every run that succeeds)"
+    )
     demo.add_argument("--steps", type=_positive, default=12, help="model calls per request")
     demo.set_defaults(handler=_demo)
 
@@ -140,28 +163,54 @@ def _build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--plot", type=Path, help="draw prompt tokens per call to this PNG")
     replay.set_defaults(handler=_replay)
 
-    inspect = sub.add_parser("inspect", help="what a stored thread holds")
+    inspect = sub.add_parser(
+        "inspect",
+        help="what a stored thread holds, and what its edits took out of the prompt",
+        description="Show a thread a demo or replay stored: live and full history, the ledger, "
+        "the running summary, every edit the thread's reports record (pruned, compacted, left "
+        "the window, summarized, removed) with the archive references that restore them, and "
+        "the last report.",
+    )
     inspect.add_argument("--db", type=Path, required=True, help="SQLite checkpoint file")
     inspect.add_argument("--thread", required=True, help="thread id")
     inspect.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
     inspect.set_defaults(handler=_inspect)
 
-    restore = sub.add_parser("restore", help="print one archived message, byte for byte")
+    restore = sub.add_parser(
+        "restore",
+        help="print one archived message, byte for byte",
+        description="Print (or write with --out) one archive entry of a thread, verified: a "
+        "message, a dump of messages or a text. REF is an lgctx:... reference (inspect lists "
+        "them) or a message id.",
+    )
     restore.add_argument("ref", metavar="REF_OR_MESSAGE_ID", help="lgctx:... reference or id")
     restore.add_argument("--thread", required=True, help="thread id the entry belongs to")
     restore.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
     restore.add_argument("--out", type=Path, help="write the bytes to this file")
     restore.set_defaults(handler=_restore)
 
-    compact = sub.add_parser("compact", help="build a transcript down to a budget")
+    compact = sub.add_parser(
+        "compact",
+        help="build a transcript down to a budget",
+        description="Build FILE (LangChain message JSON, messages_to_dict) down to --window "
+        "tokens with the default strategies (or --strategies), archive what leaves, and write "
+        "the prompt to --out (its folder must exist).",
+    )
     compact.add_argument("file", type=Path, help="transcript (JSON, messages_to_dict)")
     _budget_args(compact, window=None)
-    compact.add_argument("--out", type=Path, required=True, help="where to write the result")
+    compact.add_argument(
+        "--out", type=Path, required=True, help="file to write (in an existing folder)"
+    )
     compact.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
     compact.add_argument("--thread", default="compact", help="archive thread for references")
     compact.set_defaults(handler=_compact)
 
-    count = sub.add_parser("count", help="exact tokens of a transcript")
+    count = sub.add_parser(
+        "count",
+        help="exact tokens of a transcript",
+        description="Count FILE's tokens exactly as ChatOpenAI.get_num_tokens_from_messages "
+        "does, offline, for an OpenAI model name (its tokenizer), with tool schemas if given.",
+    )
     count.add_argument("file", type=Path, help="transcript (JSON, messages_to_dict)")
     count.add_argument("--model", default="gpt-4o", help="model whose tokenizer to use")
     count.add_argument("--tools", type=Path, help="JSON file of tool schemas to include")
@@ -212,6 +261,15 @@ def _replay(args: argparse.Namespace) -> int:
     from langgraph_ctx.cli.replay import replay
     from langgraph_ctx.cli.runs import plot_run
 
+    if args.plot is not None:  # before the replay, not after it
+        from langgraph_ctx.cli.runs import InputError
+
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            msg = "--plot needs matplotlib: pip install 'langgraph-ctx[cli]'"
+            raise InputError(msg) from None
+        _existing_folder(args.plot, "--plot")
     out = Output()
     total: list[int] = []
     with out.progress(f"replaying {args.file.name}", total) as on_call:
@@ -349,9 +407,10 @@ _REFS_SHOWN = 5
 def _restore(args: argparse.Namespace) -> int:
     from langgraph_ctx.cli.replay import restore_entry
 
+    if args.out is not None:
+        _existing_folder(args.out, "--out")
     data = restore_entry(args.ref, thread=args.thread, archive_dir=args.archive)
     if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_bytes(data)
         print(f"wrote {len(data):,} bytes to {args.out}", file=sys.stderr)
         return 0
@@ -359,11 +418,21 @@ def _restore(args: argparse.Namespace) -> int:
     return 0
 
 
+def _existing_folder(path: Path, option: str) -> None:
+    from langgraph_ctx.cli.runs import InputError
+
+    folder = path.parent
+    if not folder.is_dir():
+        msg = f"{option} {path}: folder {folder} does not exist; create it first"
+        raise InputError(msg)
+
+
 def _compact(args: argparse.Namespace) -> int:
     from langchain_core.messages import messages_to_dict
 
     from langgraph_ctx.cli.replay import compact_transcript
 
+    _existing_folder(args.out, "--out")
     messages, report, before = compact_transcript(
         args.file,
         window=args.window,
@@ -372,7 +441,6 @@ def _compact(args: argparse.Namespace) -> int:
         archive_dir=args.archive,
         thread=args.thread,
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(messages_to_dict(messages), indent=1, ensure_ascii=False)
     args.out.write_text(text, encoding="utf-8")
     kinds: dict[str, int] = {}
@@ -390,8 +458,15 @@ def _compact(args: argparse.Namespace) -> int:
 def _count(args: argparse.Namespace) -> int:
     from langgraph_ctx._encodings import encoding_name_for_model
     from langgraph_ctx.cli.replay import load_tools, load_transcript
+    from langgraph_ctx.cli.runs import InputError
     from langgraph_ctx.tokens import get_counter
 
+    if not _known_model(args.model):
+        msg = (
+            f"no tokenizer is known for model {args.model!r}; pass an OpenAI model name "
+            "(gpt-4o and later: o200k_base; gpt-4, gpt-3.5-turbo: cl100k_base)"
+        )
+        raise InputError(msg)
     messages = load_transcript(args.file)
     tools = load_tools(args.tools) if args.tools else None
     counter = get_counter(args.model)
@@ -409,3 +484,17 @@ def _count(args: argparse.Namespace) -> int:
         f"largest {largest:,}"
     )
     return 0
+
+
+_FAMILIES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "text-embedding-", "ft:gpt-")
+
+
+def _known_model(model: str) -> bool:
+    """Whether tiktoken knows the name, or it is of an OpenAI family the counter maps."""
+    from tiktoken.model import encoding_name_for_model
+
+    try:
+        encoding_name_for_model(model)
+    except KeyError:
+        return model.lower().startswith(_FAMILIES)
+    return True

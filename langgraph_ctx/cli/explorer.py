@@ -15,8 +15,8 @@ not taken again. An output the pipeline compacted or pruned is read back with `r
 the explorer still needs it (a folder listing). The same tree and requests give the same
 calls, the same ids and the same answers.
 
-`OfflineChatModel` is the fake-model base it shares with the replay's `ScriptedChatModel`:
-tool binding, and exact prompt tokens in `usage_metadata` as a provider would report them.
+`OfflineChatModel` is its chat-model base: tool binding, and exact prompt tokens in
+`usage_metadata` as a provider would report them.
 """
 
 from __future__ import annotations

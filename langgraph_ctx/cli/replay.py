@@ -6,7 +6,8 @@ model call's `context_cost` report, the prompt the model received and the rebuil
 turn; `check_run` then proves nothing was lost: every archived message restores byte for byte
 and the full history (archive dumps plus live state) holds every message the run produced.
 
-A recorded conversation is replayed by `ScriptedChatModel` (the recorded AI turns, in order)
+A recorded conversation is replayed by the package's `ScriptedChatModel` (the recorded AI
+turns, in order, see `replay_model`)
 and `replay_tools` (one real tool per recorded tool name, answering each call with its
 recorded output), so every call goes through the pipeline, the checkpointer and the archive.
 """
@@ -32,10 +33,9 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import Field, create_model
+from pydantic import create_model
 
 from langgraph_ctx.archive import encode_message
-from langgraph_ctx.cli.explorer import OfflineChatModel
 from langgraph_ctx.cli.runs import (
     CallStat,
     InputError,
@@ -47,6 +47,7 @@ from langgraph_ctx.cli.runs import (
     write_reports,
 )
 from langgraph_ctx.errors import ArchiveError
+from langgraph_ctx.scripted import ScriptedChatModel
 from langgraph_ctx.tokens import TiktokenCounter
 
 # --- inputs -------------------------------------------------------------------------------
@@ -132,20 +133,25 @@ def init_model(spec: str) -> BaseChatModel:
 # --- chat models ----------------------------------------------------------------------------
 
 
-class ScriptedChatModel(OfflineChatModel):
-    """Replays recorded AI messages in order, whatever it is asked."""
-
-    replies: list[AIMessage] = Field(default_factory=list)
-    """The recorded AI turns."""
-
-    def respond(self, messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage:
-        """The next recorded AI message (a short note once the recording is used up)."""
-        if self.calls <= len(self.replies):
-            return self.replies[self.calls - 1]
-        return AIMessage("(the recording has no more AI turns)", id=f"extra-{self.calls}")
+NO_MORE_TURNS = "(the recording has no more AI turns)"
+"""What the replay model answers once the recording is used up."""
 
 
-def end_of_script(model: ScriptedChatModel) -> Any:
+def replay_model(replies: Sequence[AIMessage]) -> ScriptedChatModel:
+    """The package's `ScriptedChatModel` replaying recorded AI messages in order.
+
+    Its replies carry the exact tiktoken count of each prompt in `usage_metadata`, as a
+    provider would report it, so the hint rebuild after a turn sees real prompt sizes.
+    """
+    return ScriptedChatModel(
+        messages=list(replies),
+        fallback=NO_MORE_TURNS,
+        usage_counter=TiktokenCounter("gpt-4o"),
+        profile=None,
+    )
+
+
+def end_of_script(model: ScriptedChatModel, replies: int) -> Any:
     """Middleware that ends the agent's turn once the recording has no AI turn left.
 
     A recording may stop after a tool result (the final submit); the agent would call the model
@@ -156,7 +162,7 @@ def end_of_script(model: ScriptedChatModel) -> Any:
     class EndOfScript(AgentMiddleware):  # type: ignore[type-arg]
         @hook_config(can_jump_to=["end"])
         def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-            return {"jump_to": "end"} if model.calls >= len(model.replies) else None
+            return {"jump_to": "end"} if len(model.prompts) >= replies else None
 
     return EndOfScript()
 
@@ -539,7 +545,7 @@ def replay(
     )
     turns = split_turns(messages)
     replies = [m for m in messages if isinstance(m, AIMessage)]
-    model = ScriptedChatModel(replies=replies)
+    model = replay_model(replies)
     if on_start is not None:
         on_start(len(replies))
     stem = re.sub(r"[^A-Za-z0-9_-]+", "-", Path(path).stem)[:100] or "replay"
@@ -554,7 +560,7 @@ def replay(
         thread=thread_id,
         reset=thread is None,
         reports=reports or db.with_name(f"{thread_id}.reports.json"),
-        middleware=[end_of_script(model)],
+        middleware=[end_of_script(model, len(replies))],
         recursion_limit=4 * len(replies) + 100,
         on_call=on_call,
         meta={"source": str(path), "window": window, "reserved": reserved},

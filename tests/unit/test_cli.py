@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -21,9 +22,9 @@ from langgraph_ctx import count_tokens
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.cli import main
 from langgraph_ctx.cli.replay import (
-    ScriptedChatModel,
     inspect_thread,
     load_transcript,
+    replay_model,
     replay_tools,
     split_turns,
 )
@@ -67,6 +68,51 @@ def test_help_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
 def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main([command, "--help"]) == 0
     assert f"usage: langgraph-ctx {command}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_describes_every_command_and_states_defaults(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from langgraph_ctx.cli.commands import _build_parser
+
+    parser = _build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    command_parser = sub.choices[command]
+    assert command_parser.description, command
+    text = command_parser.format_help()
+    for action in command_parser._actions:
+        if action.default not in (None, False, argparse.SUPPRESS) and action.help:
+            assert f"default: {action.default}" in " ".join(text.split()), (command, action.dest)
+
+
+def test_count_refuses_an_unknown_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    file = write(tmp_path / "t.json", [HumanMessage("hi")])
+    assert main(["count", str(file), "--model", "nosuchmodel"]) == 2
+    assert "no tokenizer is known for model 'nosuchmodel'" in one_error_line(capsys)
+    for model in ("gpt-4o", "gpt-4", "gpt-4.1-mini", "o3-mini"):
+        assert main(["count", str(file), "--model", model]) == 0, model
+
+
+def test_replay_plot_checks_matplotlib_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = write(tmp_path / "t.json", recording(2))
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib fails
+    assert main(["replay", str(source), "--plot", str(tmp_path / "p.png")]) == 2
+    assert "--plot needs matplotlib" in one_error_line(capsys)
+    assert not Path(".langgraph_ctx").exists()  # nothing was replayed
+
+
+def test_out_folders_must_exist(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = write(tmp_path / "t.json", recording(2))
+    out = tmp_path / "missing" / "c.json"
+    assert main(["compact", str(source), "--window", "3000", "--out", str(out)]) == 2
+    assert f"folder {out.parent} does not exist" in one_error_line(capsys)
+    assert not out.parent.exists()
+    restored = tmp_path / "missing" / "m.json"
+    assert main(["restore", "m1", "--thread", "t", "--out", str(restored)]) == 2
+    assert "does not exist" in one_error_line(capsys)
 
 
 def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
@@ -189,6 +235,7 @@ def test_compact_fits_and_everything_restores(
     messages = recording(6)
     source = write(tmp_path / "t.json", messages)
     out = tmp_path / "out" / "compacted.json"
+    out.parent.mkdir()
     assert main(["compact", str(source), "--window", "3000", "--out", str(out)]) == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"wrote {out}: {len(messages)} messages")
@@ -300,7 +347,7 @@ def test_replay_tools_answer_with_the_recorded_output() -> None:
 def test_scripted_model_reports_exact_prompt_tokens() -> None:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
-    model = ScriptedChatModel(replies=[AIMessage("hello", id="a1")])
+    model = replay_model([AIMessage("hello", id="a1")])
     tools = replay_tools(recording(1))
     bound = model.bind_tools(tools)
     prompt = [SystemMessage("Be brief."), HumanMessage("hi")]
