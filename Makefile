@@ -6,7 +6,7 @@ TEST ?= tests
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-cli
 
-.PHONY: help install test test_integration fuzz lint format type notebooks bench demo clean
+.PHONY: help install test test_integration fuzz lint format type notebooks bench bench_quick demo clean
 
 help:  ## list the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -51,8 +51,11 @@ type: $(STAMP)  ## mypy --strict
 notebooks: $(STAMP)  ## execute every notebook top to bottom
 	$(BIN)/python -m pytest tests/test_notebooks.py
 
-bench: $(STAMP)  ## print the benchmark tables next to the anchors
+bench: $(STAMP)  ## print the benchmark tables next to the anchors (12 to 21 minutes; progress on stderr)
 	$(BIN)/python -m benchmarks
+
+bench_quick: $(STAMP)  ## every benchmark table on a short run (--quick), progress on stderr
+	$(BIN)/python -m benchmarks --quick
 
 demo: $(DEMO_STAMP)  ## the main job: a real agent kept inside a small window, offline
 	$(BIN)/langgraph-ctx demo $(ARGS)

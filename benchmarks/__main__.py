@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from benchmarks import pipeline, tokens
+from benchmarks._progress import progress
 
 Section = Callable[[argparse.Namespace], None]
 
@@ -40,11 +41,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = [name for name in args.sections if name not in SECTIONS]
     if unknown:
         parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
-    for name in args.sections or list(SECTIONS):
+    names = args.sections or list(SECTIONS)
+    for n, name in enumerate(names, 1):
         started = time.perf_counter()
-        print(f"\n### {name}{' (quick)' if args.quick else ''}")
+        progress(f"section {n}/{len(names)}: {name}{' (quick)' if args.quick else ''}")
+        print(f"\n### {name}{' (quick)' if args.quick else ''}", flush=True)
         SECTIONS[name](args)
-        print(f"\n[{name}: {time.perf_counter() - started:.1f} s]")
+        took = time.perf_counter() - started
+        print(f"\n[{name}: {took:.1f} s]", flush=True)
+        progress(f"section {name} done in {took:.1f} s")
     return 0
 
 

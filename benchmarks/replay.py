@@ -36,6 +36,7 @@ from langchain_core.messages import AIMessage, BaseMessage, messages_from_dict
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
+from benchmarks._progress import EVERY_SECONDS, progress
 from benchmarks.synthetic import FACT_RE
 from langgraph_ctx.messages import text_of, validate_messages
 from langgraph_ctx.tokens import TiktokenCounter
@@ -259,9 +260,13 @@ def replay(
     previous: list[BaseMessage] = []
     last = 0
     prompt: list[BaseMessage] = []
+    began = shown_at = time.perf_counter()
     for i, message in enumerate(messages):
         if i == 0 or not isinstance(message, AIMessage):
             continue
+        if time.perf_counter() - shown_at > EVERY_SECONDS:
+            shown_at = time.perf_counter()
+            progress(f"  {system.name}: message {i:,} of {len(messages):,}")
         new = list(messages[last:i])
         last = i
         start = time.perf_counter()
@@ -308,6 +313,8 @@ def replay(
         stored = "\n".join(system.recoverable_texts())
         result.facts_recoverable = sum(f in stored for f in facts)
     result.extra = system.finish(messages, prompt)
+    if (took := time.perf_counter() - began) > EVERY_SECONDS:
+        progress(f"  {system.name}: {len(messages):,} messages done in {took:.1f} s")
     return result
 
 
