@@ -69,9 +69,9 @@ QUICKSTART: list[Cell] = [
         folder: `list_dir`, `read_file` (100 numbered lines per call) and `search_text`. We point
         them at the package's sources, so the outputs are real and large.
 
-        The model is `GenericFakeChatModel` replaying a fixed plan of tool calls. With an API key
-        you would write `model = init_chat_model("openai:gpt-4o-mini")` instead; nothing else
-        changes.
+        The model is the package's `ScriptedChatModel` replaying a fixed plan of tool calls (it
+        binds tools and has a model profile, like a real chat model). With an API key you would
+        write `model = init_chat_model("openai:gpt-4o-mini")` instead; nothing else changes.
         """
     ),
     code(
@@ -80,23 +80,15 @@ QUICKSTART: list[Cell] = [
         from typing import Any
 
         from langchain.agents import create_agent
-        from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
         from langchain_core.messages import AIMessage, HumanMessage
         from langgraph.checkpoint.memory import InMemorySaver
 
         import langgraph_ctx
-        from langgraph_ctx import ContextMemory
+        from langgraph_ctx import ContextMemory, ScriptedChatModel
         from langgraph_ctx.cli.demo import make_tools
 
         ROOT = Path(langgraph_ctx.__file__).parent  # the package's own sources
         tools = make_tools(ROOT)
-
-
-        class ScriptedModel(GenericFakeChatModel):
-            \"\"\"Replays `messages` in order; binding tools changes nothing.\"\"\"
-
-            def bind_tools(self, tools: Any, **kwargs: Any) -> "ScriptedModel":
-                return self
 
 
         def call(n: int, name: str, **args: Any) -> AIMessage:
@@ -124,7 +116,7 @@ QUICKSTART: list[Cell] = [
             read(10, "view.py"),
             AIMessage("Tokens are counted by TiktokenCounter in tokens.py.", id="ai-11"),
         ]
-        model = ScriptedModel(messages=iter(script))
+        model = ScriptedChatModel(messages=script)
         """
     ),
     md(
@@ -659,12 +651,11 @@ PERSISTENCE: list[Cell] = [
         from typing import Any
 
         from langchain.agents import create_agent
-        from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
         from langchain_core.messages import AIMessage, HumanMessage
         from langgraph.checkpoint.sqlite import SqliteSaver
 
         import langgraph_ctx
-        from langgraph_ctx import ContextMemory, DirectoryBackend, validate_messages
+        from langgraph_ctx import ContextMemory, DirectoryBackend, ScriptedChatModel, validate_messages
         from langgraph_ctx.cli.demo import make_tools
 
         workdir = Path(tempfile.mkdtemp(prefix="langgraph-ctx-persistence-"))
@@ -673,13 +664,6 @@ PERSISTENCE: list[Cell] = [
         WINDOW = 5_000
         tools = make_tools(Path(langgraph_ctx.__file__).parent)
         config = {"configurable": {"thread_id": "explore"}}
-
-
-        class ScriptedModel(GenericFakeChatModel):
-            \"\"\"Replays `messages` in order; binding tools changes nothing.\"\"\"
-
-            def bind_tools(self, tools: Any, **kwargs: Any) -> "ScriptedModel":
-                return self
 
 
         def call(n: int, name: str, **args: Any) -> AIMessage:
@@ -696,7 +680,7 @@ PERSISTENCE: list[Cell] = [
             conn = sqlite3.connect(DB, check_same_thread=False)
             memory = ContextMemory(context_window_tokens=WINDOW, archive=DirectoryBackend(ARCHIVE))
             agent = create_agent(
-                ScriptedModel(messages=iter(script)),
+                ScriptedChatModel(messages=script),
                 tools,
                 system_prompt="You explore a folder of source files with the tools you have.",
                 middleware=[memory.middleware()],
