@@ -330,7 +330,7 @@ def _inspect(args: argparse.Namespace) -> int:
         (
             "running summary",
             f"{len(summary.get('text') or ''):,} chars, "
-            f"{SUMMARY_SOURCES.get(summary.get('source'), summary.get('source'))}, "
+            f"{SUMMARY_SOURCES.get(str(summary.get('source')), summary.get('source'))}, "
             f"{summary.get('updates', 0)} update(s), covers {len(summary.get('covered_ids') or [])}"
             f" messages, {len(summary.get('dump_refs') or [])} insurance dump(s)"
             if summary

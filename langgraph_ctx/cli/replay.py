@@ -144,7 +144,7 @@ def replay_model(replies: Sequence[AIMessage]) -> ScriptedChatModel:
     provider would report it, so the hint rebuild after a turn sees real prompt sizes.
     """
     return ScriptedChatModel(
-        messages=list(replies),
+        messages=iter(list(replies)),
         fallback=NO_MORE_TURNS,
         usage_counter=TiktokenCounter("gpt-4o"),
         profile=None,
