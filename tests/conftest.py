@@ -161,12 +161,28 @@ def load_trajectories(directory: Path | None = None) -> dict[str, list[BaseMessa
     return {name: list(msgs) for name, msgs in _load_all(directory).items()}
 
 
+NO_TRAJECTORIES = f"no trajectories at {TRAJECTORY_DIR} (../shared is not checked out)"
+"""Why a test marked `trajectories` skips on a plain clone."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On a clone without `../shared`, every test marked `trajectories` skips, saying why.
+
+    (Without this a test that loops over `load_trajectories()` would pass over nothing.)
+    """
+    if TRAJECTORY_DIR.is_dir():
+        return
+    for item in items:
+        if item.get_closest_marker("trajectories") is not None:
+            item.add_marker(pytest.mark.skip(reason=NO_TRAJECTORIES))
+
+
 @pytest.fixture(scope="session")
 def trajectories() -> dict[str, list[BaseMessage]]:
     """The real trajectories; skips the test when `../shared` is absent."""
     loaded = load_trajectories()
     if not loaded:
-        pytest.skip(f"no trajectories at {TRAJECTORY_DIR} (../shared is not checked out)")
+        pytest.skip(NO_TRAJECTORIES)
     return loaded
 
 
