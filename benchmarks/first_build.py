@@ -3,8 +3,8 @@
 A thread that grew without `langgraph_ctx` has no ledger, so its first build starts from the
 whole history and the window shrinks turn by turn (hundreds of times) down to the target. This
 table times that build at 1,000, 4,000 and 8,000 messages, CPU seconds, best of three (one,
-and no 8,000, with `--quick`), after a warm-up build (imports, tokenizer tables). Later builds start from
-the ledger's window and are timed by the `pipeline` section.
+and no 8,000, with `--quick`), after a warm-up build (imports, tokenizer tables). Later builds
+start from the ledger's window and are timed by the `pipeline` section.
 """
 
 from __future__ import annotations
