@@ -304,8 +304,8 @@ def _finish(out: Output, title: str, result: Any, command: str) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from langgraph_ctx.cli.replay import inspect_thread
     from langgraph_ctx.cli.runs import SUMMARY_SOURCES
+    from langgraph_ctx.cli.threads import inspect_thread
 
     data = inspect_thread(args.db, args.thread, args.archive)
     ledger = data["ledger"]
@@ -369,7 +369,7 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _edits_grid(out: Output, edits: list[Any], args: argparse.Namespace) -> None:
     """Everything the thread's edits took out of the prompt, and the references to restore."""
-    from langgraph_ctx.cli.replay import EDIT_KINDS
+    from langgraph_ctx.cli.threads import EDIT_KINDS
 
     header = ["kind", "what", "edits", "messages", "still live", "references"]
     body = [
@@ -405,7 +405,7 @@ _REFS_SHOWN = 5
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from langgraph_ctx.cli.replay import restore_entry
+    from langgraph_ctx.cli.threads import restore_entry
 
     if args.out is not None:
         _existing_folder(args.out, "--out")
@@ -430,7 +430,7 @@ def _existing_folder(path: Path, option: str) -> None:
 def _compact(args: argparse.Namespace) -> int:
     from langchain_core.messages import messages_to_dict
 
-    from langgraph_ctx.cli.replay import compact_transcript
+    from langgraph_ctx.cli.threads import compact_transcript
 
     _existing_folder(args.out, "--out")
     messages, report, before = compact_transcript(

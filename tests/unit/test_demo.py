@@ -302,7 +302,7 @@ def test_a_failed_model_run_keeps_the_stored_thread_and_its_reports(
     tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from langgraph_ctx import ScriptedChatModel
-    from langgraph_ctx.cli.replay import inspect_thread
+    from langgraph_ctx.cli.threads import inspect_thread
 
     assert main(["demo", str(tree), "--steps", "3"]) == 0
     reports = Path(".langgraph_ctx/demo.reports.json")

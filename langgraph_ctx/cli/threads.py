@@ -1,0 +1,173 @@
+"""Stored threads behind `langgraph-ctx inspect`, `restore` and `compact`.
+
+`inspect_thread` reads what a demo or replay stored: live state, ledger, reports, the full
+history, and every edit the reports record with the archive references that restore it
+(`thread_edits`). `restore_entry` reads one archive entry back, verified; `compact_transcript`
+builds a transcript down to a budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
+
+from langgraph_ctx.archive import encode_message
+from langgraph_ctx.cli.replay import (
+    CheckpointView,
+    load_strategies,
+    load_transcript,
+    open_saver,
+    thread_ids,
+)
+from langgraph_ctx.cli.runs import InputError
+from langgraph_ctx.errors import ArchiveError
+
+
+def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
+    """What a stored thread holds: ledger, summary, reports, live and full history, edits."""
+    from langgraph_ctx.archive import Archive, DirectoryBackend
+    from langgraph_ctx.memory import ContextMemory
+
+    with open_saver(db, create=False) as saver:
+        known = thread_ids(saver)
+        if thread not in known:
+            listed = ", ".join(known[:10]) or "none"
+            msg = f"no thread {thread!r} in {db}; threads there: {listed}"
+            raise InputError(msg)
+        memory = ContextMemory(context_window_tokens=1, archive=DirectoryBackend(archive_dir))
+        view = CheckpointView(saver)
+        config: RunnableConfig = {"configurable": {"thread_id": thread}}
+        values = view.get_state(config).values
+        reports = memory.get_reports(view, config)
+        try:
+            full: list[BaseMessage] | None = memory.get_full_history(view, config)
+            full_error = None
+        except ArchiveError as exc:
+            full, full_error = None, str(exc)
+    live = list(values.get("messages") or [])
+    archive = Archive(DirectoryBackend(archive_dir), thread_id=thread)
+    return {
+        "live": live,
+        "ledger": dict(values.get("context_ledger") or {}),
+        "reports": reports,
+        "full": full,
+        "full_error": full_error,
+        "edits": thread_edits(reports, archive, {m.id for m in live}),
+    }
+
+
+EDIT_KINDS = {
+    "drop_memory": "memory results dropped from the prompt",
+    "prune": "tool outputs pruned (shown as a placeholder)",
+    "compact": "tool outputs compacted into the archive",
+    "shrink": "messages left the window",
+    "auto_compact": "messages folded into the running summary",
+    "summarize": "messages folded into the running summary",
+    "rebuild": "messages removed from live state by a hint rebuild",
+    "remove": "messages removed from live state (remove_summarized)",
+}
+"""What each kind of edit did, as `inspect` lists it."""
+
+
+@dataclass
+class ThreadEdit:
+    """One kind of edit over a thread's life, with how to get its messages back."""
+
+    kind: str
+    edits: int
+    """Decisions of this kind that changed the prompt."""
+    message_ids: list[str]
+    """Every message they touched, oldest first, once."""
+    refs: list[str]
+    """Archive references that restore them (a compacted output, a dump of many)."""
+    live: int
+    """How many of the messages are still in live state (the prompt only showed them less)."""
+
+
+def thread_edits(
+    reports: Sequence[Any], archive: Any, live_ids: set[str | None]
+) -> list[ThreadEdit]:
+    """Every edit the thread's reports record, by kind, with the references to restore from.
+
+    A message the archive holds is restorable by its reference (`restore REF`) or its id; one
+    still in live state was only shown differently in the prompt and is in the thread as is.
+    """
+    from langgraph_ctx.cli.runs import changed
+
+    found: dict[str, ThreadEdit] = {}
+    for report in reports:
+        for d in report.decisions:
+            data = {"message_ids": d.message_ids, "tokens_before": d.tokens_before}
+            data["tokens_after"] = d.tokens_after
+            if d.kind not in EDIT_KINDS or not changed(data):
+                continue
+            edit = found.setdefault(d.kind, ThreadEdit(d.kind, 0, [], [], 0))
+            edit.edits += 1
+            edit.message_ids.extend(i for i in d.message_ids if i not in edit.message_ids)
+            detail = d.detail or {}
+            for ref in [*(detail.get("refs") or []), detail.get("dump_ref")]:
+                if ref and ref not in edit.refs:
+                    edit.refs.append(str(ref))
+    for edit in found.values():
+        edit.live = sum(1 for i in edit.message_ids if i in live_ids)
+        if edit.kind in {"prune", "shrink", "drop_memory"}:
+            for message_id in edit.message_ids:  # archived later (a dump), or not at all
+                ref = None if message_id in live_ids else _lookup(archive, message_id)
+                if ref and ref not in edit.refs:
+                    edit.refs.append(ref)
+    return [found[k] for k in EDIT_KINDS if k in found]
+
+
+def _lookup(archive: Any, message_id: str) -> str | None:
+    try:
+        found: str | None = archive.lookup(message_id)
+    except ArchiveError:
+        return None
+    return found
+
+
+def restore_entry(ref_or_id: str, *, thread: str, archive_dir: Path) -> bytes:
+    """The archived bytes of one entry (a message, a dump or a text), verified."""
+    from langgraph_ctx.archive import Archive, DirectoryBackend, encode_messages
+
+    if not archive_dir.is_dir():
+        msg = f"no archive directory at {archive_dir}; pass the --archive a run wrote"
+        raise InputError(msg)
+    entry = Archive(DirectoryBackend(archive_dir), thread_id=thread).read(ref_or_id)
+    if isinstance(entry, BaseMessage):
+        return encode_message(entry)
+    if isinstance(entry, list):
+        return encode_messages(entry)
+    return entry.encode("utf-8", "surrogatepass")
+
+
+def compact_transcript(
+    path: str | Path,
+    *,
+    window: int,
+    reserved: int = 0,
+    strategies: str | None = None,
+    archive_dir: Path,
+    thread: str,
+) -> tuple[list[BaseMessage], Any, int]:
+    """A transcript built down to a budget: `(prompt, report, tokens before)`."""
+    from langgraph_ctx.archive import Archive, DirectoryBackend
+    from langgraph_ctx.pipeline import ContextManager
+    from langgraph_ctx.strategies import default_strategies
+
+    messages = load_transcript(path)
+    built = load_strategies(strategies) or default_strategies()
+    manager = ContextManager(
+        context_window_tokens=window,
+        reserved_output_tokens=reserved,
+        strategies=built,
+        archive=Archive(DirectoryBackend(archive_dir), thread_id=thread),
+    )
+    before = manager.token_counter(messages)
+    result = manager.build(messages)
+    return result.messages, result.report, before
