@@ -34,6 +34,7 @@ EXPECTED = [
     "TiktokenCounter",
     "TokenCounter",
     "count_tokens",
+    "counter_for_model",
     "default_strategies",
     "register_strategy",
     "repair_messages",
