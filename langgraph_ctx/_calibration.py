@@ -44,7 +44,8 @@ def reported_input_tokens(message: BaseMessage) -> int | None:
     """`usage_metadata["input_tokens"]` of an AI message, when it is a whole number > 0."""
     if not isinstance(message, AIMessage):
         return None
-    tokens = (message.usage_metadata or {}).get("input_tokens")
+    usage: dict[str, Any] = dict(message.usage_metadata or {})
+    tokens = usage.get("input_tokens")
     if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
         return tokens
     return None

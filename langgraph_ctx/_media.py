@@ -177,13 +177,13 @@ def _wav_seconds(data: bytes) -> float | None:
     if not (data.startswith(b"RIFF") and data[8:12] == b"WAVE"):
         return None
     i = 12
-    byte_rate = 0
+    byte_rate: int = 0
     while i + 8 <= len(data):
         chunk, size = data[i : i + 4], struct.unpack("<I", data[i + 4 : i + 8])[0]
         if chunk == b"fmt " and i + 20 <= len(data):
-            byte_rate = struct.unpack("<I", data[i + 16 : i + 20])[0]
+            byte_rate = int(struct.unpack("<I", data[i + 16 : i + 20])[0])
         if chunk == b"data" and byte_rate:
-            return min(size, len(data) - i - 8) / byte_rate
+            return float(min(size, len(data) - i - 8) / byte_rate)
         i += 8 + size + (size & 1)
     return None
 

@@ -80,8 +80,10 @@ def provider_family(model: Any) -> str:
             return "anthropic"
         if short.startswith(("gemini", "gemma", "models/gemini")):
             return "google"
-        if provider in ("openai", "azure", "azure_openai", "") and name and is_openai_model_name(
-            name
+        if (
+            provider in ("openai", "azure", "azure_openai", "")
+            and name
+            and is_openai_model_name(name)
         ):
             return "openai"
         kind = type(model).__name__.lower()

@@ -29,6 +29,7 @@ from langgraph_ctx._assembly import (
     render_skills,
     split_base,
 )
+from langgraph_ctx._calibration import observe, remember_prompt
 from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
 from langgraph_ctx._render import RenderCache
 from langgraph_ctx.errors import (
@@ -37,7 +38,6 @@ from langgraph_ctx.errors import (
     HistoryTooLongError,
     InvalidMessagesError,
 )
-from langgraph_ctx._calibration import observe, remember_prompt
 from langgraph_ctx.ledger import ContextLedger, adopt_summary, repair_ledger, set_last_report
 from langgraph_ctx.messages import coerce_messages, is_user_input, text_of
 from langgraph_ctx.report import ContextBudget, ContextCostReport
