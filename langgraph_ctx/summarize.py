@@ -116,7 +116,11 @@ class Summarizer:
       `too long to summarize`, `maximum context length`, `rate limit`;
     - structured with closed `<completed>` and `<remaining>` sections (missing `<current_state>`
       or `<notes>` are added empty), or free text with no section tag at all, which is accepted
-      and wrapped into `<current_state>`.
+      and wrapped into `<current_state>`;
+    - a summary, not a copy: output whose phrases are mostly the prompt's own section
+      descriptions (a small model parroting its instructions), or mostly runs of eight words
+      copied verbatim from the transcript (a near-copy of the input), is rejected. Runs the
+      previous summary holds are not counted (folding keeps its items verbatim).
 
     Every failure (exception, timeout, rejected output) costs one attempt; after `1 + retries`
     attempts on a chunk, the messages from that chunk on go to `fallback_summary`, folded into
@@ -300,7 +304,12 @@ class Summarizer:
                 except Exception as exc:  # a failure may pass: try again
                     problems.append(_describe(exc))
                     continue
-                text, problem = _validate(reply, max_chars=self.max_output_chars)
+                text, problem = _validate(
+                    reply,
+                    max_chars=self.max_output_chars,
+                    source=text_of(prompt[-1]),
+                    previous=running,
+                )
                 if text is None:  # the model answered, unusably: asking again costs the same
                     problems.append(problem or "invalid output")
                 break
