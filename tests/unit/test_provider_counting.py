@@ -233,6 +233,15 @@ def test_documents_are_billed_by_page() -> None:
 
 def test_text_and_tool_calls_still_count() -> None:
     counter = ApproximateCounter(provider="unknown")
+    assert counter.method == "chars"
     call = {"name": "read", "args": {"path": "a" * 40}, "id": "c1"}
     messages: list[BaseMessage] = [HumanMessage("b" * 400), AIMessage("", tool_calls=[call])]
     assert counter(messages) > 100 + 10
+
+
+def test_unknown_providers_get_the_tokenizer_shaped_estimate() -> None:
+    counter = counter_for_model("llama-3.1-8b")
+    assert isinstance(counter, ApproximateCounter) and counter.method == "pieces"
+    code = "def parse(path: str) -> dict[str, int]:\n    return {'a': 1, 'b': 22}\n"
+    assert counter.count_text(code) == 34
+    assert counter.count_text("汉字" * 10) == 10  # other scripts split finer
