@@ -65,7 +65,7 @@ class ContextMemory:
 
     Args:
         model: The chat model the agent uses; its profile sets the window when no number is
-            given, and its name picks the tokenizer.
+            given, and it picks the token counter (`counter_for_model`: its provider and name).
         context_window_tokens: The window in tokens (wins over the model profile).
         reserved_output_tokens: Tokens kept free for the reply.
         strategies: Strategies or configs, run in order; default `default_strategies()`

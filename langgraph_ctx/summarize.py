@@ -54,7 +54,7 @@ from langgraph_ctx._summary_text import (  # re-exported: the public names live 
 )
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages import split_blocks, text_of
-from langgraph_ctx.tokens import TokenCounter, get_counter
+from langgraph_ctx.tokens import TiktokenCounter, TokenCounter, counter_for_model, get_counter
 
 __all__ = [
     "SUMMARY_PROMPT",
@@ -88,6 +88,14 @@ class SummaryOutcome:
     model_calls: int
     error: str | None
     input_tokens: int
+
+
+def _default_counter(model: BaseChatModel | None) -> TokenCounter:
+    """The summarizer model's counter (`counter_for_model`); OpenAI's is the shared one."""
+    counter = counter_for_model(model)
+    if isinstance(counter, TiktokenCounter):  # the per-process instance keeps its cache
+        return get_counter(counter.model)
+    return counter
 
 
 def _describe(exc: BaseException) -> str:
@@ -149,7 +157,8 @@ class Summarizer:
     message's text clipped. `None`: the model's own window (`profile["max_input_tokens"]` less
     `max_output_tokens`), or 16,000 when the model has no profile."""
     token_counter: TokenCounter | None = None
-    """Counts prompt tokens; `None` uses the exact gpt-4o tiktoken counter."""
+    """Counts prompt tokens; `None` uses the model's (`counter_for_model`: exact tiktoken for
+    OpenAI models and without a model, a provider approximation otherwise)."""
     redact: Callable[[str], str] | None = None
     """Applied to every text sent to the model and to the fallback's input."""
     tags: Sequence[str] = ("langgraph_ctx", "langgraph_ctx:summarizer")
@@ -223,7 +232,7 @@ class Summarizer:
         return self.max_output_tokens * _CHARS_PER_TOKEN
 
     def _count(self, messages: Sequence[BaseMessage]) -> int:
-        counter = self.token_counter or get_counter("gpt-4o")
+        counter = self.token_counter or _default_counter(self.model)
         return counter(messages)
 
     def redact_messages(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
