@@ -46,7 +46,13 @@ from langgraph_ctx.strategies import (
     strategies_from_config,
 )
 from langgraph_ctx.summarize import Summarizer
-from langgraph_ctx.tokens import ApproximateCounter, TiktokenCounter, TokenCounter, count_tokens
+from langgraph_ctx.tokens import (
+    ApproximateCounter,
+    TiktokenCounter,
+    TokenCounter,
+    count_tokens,
+    counter_for_model,
+)
 from langgraph_ctx.view import PromptView
 
 __all__ = [
@@ -81,6 +87,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "count_tokens",
+    "counter_for_model",
     "default_strategies",
     "register_strategy",
     "repair_messages",

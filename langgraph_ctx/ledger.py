@@ -8,6 +8,7 @@ checkpointed state trip `LANGGRAPH_STRICT_MSGPACK`; this is dicts, lists, string
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -68,6 +69,17 @@ class EntitiesEntry(TypedDict, total=False):
     error: str | None
 
 
+class CalibrationEntry(TypedDict, total=False):
+    """What the provider's real usage taught about the counter (see `_calibration`)."""
+
+    ratio: float
+    samples: list[float]
+    observations: int
+    last_estimated: int | None
+    last_reported: int | None
+    pending: dict[str, Any] | None
+
+
 class ContextLedger(TypedDict, total=False):
     """The JSON-able record the pipeline persists (all keys optional)."""
 
@@ -78,15 +90,32 @@ class ContextLedger(TypedDict, total=False):
     hint: HintEntry | None
     entities: EntitiesEntry | None
     last_report: dict[str, Any] | None
+    calibration: CalibrationEntry | None
 
 
-LEDGER_KEYS = ("pruned", "compacted", "window", "summary", "hint", "entities", "last_report")
+LEDGER_KEYS = (
+    "pruned",
+    "compacted",
+    "window",
+    "summary",
+    "hint",
+    "entities",
+    "last_report",
+    "calibration",
+)
 
 
 def empty_ledger() -> ContextLedger:
     """A ledger with nothing recorded."""
     return ContextLedger(
-        pruned={}, compacted={}, window={}, summary=None, hint=None, entities=None, last_report=None
+        pruned={},
+        compacted={},
+        window={},
+        summary=None,
+        hint=None,
+        entities=None,
+        last_report=None,
+        calibration=None,
     )
 
 
@@ -293,6 +322,34 @@ def set_last_report(ledger: ContextLedger | dict[str, Any], report: dict[str, An
     target["last_report"] = report
 
 
+def record_calibration(
+    ledger: ContextLedger, *, ratio: float, samples: list[float], estimated: int, reported: int
+) -> None:
+    """Record one observation of the provider's prompt size against our estimate."""
+    entry: Any = dict(ledger.get("calibration") or {})
+    entry.update(
+        ratio=ratio,
+        samples=list(samples),
+        observations=int(entry.get("observations", 0)) + 1,
+        last_estimated=estimated,
+        last_reported=reported,
+        pending=None,
+    )
+    ledger["calibration"] = entry
+
+
+def set_calibration_pending(
+    ledger: ContextLedger, *, after_id: str | None, tokens: int, ratio: float
+) -> None:
+    """Remember the prompt just built, so the reply's usage can be checked against it."""
+    entry: Any = dict(ledger.get("calibration") or {})
+    entry.setdefault("ratio", 1.0)
+    entry["pending"] = (
+        {"after_id": after_id, "tokens": tokens, "ratio": ratio} if after_id else None
+    )
+    ledger["calibration"] = entry
+
+
 def _union(old: Sequence[str], new: Sequence[str]) -> list[str]:
     """`old`, then the ids of `new` not yet in it, in order: a message is covered once."""
     merged = list(old)
@@ -447,6 +504,38 @@ def _last_report(value: Any, repairs: list[str]) -> Any:
     return value
 
 
+def _is_ratio(value: Any) -> bool:
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value > 0
+    )
+
+
+def _calibration(value: Any, repairs: list[str]) -> Any:
+    ok = isinstance(value, Mapping) and _is_ratio(value.get("ratio", 1.0))
+    samples = value.get("samples", []) if ok else None
+    ok = ok and isinstance(samples, list) and all(_is_ratio(v) for v in samples)
+    pending = value.get("pending") if ok else None
+    ok = ok and (
+        pending is None
+        or (
+            isinstance(pending, Mapping)
+            and _optional_str(pending.get("after_id"))
+            and _is_int(pending.get("tokens"))
+            and _is_ratio(pending.get("ratio"))
+        )
+    )
+    if not ok:
+        repairs.append(
+            f"ledger['calibration']: malformed {shorten(value)}; dropped (learned again from "
+            "the next replies)"
+        )
+        return None
+    return value
+
+
 _REPAIRS: dict[str, Callable[[Any, list[str]], Any]] = {
     "pruned": _pruned,
     "compacted": _compacted,
@@ -455,4 +544,5 @@ _REPAIRS: dict[str, Callable[[Any, list[str]], Any]] = {
     "hint": _hint,
     "entities": _entities,
     "last_report": _last_report,
+    "calibration": _calibration,
 }

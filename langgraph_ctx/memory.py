@@ -27,6 +27,7 @@ from langgraph.config import get_config
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_ctx._calibration import reported_input_tokens
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
 from langgraph_ctx.errors import ArchiveError, ConfigError
@@ -46,8 +47,16 @@ REPORT_KEY = "context_cost"
 
 
 def attach_report(message: AIMessage, report: Mapping[str, Any]) -> AIMessage:
-    """A copy of `message` carrying the report in `response_metadata["context_cost"]`."""
-    metadata = {**message.response_metadata, REPORT_KEY: dict(report)}
+    """A copy of `message` carrying the report in `response_metadata["context_cost"]`.
+
+    The report gains `reported_tokens`, the provider's count of the prompt from the reply's
+    `usage_metadata`, next to the package's estimate `tokens`.
+    """
+    report = dict(report)
+    reported = reported_input_tokens(message)
+    if reported is not None:
+        report["reported_tokens"] = reported
+    metadata = {**message.response_metadata, REPORT_KEY: report}
     return message.model_copy(update={"response_metadata": metadata})
 
 
@@ -56,7 +65,7 @@ class ContextMemory:
 
     Args:
         model: The chat model the agent uses; its profile sets the window when no number is
-            given, and its name picks the tokenizer.
+            given, and it picks the token counter (`counter_for_model`: its provider and name).
         context_window_tokens: The window in tokens (wins over the model profile).
         reserved_output_tokens: Tokens kept free for the reply.
         strategies: Strategies or configs, run in order; default `default_strategies()`

@@ -29,6 +29,7 @@ from langgraph_ctx._assembly import (
     render_skills,
     split_base,
 )
+from langgraph_ctx._calibration import observe, remember_prompt
 from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
 from langgraph_ctx._render import RenderCache
 from langgraph_ctx.errors import (
@@ -37,7 +38,7 @@ from langgraph_ctx.errors import (
     HistoryTooLongError,
     InvalidMessagesError,
 )
-from langgraph_ctx.ledger import adopt_summary, repair_ledger, set_last_report
+from langgraph_ctx.ledger import ContextLedger, adopt_summary, repair_ledger, set_last_report
 from langgraph_ctx.messages import coerce_messages, is_user_input, text_of
 from langgraph_ctx.report import ContextBudget, ContextCostReport
 from langgraph_ctx.strategies import (
@@ -49,7 +50,7 @@ from langgraph_ctx.strategies import (
     default_strategies,
     strategies_from_config,
 )
-from langgraph_ctx.tokens import TiktokenCounter, TokenCounter
+from langgraph_ctx.tokens import TokenCounter, counter_for_model
 from langgraph_ctx.view import PromptView, SummaryPlacement
 
 if TYPE_CHECKING:
@@ -100,7 +101,9 @@ class ContextManager:
         strategies: Strategy objects or configs, run in this order on every build; default
             `default_strategies(summarize=False)` (the manager may have no archive to insure
             a summary with; `ContextMemory`, which always has one, summarizes by default).
-        token_counter: Any `Sequence[BaseMessage] -> int`; default exact `TiktokenCounter`.
+        token_counter: Any `Sequence[BaseMessage] -> int`; default `counter_for_model(model)`:
+            exact `TiktokenCounter` for OpenAI models (and without a model), else an
+            `ApproximateCounter` for the model's provider, calibrated from real usage.
         archive: A thread-bound `Archive` for compaction, insurance dumps and recall.
         store: A LangGraph `BaseStore` searched for memory when `build(memory=None)`.
         memory_namespace: Namespace searched in `store`.
@@ -196,9 +199,7 @@ class ContextManager:
             if strategies is not None
             else default_strategies(summarize=False)
         )
-        self.token_counter: TokenCounter = token_counter or TiktokenCounter(
-            getattr(model, "model_name", None) or "gpt-4o"
-        )
+        self.token_counter: TokenCounter = token_counter or counter_for_model(model)
         self.archive = archive
         self.store = store
         self.memory_namespace = memory_namespace
@@ -314,6 +315,7 @@ class ContextManager:
                 "[SystemMessage('...'), HumanMessage('...')]"
             )
             raise InvalidMessagesError(msg, ["no_conversation"])
+        counter, ratio = self._calibrated_counter(ledger, history)
         tools_out = filter_tools(tools, self.tool_policy)
         items = list(memory) if memory is not None else (yield from self._search_memory(history))
         archive = archive if archive is not None else self.archive
@@ -325,8 +327,8 @@ class ContextManager:
             render_cache=self._render_cache,
             ledger=ledger,
             budget=self.budget,
-            counter=self.token_counter,
-            tool_tokens=self._count_tools(tools_out),
+            counter=counter,
+            tool_tokens=self._count_tools(tools_out, counter),
             static_fragments=fragments + list(injections or ()),
             memory_items=items[: self.memory_search_limit],
             resources=self._resources(archive),
@@ -343,16 +345,35 @@ class ContextManager:
             at = next(i for i, s in enumerate(self.strategies) if isinstance(s, DropMemory))
             for strategy in self.strategies[at + 1 :]:
                 yield from apply_strategy(strategy, view)
-        return self._finish(view, tools_out)
+        return self._finish(view, tools_out, ratio)
 
     # --- helpers -------------------------------------------------------------------------
 
-    def _finish(self, view: PromptView, tools: list[Any]) -> BuildResult:
+    def _calibrated_counter(
+        self, ledger: ContextLedger, history: Sequence[BaseMessage]
+    ) -> tuple[TokenCounter, float | None]:
+        """The counter for this build: an approximation scaled by the ledger's learned ratio.
+
+        Exact counters (and custom callables without `with_ratio`) are used as they are.
+        """
+        with_ratio = getattr(self.token_counter, "with_ratio", None)
+        if not callable(with_ratio):
+            return self.token_counter, None
+        ratio = observe(ledger, history)
+        if not (ledger.get("calibration") or {}).get("samples"):  # nothing learned yet
+            ratio = float(getattr(self.token_counter, "ratio", 1.0))
+        counter: TokenCounter = with_ratio(ratio)
+        return counter, ratio
+
+    def _finish(self, view: PromptView, tools: list[Any], ratio: float | None) -> BuildResult:
         view.reconcile()  # the persisted ledger names only what the prompt shows
         prompt = view.render()
         view.tokens = view.count_full()
         report = view.report
         report.tokens, report.messages_out = view.tokens, len(prompt)
+        if ratio is not None:
+            report.calibration_ratio = ratio
+            remember_prompt(view.ledger, view.history, view.tokens, ratio)
         if view.tokens > view.budget.limit:
             report.fail(
                 f"the prompt needs {view.tokens} tokens but the limit is {view.budget.limit} "
@@ -386,16 +407,16 @@ class ContextManager:
             advice += f" Skipped on the way: {'; '.join(dict.fromkeys(skipped))}."
         return advice
 
-    def _count_tools(self, tools: list[Any]) -> int:
+    def _count_tools(self, tools: list[Any], counter: TokenCounter) -> int:
         if not tools:
             return 0
-        count_tools = getattr(self.token_counter, "count_tools", None)
+        count_tools = getattr(counter, "count_tools", None)
         if callable(count_tools):
             return int(count_tools(tools))
         from langchain_core.utils.function_calling import convert_to_openai_tool
 
         schemas = json.dumps([convert_to_openai_tool(t) for t in tools], sort_keys=True)
-        return self.token_counter([SystemMessage(schemas)]) - self.token_counter([])
+        return counter([SystemMessage(schemas)]) - counter([])
 
     def _search_memory(self, history: list[BaseMessage]) -> Plan[list[str]]:
         if self.store is None or self.memory_search_limit == 0:

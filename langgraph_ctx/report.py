@@ -144,6 +144,11 @@ class ContextCostReport:
     """Messages in the prompt sent."""
     decisions: list[Decision] = field(default_factory=list)
     """Steps taken, in order."""
+    calibration_ratio: float = 1.0
+    """The learned provider/estimate ratio `tokens` was scaled by (approximate counters)."""
+    reported_tokens: int | None = None
+    """The provider's own count of this prompt (`usage_metadata["input_tokens"]` of the
+    reply), once the reply is in; compare with `tokens`, the package's estimate."""
     ok: bool = True
     """False when the build raised (the report then travels on the error)."""
     error: str | None = None

@@ -54,7 +54,7 @@ from langgraph_ctx._summary_text import (  # re-exported: the public names live 
 )
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages import split_blocks, text_of
-from langgraph_ctx.tokens import TokenCounter, get_counter
+from langgraph_ctx.tokens import TiktokenCounter, TokenCounter, counter_for_model, get_counter
 
 __all__ = [
     "SUMMARY_PROMPT",
@@ -90,6 +90,14 @@ class SummaryOutcome:
     input_tokens: int
 
 
+def _default_counter(model: BaseChatModel | None) -> TokenCounter:
+    """The summarizer model's counter (`counter_for_model`); OpenAI's is the shared one."""
+    counter = counter_for_model(model)
+    if isinstance(counter, TiktokenCounter):  # the per-process instance keeps its cache
+        return get_counter(counter.model)
+    return counter
+
+
 def _describe(exc: BaseException) -> str:
     text = _one_line(str(exc))
     return _clip(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, 200)
@@ -116,7 +124,11 @@ class Summarizer:
       `too long to summarize`, `maximum context length`, `rate limit`;
     - structured with closed `<completed>` and `<remaining>` sections (missing `<current_state>`
       or `<notes>` are added empty), or free text with no section tag at all, which is accepted
-      and wrapped into `<current_state>`.
+      and wrapped into `<current_state>`;
+    - a summary, not a copy: output whose phrases are mostly the prompt's own section
+      descriptions (a small model parroting its instructions), or mostly runs of eight words
+      copied verbatim from the transcript (a near-copy of the input), is rejected. Runs the
+      previous summary holds are not counted (folding keeps its items verbatim).
 
     Every failure (exception, timeout, rejected output) costs one attempt; after `1 + retries`
     attempts on a chunk, the messages from that chunk on go to `fallback_summary`, folded into
@@ -145,7 +157,8 @@ class Summarizer:
     message's text clipped. `None`: the model's own window (`profile["max_input_tokens"]` less
     `max_output_tokens`), or 16,000 when the model has no profile."""
     token_counter: TokenCounter | None = None
-    """Counts prompt tokens; `None` uses the exact gpt-4o tiktoken counter."""
+    """Counts prompt tokens; `None` uses the model's (`counter_for_model`: exact tiktoken for
+    OpenAI models and without a model, a provider approximation otherwise)."""
     redact: Callable[[str], str] | None = None
     """Applied to every text sent to the model and to the fallback's input."""
     tags: Sequence[str] = ("langgraph_ctx", "langgraph_ctx:summarizer")
@@ -219,7 +232,7 @@ class Summarizer:
         return self.max_output_tokens * _CHARS_PER_TOKEN
 
     def _count(self, messages: Sequence[BaseMessage]) -> int:
-        counter = self.token_counter or get_counter("gpt-4o")
+        counter = self.token_counter or _default_counter(self.model)
         return counter(messages)
 
     def redact_messages(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -300,7 +313,12 @@ class Summarizer:
                 except Exception as exc:  # a failure may pass: try again
                     problems.append(_describe(exc))
                     continue
-                text, problem = _validate(reply, max_chars=self.max_output_chars)
+                text, problem = _validate(
+                    reply,
+                    max_chars=self.max_output_chars,
+                    source=text_of(prompt[-1]),
+                    previous=running,
+                )
                 if text is None:  # the model answered, unusably: asking again costs the same
                     problems.append(problem or "invalid output")
                 break

@@ -99,11 +99,16 @@ def test_folded_fallback_keeps_the_record_of_finished_work() -> None:
 
 
 def echoing_model() -> ScriptedChatModel:
-    """A naive summarizer that copies every transcript line into its notes."""
+    """A naive summarizer that copies the transcript's lines holding markup into its notes.
+
+    (A model copying every line is refused as a near-copy of its input, see
+    `tests/unit/test_summary_validation.py`; this one copies the planted line verbatim.)
+    """
 
     def step(prompt: list[BaseMessage]) -> AIMessage:
         transcript = text_of(prompt[-1]).split("<transcript>\n", 1)[1]
-        lines = "\n".join(f"- {line}" for line in transcript.splitlines() if line.strip())
+        lines = "\n".join(f"- {line}" for line in transcript.splitlines() if "&lt;" in line)
+        assert lines  # the planted line reached the model, escaped
         return AIMessage(
             "<completed>\n- Read the release notes; ran the tests (42 passed).\n</completed>\n"
             "<remaining>\n- None.\n</remaining>\n<current_state>\n- Release 2.4.\n"

@@ -35,6 +35,7 @@ EXPECTED = [
     "TiktokenCounter",
     "TokenCounter",
     "count_tokens",
+    "counter_for_model",
     "default_strategies",
     "register_strategy",
     "repair_messages",

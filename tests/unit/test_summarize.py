@@ -32,7 +32,7 @@ from langgraph_ctx.summarize import (
     redact_messages,
     render_transcript,
 )
-from langgraph_ctx.tokens import count_tokens
+from langgraph_ctx.tokens import count_tokens, counter_for_model
 from tests.conftest import call
 from tests.fakes import ScriptedChatModel, scripted
 
@@ -164,9 +164,13 @@ async def test_model_summary_and_prompt(mode: str) -> None:
 
 
 async def test_input_tokens_counted_with_default_counter(mode: str) -> None:
+    # The default counter is the summarizer model's (`counter_for_model`): the scripted model
+    # is not OpenAI's, so it gets the provider approximation, never OpenAI's tokenizer.
     summarizer = Summarizer(model=scripted(GOOD))
     out = await run(summarizer, conversation(), mode)
-    assert out.input_tokens == count_tokens(summarizer.build_prompt(conversation())) > 100
+    prompt = summarizer.build_prompt(conversation())
+    assert out.input_tokens == counter_for_model(summarizer.model)(prompt) > 100
+    assert out.input_tokens != count_tokens(prompt)
 
 
 async def test_previous_summary_is_folded_not_resummarized(mode: str) -> None:

@@ -1,0 +1,86 @@
+"""Calibration of an approximate counter from the provider's real prompt sizes.
+
+Every build remembers, in the ledger, the prompt it built (`pending`: the id of the last history
+message it saw, the estimate and the ratio used). The next build of the thread finds the reply
+to that prompt (the message right after that id) and, when the reply carries
+`usage_metadata["input_tokens"]`, compares the provider's count with the package's own: the
+observation is `reported / unscaled estimate`. The ratio applied to counts is the median of the
+last `WINDOW` observations, each clamped to `[MIN_RATIO, MAX_RATIO]`: robust to an odd report,
+bounded, never NaN, and, since it lives in the ledger, the same for the same state after a
+restart, a replay or a fork. This pairs each reply with the prompt that was really sent (after
+pruning, summaries and windowing), which the history alone cannot tell.
+
+Pure: decisions on the ledger and the message list; the ledger writes are `ledger.py`'s.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from langgraph_ctx.ledger import ContextLedger, record_calibration, set_calibration_pending
+
+MIN_RATIO = 0.5
+"""Lowest ratio applied (a provider counting half of our estimate)."""
+MAX_RATIO = 2.0
+"""Highest ratio applied."""
+WINDOW = 9
+"""Recent observations the median is taken over."""
+
+
+def current_ratio(ledger: ContextLedger) -> float:
+    """The ratio the ledger holds (1.0 when nothing was learned yet)."""
+    ratio = (ledger.get("calibration") or {}).get("ratio", 1.0)
+    if not isinstance(ratio, (int, float)) or not math.isfinite(ratio) or ratio <= 0:
+        return 1.0
+    return float(min(max(ratio, MIN_RATIO), MAX_RATIO))
+
+
+def reported_input_tokens(message: BaseMessage) -> int | None:
+    """`usage_metadata["input_tokens"]` of an AI message, when it is a whole number > 0."""
+    if not isinstance(message, AIMessage):
+        return None
+    usage: dict[str, Any] = dict(message.usage_metadata or {})
+    tokens = usage.get("input_tokens")
+    if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
+        return tokens
+    return None
+
+
+def observe(ledger: ContextLedger, history: Sequence[BaseMessage]) -> float:
+    """Learn from the reply to the previous prompt, if the history holds it; the ratio to use.
+
+    Writes the observation into `ledger` (through `ledger.record_calibration`).
+    """
+    entry: Any = ledger.get("calibration") or {}
+    pending = entry.get("pending")
+    if not pending or not pending.get("after_id"):
+        return current_ratio(ledger)
+    after_id = pending["after_id"]
+    # The prompt's last message is near the end: search backwards.
+    at = next((i for i in range(len(history) - 1, -1, -1) if history[i].id == after_id), None)
+    if at is None or at + 1 >= len(history):
+        return current_ratio(ledger)
+    reported = reported_input_tokens(history[at + 1])
+    tokens, used = pending.get("tokens"), pending.get("ratio")
+    if reported is None or not tokens or not used or tokens <= 0 or used <= 0:
+        set_calibration_pending(ledger, after_id=None, tokens=0, ratio=current_ratio(ledger))
+        return current_ratio(ledger)
+    raw = tokens / used
+    observed = min(max(reported / raw, MIN_RATIO), MAX_RATIO)
+    samples = [*entry.get("samples", []), round(observed, 6)][-WINDOW:]
+    ratio = float(min(max(statistics.median(samples), MIN_RATIO), MAX_RATIO))
+    record_calibration(ledger, ratio=ratio, samples=samples, estimated=tokens, reported=reported)
+    return ratio
+
+
+def remember_prompt(
+    ledger: ContextLedger, history: Sequence[BaseMessage], tokens: int, ratio: float
+) -> None:
+    """Note the prompt just built so the next build can pair it with its reply."""
+    after_id = history[-1].id if history else None
+    set_calibration_pending(ledger, after_id=after_id, tokens=tokens, ratio=ratio)

@@ -1,0 +1,155 @@
+"""Calibration from real usage, end to end: the middleware, the node and the pre-model hook.
+
+The scripted model reports `usage_metadata["input_tokens"]` of 1.3 times the package's raw
+estimate of each prompt (a provider that counts more than we do). After a few calls the
+estimate the package budgets with is within 5% of what the provider reports, the ratio lives in
+the ledger (so a restarted process keeps it), and every report shows both numbers.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.warnings import LangGraphDeprecatedSinceV10
+
+from langgraph_ctx import ApproximateCounter, ContextMemory, ContextReactState, TiktokenCounter
+from langgraph_ctx.memory import REPORT_KEY
+from tests.integration._agents import drive, hand_built, synthetic_script
+
+SCALE = 1.3
+
+
+def thread() -> RunnableConfig:
+    return {"configurable": {"thread_id": f"cal-{uuid.uuid4().hex[:10]}"}}
+
+
+def memory_for(**options: Any) -> ContextMemory:
+    return ContextMemory(
+        context_window_tokens=40_000,
+        token_counter=ApproximateCounter(provider="anthropic"),
+        **options,
+    )
+
+
+def assert_converged(values: dict[str, Any]) -> None:
+    calibration = values["context_ledger"]["calibration"]
+    assert calibration["observations"] >= 3
+    assert calibration["ratio"] == pytest.approx(SCALE, rel=0.05)
+    estimated, reported = calibration["last_estimated"], calibration["last_reported"]
+    assert abs(estimated - reported) <= 0.05 * reported, (estimated, reported)
+
+
+def test_middleware_estimate_converges_on_reported_usage() -> None:
+    script = synthetic_script(turns=5, recall=False)
+    memory = memory_for()
+    # The provider counts 1.3x the package's unscaled estimate of each prompt it gets.
+    model = script.model(usage_counter=memory.manager.token_counter, usage_scale=SCALE)
+    saver = InMemorySaver()
+    agent = create_agent(
+        model,
+        script.tools(),
+        system_prompt=script.system,
+        middleware=[memory.middleware()],
+        checkpointer=saver,
+    )
+    config = thread()
+    drive(agent, script.inputs, config)
+    values = agent.get_state(config).values
+    reports = [
+        m.response_metadata[REPORT_KEY]
+        for m in values["messages"]
+        if isinstance(m, AIMessage) and REPORT_KEY in m.response_metadata
+    ]
+    assert len(reports) >= 6
+    # Every report shows the estimate and the provider's count of the same prompt.
+    assert all(isinstance(r.get("reported_tokens"), int) for r in reports)
+    first = reports[0]
+    assert first["reported_tokens"] > 1.2 * first["tokens"]  # not calibrated yet
+    for r in reports[3:]:
+        assert abs(r["tokens"] - r["reported_tokens"]) <= 0.05 * r["reported_tokens"], r
+        assert r["calibration_ratio"] == pytest.approx(SCALE, rel=0.05)
+    assert_converged(values)
+    # The ratio lives in the ledger: a new process (a new ContextMemory) builds with it.
+    restarted = memory_for()
+    live = restarted.get_live_context(agent, config)
+    assert live.report.calibration_ratio == pytest.approx(SCALE, rel=0.05)
+
+
+def test_node_and_after_turn_calibrate() -> None:
+    script = synthetic_script(turns=5, recall=False)
+    memory = memory_for()
+    model = script.model(usage_counter=memory.manager.token_counter, usage_scale=SCALE)
+    graph = hand_built(memory, model, script.tools()).compile(checkpointer=InMemorySaver())
+    config = thread()
+    inputs: list[Any] = [{"messages": [script.system_message(), script.inputs[0]]}]
+    drive(graph, inputs + script.inputs[1:], config)
+    values = graph.get_state(config).values
+    assert_converged(values)
+    finals = [m for m in values["messages"] if isinstance(m, AIMessage) and not m.tool_calls]
+    report = finals[-1].response_metadata[REPORT_KEY]
+    assert abs(report["tokens"] - report["reported_tokens"]) <= 0.05 * report["reported_tokens"]
+
+
+def test_pre_model_hook_calibrates() -> None:
+    from langgraph.prebuilt import create_react_agent
+
+    script = synthetic_script(turns=5, recall=False)
+    memory = memory_for()
+    model = script.model(usage_counter=memory.manager.token_counter, usage_scale=SCALE)
+    tools = script.tools()
+    with pytest.warns(LangGraphDeprecatedSinceV10):
+        agent = create_react_agent(
+            model,
+            tools,
+            pre_model_hook=memory.node(tools=tools),
+            state_schema=ContextReactState,
+            checkpointer=InMemorySaver(),
+        )
+    config = thread()
+    inputs: list[Any] = [{"messages": [script.system_message(), script.inputs[0]]}]
+    drive(agent, inputs + script.inputs[1:], config)
+    assert_converged(agent.get_state(config).values)
+
+
+def test_an_odd_report_does_not_swing_the_ratio() -> None:
+    # One reply reporting 50x (a provider bug, a cached-prompt quirk) moves the median by
+    # nothing once a few sane observations are in; a NaN-like report is ignored.
+    script = synthetic_script(turns=5, recall=False)
+    memory = memory_for()
+    base = memory.manager.token_counter
+    model = script.model(usage_counter=base, usage_scale=SCALE)
+    odd = iter([None, None, None, None, 50.0])
+
+    class Odd(ApproximateCounter):
+        def __call__(self, messages: Any) -> int:
+            factor = next(odd, None)
+            value = base(messages)
+            return int(value * factor / SCALE) if factor else value
+
+    model.usage_counter = Odd(provider="anthropic")
+    graph = hand_built(memory, model, script.tools()).compile(checkpointer=InMemorySaver())
+    config = thread()
+    inputs: list[Any] = [{"messages": [script.system_message(), script.inputs[0]]}]
+    drive(graph, inputs + script.inputs[1:], config)
+    calibration = graph.get_state(config).values["context_ledger"]["calibration"]
+    assert calibration["ratio"] == pytest.approx(SCALE, rel=0.05)
+    assert max(calibration["samples"]) == 2.0  # the odd one, clamped
+
+
+def test_exact_counter_is_not_rescaled() -> None:
+    # OpenAI's count is exact: a fake reporting 1.3x does not make the package count more.
+    script = synthetic_script(turns=3, recall=False)
+    memory = ContextMemory(context_window_tokens=40_000, token_counter=TiktokenCounter("gpt-4o"))
+    model = script.model(usage_counter=memory.manager.token_counter, usage_scale=SCALE)
+    graph = hand_built(memory, model, script.tools()).compile(checkpointer=InMemorySaver())
+    config = thread()
+    drive(graph, [{"messages": [script.system_message(), script.inputs[0]]}], config)
+    ledger = graph.get_state(config).values["context_ledger"]
+    assert ledger["last_report"]["calibration_ratio"] == 1.0
+    assert not ledger.get("calibration")

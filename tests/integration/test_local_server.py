@@ -1,0 +1,153 @@
+"""A long agent run against an OpenAI-compatible server that counts with a real non-OpenAI
+tokenizer and rejects prompts over its context the way llama.cpp's server does.
+
+`ChatOpenAI(base_url=...)` serving a local model gets an approximate counter (never OpenAI's
+tokenizer), calibrated from the `usage.prompt_tokens` the server reports: the run gets 0
+rejections and the package's estimate converges within 5% of the server's count.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import tool
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langgraph_ctx import ApproximateCounter, ContextMemory
+from langgraph_ctx.memory import REPORT_KEY
+from tests.local_server import OVERFLOW_MESSAGE, LocalChatServer, count_prompt
+
+pytest.importorskip("sentencepiece")
+
+N_CTX = 4096
+TURNS = 10
+READS_PER_TURN = 3
+
+
+def tool_outputs(trajectories: dict[str, list[BaseMessage]]) -> list[str]:
+    outputs = [
+        str(m.content)[:3_500]
+        for messages in trajectories.values()
+        for m in messages
+        if isinstance(m, ToolMessage) and len(str(m.content)) > 800
+    ]
+    return outputs[:200]
+
+
+class Agent:
+    """Reads `READS_PER_TURN` files for each task, then answers (a policy for the server).
+
+    It keeps its own count per task: the prompt it gets is edited (old reads pruned, compacted
+    or summarized away), so it cannot count its reads from the prompt.
+    """
+
+    def __init__(self) -> None:
+        self.reads: dict[str, int] = {}
+
+    def __call__(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        tasks = [str(m["content"]) for m in messages if str(m.get("content")).startswith("Task ")]
+        if not tasks:
+            return {"content": "Done."}
+        done = self.reads.get(tasks[-1], 0)
+        if done < READS_PER_TURN:
+            self.reads[tasks[-1]] = done + 1
+            n = sum(self.reads.values())
+            call = {
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {
+                    "name": "read_file",
+                    "arguments": json.dumps({"path": f"src/f{n}.py"}),
+                },
+            }
+            return {"content": "", "tool_calls": [call]}
+        return {"content": f"I read {done} files; the change is in place."}
+
+
+@pytest.fixture
+def server() -> Iterator[LocalChatServer]:
+    with LocalChatServer(Agent(), n_ctx=N_CTX) as running:
+        yield running
+
+
+def local_model(server: LocalChatServer) -> ChatOpenAI:
+    return ChatOpenAI(
+        model="smollm2-135m-instruct", base_url=server.url, api_key="local", max_retries=0
+    )
+
+
+def test_the_server_rejects_like_llama_cpp(server: LocalChatServer) -> None:
+    model = local_model(server)
+    with pytest.raises(openai.BadRequestError, match=OVERFLOW_MESSAGE):
+        model.invoke([HumanMessage("word " * 6_000)])
+    reply = model.invoke([HumanMessage("hello")])
+    tokens = count_prompt([{"role": "user", "content": "hello"}], [])
+    assert reply.usage_metadata is not None and reply.usage_metadata["input_tokens"] == tokens
+    assert server.rejected and server.prompt_tokens == [tokens]
+
+
+@pytest.mark.trajectories
+def test_long_agent_run_fits_and_the_estimate_converges(
+    server: LocalChatServer, trajectories: dict[str, list[BaseMessage]]
+) -> None:
+    outputs = tool_outputs(trajectories)
+    assert len(outputs) >= TURNS * READS_PER_TURN
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return outputs[int(path.removeprefix("src/f").removesuffix(".py")) % len(outputs)]
+
+    model = local_model(server)
+    memory = ContextMemory(model=model, context_window_tokens=N_CTX, reserved_output_tokens=256)
+    counter = memory.manager.token_counter
+    assert isinstance(counter, ApproximateCounter) and counter.provider == "unknown"
+    assert counter.method == "pieces"
+    agent = create_agent(
+        model,
+        [read_file],
+        system_prompt="You are a coding agent. Read files with read_file before changing them.",
+        middleware=[memory.middleware()],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "local"}}
+    for turn in range(TURNS):
+        agent.invoke(
+            {"messages": [HumanMessage(f"Task {turn}: fix the bug in module {turn}.")]}, config
+        )
+    assert server.rejected == []
+    calls = len(server.prompt_tokens)
+    assert calls == TURNS * (READS_PER_TURN + 1)
+    full = memory.get_full_history(agent, config)
+    reports = [
+        m.response_metadata[REPORT_KEY]
+        for m in full
+        if isinstance(m, AIMessage) and REPORT_KEY in m.response_metadata
+    ]
+    assert [r["reported_tokens"] for r in reports] == server.prompt_tokens
+    errors = [abs(r["tokens"] - r["reported_tokens"]) / r["reported_tokens"] for r in reports]
+    print(  # the figures for the closing note (pytest -s)
+        f"calls={calls} max_prompt={max(server.prompt_tokens)} n_ctx={N_CTX} "
+        f"first_error={errors[0]:.3f} ratio={reports[-1]['calibration_ratio']:.3f} "
+        f"max_error_after_5={max(errors[5:]):.3f} mean_error_after_5="
+        f"{sum(errors[5:]) / len(errors[5:]):.3f}"
+    )
+    # Converged: after five calls the estimate is within 5% of the server's count on
+    # average and on most calls. A 4k window holds one or two tool outputs, so a prompt is
+    # about one file's text, and files differ in how they tokenize: no single call is far off.
+    later = sorted(errors[5:])
+    assert sum(later) / len(later) <= 0.05, errors
+    assert later[len(later) // 2] <= 0.03, errors
+    assert sum(e <= 0.05 for e in later) >= 0.8 * len(later), errors
+    assert later[-1] <= 0.15, errors
+    assert max(server.prompt_tokens) > N_CTX * 0.5  # the run did press on the window
