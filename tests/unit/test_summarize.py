@@ -595,3 +595,20 @@ def test_chunked_model_summary_on_a_real_trajectory() -> None:
     assert out.source == "model" and out.model_calls > 1, name
     assert "\n".join(transcripts(model)) == render_transcript(msgs)
     assert all(count_tokens(p) <= 8000 for p in model.prompts)
+
+
+def test_manager_gives_its_token_counter_to_the_summarizer_it_builds() -> None:
+    """Issue 16: the summarizer counts its chunks with the manager's counter, not gpt-4o's."""
+    from langgraph_ctx.pipeline import ContextManager
+    from langgraph_ctx.summarize import Summarizer as _Summarizer
+
+    def words(messages: Sequence[Any]) -> int:
+        return sum(len(text_of(m).split()) for m in messages)
+
+    model = ScriptedChatModel()
+    for given in (model, None, _Summarizer(model=model)):
+        manager = ContextManager(context_window_tokens=8_000, token_counter=words, summarizer=given)
+        assert manager.summarizer.token_counter is words
+    own = _Summarizer(model=model, token_counter=count_tokens)
+    manager = ContextManager(context_window_tokens=8_000, token_counter=words, summarizer=own)
+    assert manager.summarizer.token_counter is count_tokens  # the user's choice wins
