@@ -911,3 +911,37 @@ def test_first_build_on_a_long_history_does_linear_work(
     assert sum(d.kind == "shrink" for d in result.report.decisions) > 100  # many shrinks
     for name, work in seen.items():
         assert work <= 3 * len(history), (name, work, len(history))
+
+
+def test_default_compaction_compacts_a_large_output_as_it_arrives() -> None:
+    """Issue 16: a large output is compacted when it arrives, not first sent whole."""
+    from langgraph_ctx.strategies import default_strategies
+
+    big = "\n".join(f"{i:5d}  value = compute(item_{i}, limit={i % 97})" for i in range(1_500))
+    messages: list[BaseMessage] = [
+        SystemMessage("You are a coding agent."),
+        HumanMessage("Read the module and fix the bug."),
+        AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "a.py"}, "id": "c1"}], id="a1"),
+        ToolMessage(big, tool_call_id="c1", name="read_file", id="t1"),
+        AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "b.py"}, "id": "c2"}], id="a2"),
+        ToolMessage("x = 1\n" * 40, tool_call_id="c2", name="read_file", id="t2"),
+    ]
+    archive = new_archive()
+    cm = ContextManager(
+        context_window_tokens=32_000,
+        reserved_output_tokens=4_000,
+        strategies=default_strategies(),
+        archive=archive,
+    )
+    assert COUNTER(messages) < cm.budget.trigger_tokens  # far under the trigger
+    assert COUNTER(messages[3:4]) > cm.budget.limit // 10  # larger than a tenth of the limit
+    result = cm.build(messages)
+    assert_valid(result)
+    shown = by_id(result.messages)
+    assert text_of(shown["t1"]).startswith("[compacted tool output]")
+    assert 'recall(ref="t1")' in text_of(shown["t1"])
+    assert text_of(shown["t2"]) == "x = 1\n" * 40  # small outputs stay whole
+    assert archive.restore(result.state["compacted"]["t1"]["ref"]) == messages[3]
+    assert result.report.kinds() == ["compact"]
+    again = cm.build(messages, state=result.state)  # the compacted form stays: cache kept
+    assert dump(again.messages) == dump(result.messages) and again.report.decisions == []
