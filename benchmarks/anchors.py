@@ -164,11 +164,18 @@ class LCSummarizationAnchor(_Base):
     name = "LC SummarizationMiddleware"
 
     def __init__(
-        self, *, limit: int, trigger: int, keep: int, model: FactEchoModel | None = None
+        self,
+        *,
+        limit: int,
+        trigger: int,
+        keep: int,
+        model: FactEchoModel | None = None,
+        trim_tokens_to_summarize: int | None = 4000,
     ) -> None:
         super().__init__(limit=limit)
         self.model = model or make_model(limit)
         self.trigger, self.keep = trigger, keep
+        self.trim = trim_tokens_to_summarize
         self.mw: LCSummarizationMiddleware | None = None
         self.rewrites = 0
 
@@ -182,6 +189,7 @@ class LCSummarizationAnchor(_Base):
                 trigger=("tokens", self.trigger - room),
                 keep=("tokens", self.keep - room),
                 token_counter=counter(),
+                trim_tokens_to_summarize=self.trim,
             )
         update = self.mw.before_model({"messages": self.messages}, None)  # type: ignore[arg-type]
         if update:

@@ -155,7 +155,11 @@ def systems(spec: WorkloadSpec, facts: dict[str, str]) -> list[Callable[[], Syst
         lambda: TrimMessagesAnchor(limit=limit),
         lambda: ContextEditingAnchor(limit=limit, trigger=trigger, keep=3),
         lambda: LCSummarizationAnchor(
-            limit=limit, trigger=trigger, keep=keep, model=_model(limit, facts)
+            limit=limit,
+            trigger=trigger,
+            keep=keep,
+            model=_model(limit, facts),
+            trim_tokens_to_summarize=None,
         ),
         lambda: LangmemAnchor(
             limit=limit,
@@ -180,7 +184,10 @@ _NOTES = [
     " summarizer=model, archive=...), as ContextMemory's defaults.",
     "trim_messages(strategy='last', max_tokens=limit, start_on='human', include_system=True).",
     "ContextEditingMiddleware([ClearToolUsesEdit(trigger=0.9 limit, keep=3)]).",
-    "LC SummarizationMiddleware(trigger=('tokens', 0.9 limit), keep=('tokens', 0.25 limit)).",
+    "LC SummarizationMiddleware(trigger=('tokens', 0.9 limit), keep=('tokens', 0.25 limit),"
+    " trim_tokens_to_summarize=None): its default 4,000 finds no human message to start at in a"
+    " one-task tool loop and writes 'Previous conversation was too long to summarize.' without"
+    " calling the summarizer, which is no summary.",
     "langmem summarize_messages(max_tokens=limit, max_tokens_before_summary=0.9 limit,"
     " max_summary_tokens=min(1024, limit/10)).",
     "deepagents = create_deep_agent's stack: FilesystemMiddleware(tool_token_limit_before_evict)"
