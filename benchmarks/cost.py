@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
@@ -85,13 +85,17 @@ class SummaryModel(FactEchoModel):
     ) -> ChatResult:
         self._calls.append(list(messages))
         text = "\n".join(text_of(m) for m in messages)
-        tools = Counter(re.findall(r"\b(read_file|grep|run_tests|read_logs|http_get|list_dir|bash)\b", text))
+        tools = Counter(
+            re.findall(
+                r"\b(open_file|search_code|run_tests|read_logs|http_get|list_dir|bash)\b", text
+            )
+        )
         asks = [text_of(m) for m in messages if isinstance(m, HumanMessage)]
         latest = " ".join((asks[-1] if asks else text[-300:]).split())[-200:]
         facts = [f"- {sentence}" for key, sentence in self._keys.items() if key in text]
         used = ", ".join(f"{name} x{n}" for name, n in tools.most_common(6)) or "none"
         body = (
-            f"<completed>\n- Worked through {len(text):,} characters of history; tools used: {used}.\n"
+            f"<completed>\n- Read {len(text):,} characters of history; tools used: {used}.\n"
             f"</completed>\n<remaining>\n- Continue the latest request: {latest}\n</remaining>\n"
             "<current_state>\n- Investigating the code paths named in the request.\n"
             f"</current_state>\n<notes>\n{chr(10).join(facts) or '- none'}\n</notes>"

@@ -3,9 +3,11 @@
 One task, then `steps` agent steps. Each step is an AI message with 1, 2 or 3 parallel tool
 calls (60/25/15%) and their results. Result sizes are heavy-tailed: 88% log-uniform in 100 to
 2,000 tokens, 12% in 5,000 to 20,000 tokens. Results are of realistic kinds: code listings
-(`read_file`), grep hits (`grep`), test sessions (`run_tests`), logs (`read_logs`), JSON
-(`http_get`) and directory listings (`list_dir`). In about 4% of steps the agent writes a
-progress report and the user answers with a follow-up request.
+(`open_file`), grep hits (`search_code`), test sessions (`run_tests`), logs (`read_logs`),
+JSON (`http_get`) and directory listings (`list_dir`). No tool is named as one deepagents never
+evicts by name (`read_file`, `grep`, `ls`, ...): every output is evictable by every system.
+In about 4% of steps the agent writes a progress report and the user answers with a follow-up
+request.
 
 Facts are planted in natural forms (a log line, a JSON field, a code comment, a sentence in
 a follow-up), each carrying a unique `key` (a host name, an id, a number with its unit) that
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import json
 import math
-import random
 from dataclasses import dataclass, field
 
 from langchain_core.messages import (
@@ -42,13 +43,13 @@ __all__ = ["Fact", "Workload", "generate_workload"]
 
 SYSTEM_PROMPT = """\
 You are a senior software engineer working in a Python repository through tools.
-Tools: read_file(path), grep(pattern, path), run_tests(target), read_logs(service, lines),
+Tools: open_file(path), search_code(pattern, path), run_tests(target), read_logs(service, lines),
 http_get(url) for the internal admin API, list_dir(path).
 Work step by step: look before you change, keep changes small, run the tests after each change.
 When you report progress, say what you found and what is left.
 Keep notes of identifiers, hosts, ids and numbers you find: they matter later."""
 
-_KINDS = ["read_file", "grep", "run_tests", "read_logs", "http_get", "list_dir"]
+_KINDS = ["open_file", "search_code", "run_tests", "read_logs", "http_get", "list_dir"]
 _KIND_WEIGHTS = [30, 20, 15, 15, 10, 10]
 
 # (key template, how the fact reads in prose); {n} is a number unique to the fact.
@@ -109,9 +110,9 @@ class _Workload(_Gen):
 
     def line(self, kind: str, i: int) -> str:
         r = self.rng
-        if kind == "read_file":
+        if kind == "open_file":
             return f"{i + 1:4d}  " + self.code_line(r.randint(0, 3))
-        if kind == "grep":
+        if kind == "search_code":
             return f"{self.path()}:{r.randint(1, 900)}:    " + self.code_line(1).strip()
         if kind == "run_tests":
             status = "PASSED" if r.random() > 0.08 else "FAILED"
@@ -138,7 +139,7 @@ class _Workload(_Gen):
 
     def fact_line(self, kind: str, prose: str, key: str) -> str:
         r = self.rng
-        if kind in ("read_file", "grep"):
+        if kind in ("open_file", "search_code"):
             return f"    # NOTE: {prose}"
         if kind == "read_logs":
             return f"2026-11-{r.randint(1, 28):02d}T08:00:00.000Z WARN config: {prose}"
@@ -176,9 +177,9 @@ class _Workload(_Gen):
 
     def call_args(self, kind: str) -> dict[str, object]:
         r = self.rng
-        if kind == "read_file":
+        if kind == "open_file":
             return {"path": self.path()}
-        if kind == "grep":
+        if kind == "search_code":
             return {"pattern": self.ident(), "path": "src/app"}
         if kind == "run_tests":
             return {"target": f"tests/test_{r.choice(_MODULES)}.py"}
@@ -195,8 +196,14 @@ class _Workload(_Gen):
         for _ in range(n):
             self.calls += 1
             kind = r.choices(_KINDS, weights=_KIND_WEIGHTS)[0]
-            calls.append({"name": kind, "args": self.call_args(kind), "id": f"call_{self.calls:06d}"})
-        thought = f"Checking how {self.ident()} handles the {r.choice(_WORDS)}." if r.random() < 0.4 else ""
+            calls.append(
+                {"name": kind, "args": self.call_args(kind), "id": f"call_{self.calls:06d}"}
+            )
+        thought = (
+            f"Checking how {self.ident()} handles the {r.choice(_WORDS)}."
+            if r.random() < 0.4
+            else ""
+        )
         self.add(AIMessage(thought, tool_calls=calls, id=self.next_id()))
         for call in calls:
             mid = self.next_id()

@@ -74,8 +74,10 @@ _MIN_PART_CHARS = 200
 
 
 def _cut_text(text: str, budget: int) -> list[str]:
-    """`text` in consecutive pieces of at most `budget` characters, cut after a line end
-    when one is in the second half of the piece. Joined, the pieces are `text`."""
+    """`text` in consecutive pieces of at most `budget` characters, joined: `text`.
+
+    A piece ends after a line end when one is in its second half.
+    """
     pieces: list[str] = []
     start = 0
     while start < len(text):
@@ -160,8 +162,9 @@ class Summarizer:
     input_window_tokens: int | None = 16_000
     """Largest prompt (system prompt, previous summary and transcript) sent in one call; longer
     spans are summarized chunk by chunk. A block too large for one call is read in parts (each
-    message's text cut at line ends, `[part k of n]`), so nothing in its middle is lost. `None`: the model's own window (`profile["max_input_tokens"]` less
-    `max_output_tokens`), or 16,000 when the model has no profile."""
+    message's text cut at line ends, `[part k of n]`), so nothing in its middle is lost.
+    `None`: the model's own window (`profile["max_input_tokens"]` less `max_output_tokens`), or
+    16,000 when the model has no profile."""
     token_counter: TokenCounter | None = None
     """Counts prompt tokens; `None` uses the exact gpt-4o tiktoken counter."""
     redact: Callable[[str], str] | None = None

@@ -54,7 +54,9 @@ class Compaction:
     def __post_init__(self) -> None:
         check_field_types(self)
         if self.on_arrival is not None and not 0 < self.on_arrival <= 1:
-            msg = f"on_arrival must be a share of the limit in (0, 1] or None, got {self.on_arrival}"
+            msg = (
+                f"on_arrival must be a share of the limit in (0, 1] or None, got {self.on_arrival}"
+            )
             raise ConfigError(msg)
         if self.min_chars < 0 or self.keep_last < 0 or self.preview_chars < 0:
             msg = (
@@ -124,7 +126,8 @@ class Compaction:
             if self._eligible(view, i)
             and len(text_of(view.history[i])) >= self.min_chars
             and view.cost(view.history[i]) > bound
-            and view.compacted_cost(view.history[i], self.preview_chars) < view.cost(view.history[i])
+            and view.compacted_cost(view.history[i], self.preview_chars)
+            < view.cost(view.history[i])
         ]
 
     def _pick(self, view: PromptView) -> list[int]:

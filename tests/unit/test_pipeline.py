@@ -22,7 +22,7 @@ from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, Histor
 from langgraph_ctx.messages import get_tag, text_of, validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.report import ContextBudget
-from langgraph_ctx.strategies import Compaction
+from langgraph_ctx.strategies import Compaction, DropMemory, PruneToolOutputs, SlidingWindow
 from langgraph_ctx.tokens import TiktokenCounter
 from tests.conftest import call, make_conversation, make_strategies
 from tests.fakes import ScriptedChatModel, scripted
@@ -247,7 +247,10 @@ def test_placeholder_names_the_tool_and_the_size_and_restores_from_the_archive()
     budget = ContextBudget(
         context_window_tokens=int(COUNTER(messages) * 0.98), trigger=0.95, target=0.6
     )
-    result = ContextManager(budget=budget, archive=archive).build(messages)
+    # Compaction over the trigger only (the default compacts 2,500-character outputs as they
+    # arrive in so small a window): this test is about the pruning placeholder.
+    strategies = [DropMemory(), PruneToolOutputs(), Compaction(), SlidingWindow()]
+    result = ContextManager(budget=budget, archive=archive, strategies=strategies).build(messages)
     assert result.report.kinds() == ["prune"]
     original = by_id(messages)["tool1_1"]
     assert isinstance(original, ToolMessage)
@@ -921,9 +924,13 @@ def test_default_compaction_compacts_a_large_output_as_it_arrives() -> None:
     messages: list[BaseMessage] = [
         SystemMessage("You are a coding agent."),
         HumanMessage("Read the module and fix the bug."),
-        AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "a.py"}, "id": "c1"}], id="a1"),
+        AIMessage(
+            "", tool_calls=[{"name": "read_file", "args": {"path": "a.py"}, "id": "c1"}], id="a1"
+        ),
         ToolMessage(big, tool_call_id="c1", name="read_file", id="t1"),
-        AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "b.py"}, "id": "c2"}], id="a2"),
+        AIMessage(
+            "", tool_calls=[{"name": "read_file", "args": {"path": "b.py"}, "id": "c2"}], id="a2"
+        ),
         ToolMessage("x = 1\n" * 40, tool_call_id="c2", name="read_file", id="t2"),
     ]
     archive = new_archive()
