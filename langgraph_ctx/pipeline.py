@@ -466,7 +466,9 @@ def _coerce_summarizer(
     redact: Callable[[str], str] | None,
     token_counter: TokenCounter,
 ) -> Summarizer:
-    """The manager's summarizer; it counts with the manager's counter unless given its own."""
+    """The manager's summarizer: one it builds counts with the manager's counter; a
+    `Summarizer` given whole is used as it is.
+    """
     from langgraph_ctx.summarize import Summarizer
 
     if summarizer is None:
@@ -476,8 +478,6 @@ def _coerce_summarizer(
     if not isinstance(summarizer, Summarizer):
         msg = f"summarizer must be a Summarizer or a chat model, got {type(summarizer).__name__}"
         raise ConfigError(msg)
-    if summarizer.token_counter is None:
-        summarizer = dataclasses.replace(summarizer, token_counter=token_counter)
     if redact is None or summarizer.redact is redact:
         return summarizer
     if summarizer.redact is not None:

@@ -50,6 +50,9 @@ class Compaction:
     the trigger). `default_strategies()` sets 0.1, as deepagents evicts a result over a tenth
     of its window. `keep_errors`, `include_tools` and `exclude_tools` apply; `keep_last` does
     not (the newest output is the one arriving)."""
+    arrival_min_tokens: int = 2_000
+    """Outputs under this many tokens are never compacted on arrival (in a small window a
+    preview saves little and the model would recall what it needs)."""
 
     def __post_init__(self) -> None:
         check_field_types(self)
@@ -57,6 +60,9 @@ class Compaction:
             msg = (
                 f"on_arrival must be a share of the limit in (0, 1] or None, got {self.on_arrival}"
             )
+            raise ConfigError(msg)
+        if self.arrival_min_tokens < 0:
+            msg = f"arrival_min_tokens must be >= 0, got {self.arrival_min_tokens}"
             raise ConfigError(msg)
         if self.min_chars < 0 or self.keep_last < 0 or self.preview_chars < 0:
             msg = (
@@ -119,7 +125,7 @@ class Compaction:
         """Window outputs over the `on_arrival` share of the limit, whatever the prompt's size."""
         if self.on_arrival is None:
             return []
-        bound = self.on_arrival * view.budget.limit
+        bound = max(self.on_arrival * view.budget.limit, self.arrival_min_tokens)
         return [
             i
             for i in view.window_indices()
