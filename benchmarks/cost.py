@@ -285,7 +285,7 @@ def _valid(a: Aggregate) -> bool:
 def run(args: argparse.Namespace) -> None:
     """The `cost` section: the chosen workloads (default all), one table each."""
     names: Sequence[str] = getattr(args, "workload", None) or list(WORKLOADS)
-    warnings.filterwarnings("once", module="langmem")  # its trim fallback warns every call
+    warnings.filterwarnings("ignore", message="Failed to trim messages")  # langmem, every call
     for name in names:
         run_workload(WORKLOADS[name])
     for note in _NOTES:

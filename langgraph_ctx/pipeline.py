@@ -466,8 +466,9 @@ def _coerce_summarizer(
     redact: Callable[[str], str] | None,
     token_counter: TokenCounter,
 ) -> Summarizer:
-    """The manager's summarizer: one it builds counts with the manager's counter; a
-    `Summarizer` given whole is used as it is.
+    """The manager's summarizer (one it builds counts with the manager's counter).
+
+    A `Summarizer` given whole is used as it is.
     """
     from langgraph_ctx.summarize import Summarizer
 
