@@ -10,7 +10,7 @@ import argparse
 import time
 from collections.abc import Callable, Sequence
 
-from benchmarks import pipeline, tokens
+from benchmarks import cost, pipeline, tokens
 from benchmarks._progress import progress
 
 Section = Callable[[argparse.Namespace], None]
@@ -20,6 +20,7 @@ SECTIONS: dict[str, Section] = {
     "pipeline": pipeline.run,
     "compaction": pipeline.run_compaction,
     "summarization": pipeline.run_summarization,
+    "cost": cost.run,
 }
 """Section name -> its `run(args)`; sections run in this order when none are named."""
 
@@ -36,6 +37,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--quick", action="store_true", help="fewer repetitions and sizes, for a fast check"
+    )
+    parser.add_argument(
+        "--workload",
+        action="append",
+        choices=list(cost.WORKLOADS),
+        help="cost section: run only this workload (repeatable; default all)",
     )
     args = parser.parse_args(argv)
     unknown = [name for name in args.sections if name not in SECTIONS]

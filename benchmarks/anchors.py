@@ -53,6 +53,7 @@ from langgraph_ctx.messages import text_of
 
 __all__ = [
     "ContextEditingAnchor",
+    "DeepagentsAgentAnchor",
     "DeepagentsEvictionAnchor",
     "DeepagentsSummarizationAnchor",
     "LCSummarizationAnchor",
@@ -162,10 +163,19 @@ class LCSummarizationAnchor(_Base):
 
     name = "LC SummarizationMiddleware"
 
-    def __init__(self, *, limit: int, trigger: int, keep: int) -> None:
+    def __init__(
+        self,
+        *,
+        limit: int,
+        trigger: int,
+        keep: int,
+        model: FactEchoModel | None = None,
+        trim_tokens_to_summarize: int | None = 4000,
+    ) -> None:
         super().__init__(limit=limit)
-        self.model = make_model(limit)
+        self.model = model or make_model(limit)
         self.trigger, self.keep = trigger, keep
+        self.trim = trim_tokens_to_summarize
         self.mw: LCSummarizationMiddleware | None = None
         self.rewrites = 0
 
@@ -179,6 +189,7 @@ class LCSummarizationAnchor(_Base):
                 trigger=("tokens", self.trigger - room),
                 keep=("tokens", self.keep - room),
                 token_counter=counter(),
+                trim_tokens_to_summarize=self.trim,
             )
         update = self.mw.before_model({"messages": self.messages}, None)  # type: ignore[arg-type]
         if update:
@@ -198,9 +209,16 @@ class LangmemAnchor(_Base):
 
     name = "langmem summarize_messages"
 
-    def __init__(self, *, limit: int, before_summary: int, max_summary_tokens: int) -> None:
+    def __init__(
+        self,
+        *,
+        limit: int,
+        before_summary: int,
+        max_summary_tokens: int,
+        model: FactEchoModel | None = None,
+    ) -> None:
         super().__init__(limit=limit)
-        self.model = make_model(limit)
+        self.model = model or make_model(limit)
         self.before_summary = before_summary
         self.max_summary_tokens = max_summary_tokens
         self.running: Any = None
@@ -234,12 +252,12 @@ class DeepagentsSummarizationAnchor(_Base):
 
     name = "deepagents summarization"
 
-    def __init__(self, *, limit: int) -> None:
+    def __init__(self, *, limit: int, model: FactEchoModel | None = None) -> None:
         super().__init__(limit=limit)
         from deepagents.backends import FilesystemBackend
         from deepagents.middleware.summarization import create_summarization_middleware
 
-        self.model = make_model(limit)
+        self.model = model or make_model(limit)
         self.root = Path(tempfile.mkdtemp(prefix="bench-deepagents-"))
         self.backend = FilesystemBackend(root_dir=self.root, virtual_mode=True)
         self.mw = create_summarization_middleware(
@@ -365,3 +383,60 @@ class DeepagentsEvictionAnchor(_Base):
             "archive_bytes": written,
             "restorable_note": "evicted content equals the file (message fields kept in state)",
         }
+
+
+class DeepagentsAgentAnchor(DeepagentsEvictionAnchor):
+    """The context stack of `create_deep_agent`: `FilesystemMiddleware` (large tool result
+    eviction, `tool_token_limit_before_evict`) then `create_summarization_middleware`.
+
+    Tool results pass the filesystem middleware's `wrap_tool_call` as they are produced; each
+    model call passes its `wrap_model_call`, whose handler is the summarization middleware's
+    `wrap_model_call` (the order `create_deep_agent` composes them in). Both write to one
+    `FilesystemBackend`; every `Command` update either returns is applied to the kept state.
+    """
+
+    def __init__(
+        self,
+        *,
+        limit: int,
+        evict_tokens: int,
+        model: FactEchoModel | None = None,
+        scaled: bool = False,
+    ) -> None:
+        super().__init__(limit=limit, evict_tokens=evict_tokens)
+        from deepagents.middleware.summarization import create_summarization_middleware
+
+        self.name = f"deepagents (evict at {evict_tokens:,}{', scaled' if scaled else ''})"
+        self.model = model or make_model(limit)
+        self.summarization = create_summarization_middleware(
+            self.model,  # type: ignore[arg-type]
+            self.backend,
+            token_counter=counter(),
+        )
+
+    def _apply(self, response: object) -> None:
+        if isinstance(response, ExtendedModelResponse) and response.command is not None:
+            for key, value in (response.command.update or {}).items():  # type: ignore[union-attr]
+                if key == "messages":
+                    self.messages = list(add_messages(self.messages, value))
+                    self.state["messages"] = self.messages
+                else:
+                    self.state[key] = value
+
+    def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
+        """Produce new tool results through eviction, then call both model wrappers."""
+        for message in self._absorb(new):
+            self.messages.append(self._produce(message))
+        self.state["messages"] = self.messages
+        inner: list[object] = []
+
+        def handler(request: ModelRequest) -> Any:
+            response = self.summarization.wrap_model_call(request, self._handler)
+            inner.append(response)
+            return response
+
+        outer = self.mw.wrap_model_call(self._request(self.state), handler)
+        prompt = self._sent()
+        for response in {id(r): r for r in [*inner, outer]}.values():
+            self._apply(response)
+        return prompt

@@ -127,19 +127,23 @@ class Ours:
         archive: bool = False,
         summarize: bool = False,
         remove_summarized: bool = False,
+        model: FactEchoModel | None = None,
+        budget: ContextBudget = BUDGET,
     ) -> None:
         self.name = name
-        self.model: FactEchoModel | None = make_model(WINDOW) if summarize else None
+        if model is None and summarize:
+            model = make_model(WINDOW)
+        self.model: FactEchoModel | None = model
         self.backend = CountingBackend(StoreBackend(InMemoryStore())) if archive else None
         self.archive = Archive(self.backend, thread_id="bench") if self.backend else None
         self.manager = ContextManager(
-            budget=BUDGET,
+            budget=budget,
             strategies=strategies
             if strategies is not None
             else default_strategies(summarize=False),
             token_counter=counter(),
             archive=self.archive,
-            summarizer=Summarizer(model=self.model, timeout_seconds=None) if summarize else None,
+            summarizer=Summarizer(model=model, timeout_seconds=None) if model else None,
         )
         self.remove_summarized = remove_summarized
         self.history: list[BaseMessage] = []

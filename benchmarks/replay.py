@@ -242,6 +242,7 @@ def replay(
     limit: int,
     facts: Sequence[str] = (),
     measure: bool = True,
+    providers: bool = False,
 ) -> ReplayResult:
     """Drive `system` through `messages` call by call and measure every prompt.
 
@@ -251,6 +252,8 @@ def replay(
         limit: The prompt budget in tokens (overruns are counted against it).
         facts: Planted fact lines to look for in the final prompt and the recoverable texts.
         measure: Measure prompts (False: record timings only).
+        providers: Also judge each prompt with the OpenAI and Anthropic LangChain
+            converters (`tests.providers`); their problems count as invalid.
 
     Returns:
         The per-call records and run totals.
@@ -296,8 +299,15 @@ def replay(
             )
             record.overrun = record.tokens > limit
             problems = validate_messages(prompt)
+            codes = {p.code for p in problems}
+            if providers:
+                from tests.providers import provider_problems
+
+                found = provider_problems(prompt)
+                codes |= {f"provider: {p.split(':')[0]}" for p in found}
+                problems = [*problems, *found]  # type: ignore[list-item]
             record.invalid = bool(problems)
-            result.problem_codes.update({p.code for p in problems})
+            result.problem_codes.update(codes)
             if problems and len(result.invalid_examples) < 3:
                 result.invalid_examples.append(f"call@{i}: {problems[0]}")
         previous = prompt

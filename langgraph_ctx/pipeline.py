@@ -207,7 +207,7 @@ class ContextManager:
         self.skills = coerce_skills(skills)
         self.injections = list(injections or ())
         self.tool_policy = tool_policy
-        self.summarizer = _coerce_summarizer(summarizer, redact)
+        self.summarizer = _coerce_summarizer(summarizer, redact, self.token_counter)
         self.extractor = extractor
         self.summary_placement: SummaryPlacement = summary_placement
         self.max_messages = max_messages
@@ -483,14 +483,20 @@ def _plan_archive(archive: Archive, messages: list[BaseMessage]) -> Plan[dict[st
 
 
 def _coerce_summarizer(
-    summarizer: Summarizer | BaseChatModel | None, redact: Callable[[str], str] | None
+    summarizer: Summarizer | BaseChatModel | None,
+    redact: Callable[[str], str] | None,
+    token_counter: TokenCounter,
 ) -> Summarizer:
+    """The manager's summarizer (one it builds counts with the manager's counter).
+
+    A `Summarizer` given whole is used as it is.
+    """
     from langgraph_ctx.summarize import Summarizer
 
     if summarizer is None:
-        return Summarizer(redact=redact)
+        return Summarizer(redact=redact, token_counter=token_counter)
     if hasattr(summarizer, "invoke") and not isinstance(summarizer, Summarizer):
-        return Summarizer(model=summarizer, redact=redact)
+        return Summarizer(model=summarizer, redact=redact, token_counter=token_counter)
     if not isinstance(summarizer, Summarizer):
         msg = f"summarizer must be a Summarizer or a chat model, got {type(summarizer).__name__}"
         raise ConfigError(msg)

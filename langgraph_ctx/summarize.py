@@ -69,6 +69,26 @@ __all__ = [
 
 # --- the summarizer -------------------------------------------------------------------------
 
+_MIN_PART_CHARS = 200
+"""No part of a message cut for the summarizer is shorter than this (but the last)."""
+
+
+def _cut_text(text: str, budget: int) -> list[str]:
+    """`text` in consecutive pieces of at most `budget` characters, joined: `text`.
+
+    A piece ends after a line end when one is in its second half.
+    """
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + budget)
+        if end < len(text):
+            cut = text.rfind("\n", start + budget // 2, end)
+            end = cut + 1 if cut >= 0 else end
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
 
 @dataclass(frozen=True, slots=True)
 class SummaryOutcome:
@@ -153,9 +173,10 @@ class Summarizer:
     """Extra attempts per chunk after a failed one."""
     input_window_tokens: int | None = 16_000
     """Largest prompt (system prompt, previous summary and transcript) sent in one call; longer
-    spans are summarized chunk by chunk. A single block larger than this is sent alone with each
-    message's text clipped. `None`: the model's own window (`profile["max_input_tokens"]` less
-    `max_output_tokens`), or 16,000 when the model has no profile."""
+    spans are summarized chunk by chunk. A block too large for one call is read in parts (each
+    message's text cut at line ends, `[part k of n]`), so nothing in its middle is lost.
+    `None`: the model's own window (`profile["max_input_tokens"]` less `max_output_tokens`), or
+    16,000 when the model has no profile."""
     token_counter: TokenCounter | None = None
     """Counts prompt tokens; `None` uses the model's (`counter_for_model`: exact tiktoken for
     OpenAI models and without a model, a provider approximation otherwise)."""
@@ -284,20 +305,20 @@ class Summarizer:
         """
         if self.model is None or not messages:
             return self._fallback(messages, previous, model_calls=0, error=None, input_tokens=0)
-        blocks = split_blocks(messages)
         window = self.input_window
+        units = self._units(messages, previous)
         attempts, calls, tokens = 1 + self.retries, 0, 0
         running, start, chunk_no = previous, 0, 0
-        while start < len(blocks):
+        while start < len(units):
             chunk_no += 1
             overhead = self._count(self.build_prompt([], previous=running))
             end, size = start, 0
-            while end < len(blocks):
-                cost = self._count(list(blocks[end].messages))
+            while end < len(units):
+                cost = self._count(units[end][1])
                 if end > start and overhead + size + cost > window:
                     break
                 end, size = end + 1, size + cost
-            chunk = [m for b in blocks[start:end] for m in b.messages]
+            chunk = [m for _, unit in units[start:end] for m in unit]
             clip = None
             if overhead + size > window:  # one block alone is too large
                 clip = max(200, (window * 3) // len(chunk))
@@ -327,13 +348,60 @@ class Summarizer:
             else:
                 tried = "; ".join(f"attempt {i}: {p}" for i, p in enumerate(problems, 1))
                 error = f"summarizer model failed on chunk {chunk_no} ({tried})"
-                rest = messages[blocks[start].start :]
+                rest = messages[units[start][0] :]
                 return self._fallback(
                     rest, running, model_calls=calls, error=error, input_tokens=tokens
                 )
             start = end
         assert running is not None
         return SummaryOutcome(running, "model", calls, None, tokens)
+
+    def _units(
+        self, messages: Sequence[BaseMessage], previous: str | None
+    ) -> list[tuple[int, list[BaseMessage]]]:
+        """What calls are made of: whole blocks, and the parts of blocks too large for a call.
+
+        Each unit is `(index of its block's first message, messages)`. A block that does not
+        fit one call beside the prompt and the largest summary is cut into parts, message by
+        message, at line ends where it can: every character reaches the model (clipping the
+        middle of a large output lost what it held). A part is labelled `[part k of n]`.
+        """
+        room = self.input_window - self._count(self.build_prompt([], previous=previous))
+        room -= self.max_output_tokens  # the running summary grows up to its bound
+        units: list[tuple[int, list[BaseMessage]]] = []
+        for block in split_blocks(messages):
+            whole = list(block.messages)
+            if room <= 0 or self._count(whole) <= room:
+                units.append((block.start, whole))
+                continue
+            for message in whole:
+                parts = self._parts(message, room)
+                units.extend((block.start, [part]) for part in parts)
+        return units
+
+    def _parts(self, message: BaseMessage, room: int) -> list[BaseMessage]:
+        """`message` as copies carrying consecutive parts of its text, each within `room`."""
+        text = text_of(message)
+        size = self._count([message])
+        if size <= room or len(text) < 2 * _MIN_PART_CHARS:
+            return [message]
+        budget = max(_MIN_PART_CHARS, len(text) * room // size)
+        for _ in range(6):  # shrink the part size until every part fits the room
+            pieces = _cut_text(text, budget)
+            parts = [
+                message.model_copy(
+                    update={
+                        "content": f"[part {k} of {len(pieces)}]\n{piece}",
+                        **({"tool_calls": []} if k > 1 and hasattr(message, "tool_calls") else {}),
+                    }
+                )
+                for k, piece in enumerate(pieces, 1)
+            ]
+            largest = max(self._count([p]) for p in parts)
+            if largest <= room or budget == _MIN_PART_CHARS:
+                return parts
+            budget = max(_MIN_PART_CHARS, budget * room * 9 // (largest * 10))
+        return parts
 
     def summarize(
         self, messages: Sequence[BaseMessage], *, previous: str | None = None

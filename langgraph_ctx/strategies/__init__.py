@@ -5,7 +5,8 @@ The default list, and what each does when the prompt grows (DESIGN part 2)::
     DropMemory()            over the limit: retrieved memory leaves first (and comes back
                             when the strategies after it made room)
     PruneToolOutputs()      over the trigger: old tool outputs become placeholders
-    Compaction()            over the trigger: large outputs go to the archive (needs one)
+    Compaction()            over the trigger: large outputs go to the archive (needs one);
+                            an output over a tenth of the limit goes there as it arrives
     SlidingWindow()         over the trigger: shrink a turn at a time, pruning again after
                             each shrink; with summarize=True, what leaves is summarized
 
@@ -48,7 +49,12 @@ def default_strategies(*, summarize: bool = True) -> list[Strategy]:
     Args:
         summarize: Summarize what leaves the window (`SlidingWindow(summarize=True)`).
     """
-    return [DropMemory(), PruneToolOutputs(), Compaction(), SlidingWindow(summarize=summarize)]
+    return [
+        DropMemory(),
+        PruneToolOutputs(),
+        Compaction(on_arrival=0.1),
+        SlidingWindow(summarize=summarize),
+    ]
 
 
 __all__ = [

@@ -43,9 +43,27 @@ class Compaction:
     """Never compact these tools."""
     preview_chars: int = 100
     """Characters of the output kept as a preview."""
+    on_arrival: float | None = None
+    """Tool outputs larger than this share of the limit are compacted in the first build that
+    sees them, whatever the prompt's size: the model gets the reference and the preview
+    instead of paying for the whole output in every call until the trigger (`None`: only over
+    the trigger). `default_strategies()` sets 0.1, as deepagents evicts a result over a tenth
+    of its window. `keep_errors`, `include_tools` and `exclude_tools` apply; `keep_last` does
+    not (the newest output is the one arriving)."""
+    arrival_min_tokens: int = 2_000
+    """Outputs under this many tokens are never compacted on arrival (in a small window a
+    preview saves little and the model would recall what it needs)."""
 
     def __post_init__(self) -> None:
         check_field_types(self)
+        if self.on_arrival is not None and not 0 < self.on_arrival <= 1:
+            msg = (
+                f"on_arrival must be a share of the limit in (0, 1] or None, got {self.on_arrival}"
+            )
+            raise ConfigError(msg)
+        if self.arrival_min_tokens < 0:
+            msg = f"arrival_min_tokens must be >= 0, got {self.arrival_min_tokens}"
+            raise ConfigError(msg)
         if self.min_chars < 0 or self.keep_last < 0 or self.preview_chars < 0:
             msg = (
                 "min_chars, keep_last and preview_chars must be >= 0, got "
@@ -56,7 +74,12 @@ class Compaction:
     def apply(self, view: PromptView) -> Plan[None]:
         """Compact until at or under the target."""
         archive = view.resources.archive_messages
-        if not view.over_trigger() or view.tokens <= view.goal or archive is None:
+        if archive is None:
+            return
+        arriving = self._pick_arriving(view)
+        if arriving and not (yield from self._compact(view, archive, arriving, {"arrival": True})):
+            return
+        if not view.over_trigger() or view.tokens <= view.goal:
             return
         picked = self._pick(view)
         if picked and not (yield from self._compact(view, archive, picked, {})):
@@ -86,6 +109,32 @@ class Compaction:
         detail = {"refs": [refs[i] for i in ids], **detail}
         view.record("compact", before, message_ids=ids, detail=detail)
         return True
+
+    def _eligible(self, view: PromptView, i: int) -> bool:
+        msg = view.history[i]
+        tool = tool_of(msg)
+        return (
+            is_tool_output(msg)
+            and view.is_untouched(msg)
+            and not (self.keep_errors and is_error_result(msg))
+            and tool not in self.exclude_tools
+            and (self.include_tools is None or tool in self.include_tools)
+        )
+
+    def _pick_arriving(self, view: PromptView) -> list[int]:
+        """Window outputs over the `on_arrival` share of the limit, whatever the prompt's size."""
+        if self.on_arrival is None:
+            return []
+        bound = max(self.on_arrival * view.budget.limit, self.arrival_min_tokens)
+        return [
+            i
+            for i in view.window_indices()
+            if self._eligible(view, i)
+            and len(text_of(view.history[i])) >= self.min_chars
+            and view.cost(view.history[i]) > bound
+            and view.compacted_cost(view.history[i], self.preview_chars)
+            < view.cost(view.history[i])
+        ]
 
     def _pick(self, view: PromptView) -> list[int]:
         """History indices to compact, oldest first, until the estimate reaches the target."""

@@ -22,7 +22,13 @@ from langgraph_ctx import ContextManager, ContextMemory
 from langgraph_ctx._backends import StoreBackend
 from langgraph_ctx.archive import Archive
 from langgraph_ctx.messages import text_of, validate_messages
-from langgraph_ctx.strategies import default_strategies
+from langgraph_ctx.strategies import (
+    Compaction,
+    DropMemory,
+    PruneToolOutputs,
+    SlidingWindow,
+    default_strategies,
+)
 from tests.conftest import run
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import adrive, drive
@@ -45,10 +51,13 @@ def history(output_tokens: int) -> list[BaseMessage]:
     ]
 
 
-def manager(window: int) -> tuple[ContextManager, Archive]:
+def manager(window: int, *, on_arrival: bool = True) -> tuple[ContextManager, Archive]:
     archive = Archive(StoreBackend(InMemoryStore()), thread_id=f"t-{uuid.uuid4().hex[:8]}")
+    strategies = default_strategies()
+    if not on_arrival:  # compaction over the trigger only (keep_last protects the newest)
+        strategies = [DropMemory(), PruneToolOutputs(), Compaction(), SlidingWindow(summarize=True)]
     return ContextManager(
-        context_window_tokens=window, strategies=default_strategies(), archive=archive
+        context_window_tokens=window, strategies=strategies, archive=archive
     ), archive
 
 
@@ -70,18 +79,24 @@ async def test_newest_output_over_the_window_is_compacted(mode: str, output_toke
 
 
 async def test_newest_output_that_fits_stays_whole(mode: str) -> None:
-    """Under the limit the newest outputs keep their protection (`keep_last`)."""
-    cm, _ = manager(32_000)
+    """Under the limit the newest outputs keep their protection (`keep_last`) when outputs are
+    compacted over the trigger only; the defaults compact it as it arrives (issue 16)."""
+    cm, _ = manager(32_000, on_arrival=False)
     messages = history(20_000)
     result = await run(mode, cm.build, cm.abuild, messages)
     assert result.report.ok
     assert text_of(result.messages[-1]) == text_of(messages[-1])
     assert all(d.kind != "compact" for d in result.report.decisions)
+    cm, archive = manager(32_000)
+    result = await run(mode, cm.build, cm.abuild, messages)
+    assert result.report.ok and 'recall(ref="t1")' in text_of(result.messages[-1])
+    assert text_of(archive.restore("t1")) == text_of(messages[-1])
 
 
 async def test_older_history_goes_before_the_newest_output_is_compacted(mode: str) -> None:
-    """A newest output that fits once older turns leave the window stays whole."""
-    cm, _ = manager(32_000)
+    """A newest output that fits once older turns leave the window stays whole (compaction
+    over the trigger only)."""
+    cm, _ = manager(32_000, on_arrival=False)
     old = [
         m
         for n in range(6)

@@ -22,7 +22,7 @@ from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, Histor
 from langgraph_ctx.messages import get_tag, text_of, validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.report import ContextBudget
-from langgraph_ctx.strategies import Compaction
+from langgraph_ctx.strategies import Compaction, DropMemory, PruneToolOutputs, SlidingWindow
 from langgraph_ctx.tokens import TiktokenCounter
 from tests.conftest import call, make_conversation, make_strategies
 from tests.fakes import ScriptedChatModel, scripted
@@ -247,7 +247,10 @@ def test_placeholder_names_the_tool_and_the_size_and_restores_from_the_archive()
     budget = ContextBudget(
         context_window_tokens=int(COUNTER(messages) * 0.98), trigger=0.95, target=0.6
     )
-    result = ContextManager(budget=budget, archive=archive).build(messages)
+    # Compaction over the trigger only (the default compacts 2,500-character outputs as they
+    # arrive in so small a window): this test is about the pruning placeholder.
+    strategies = [DropMemory(), PruneToolOutputs(), Compaction(), SlidingWindow()]
+    result = ContextManager(budget=budget, archive=archive, strategies=strategies).build(messages)
     assert result.report.kinds() == ["prune"]
     original = by_id(messages)["tool1_1"]
     assert isinstance(original, ToolMessage)
@@ -911,3 +914,41 @@ def test_first_build_on_a_long_history_does_linear_work(
     assert sum(d.kind == "shrink" for d in result.report.decisions) > 100  # many shrinks
     for name, work in seen.items():
         assert work <= 3 * len(history), (name, work, len(history))
+
+
+def test_default_compaction_compacts_a_large_output_as_it_arrives() -> None:
+    """Issue 16: a large output is compacted when it arrives, not first sent whole."""
+    from langgraph_ctx.strategies import default_strategies
+
+    big = "\n".join(f"{i:5d}  value = compute(item_{i}, limit={i % 97})" for i in range(1_500))
+    messages: list[BaseMessage] = [
+        SystemMessage("You are a coding agent."),
+        HumanMessage("Read the module and fix the bug."),
+        AIMessage(
+            "", tool_calls=[{"name": "read_file", "args": {"path": "a.py"}, "id": "c1"}], id="a1"
+        ),
+        ToolMessage(big, tool_call_id="c1", name="read_file", id="t1"),
+        AIMessage(
+            "", tool_calls=[{"name": "read_file", "args": {"path": "b.py"}, "id": "c2"}], id="a2"
+        ),
+        ToolMessage("x = 1\n" * 40, tool_call_id="c2", name="read_file", id="t2"),
+    ]
+    archive = new_archive()
+    cm = ContextManager(
+        context_window_tokens=32_000,
+        reserved_output_tokens=4_000,
+        strategies=default_strategies(),
+        archive=archive,
+    )
+    assert COUNTER(messages) < cm.budget.trigger_tokens  # far under the trigger
+    assert COUNTER(messages[3:4]) > cm.budget.limit // 10  # larger than a tenth of the limit
+    result = cm.build(messages)
+    assert_valid(result)
+    shown = by_id(result.messages)
+    assert text_of(shown["t1"]).startswith("[compacted tool output]")
+    assert 'recall(ref="t1")' in text_of(shown["t1"])
+    assert text_of(shown["t2"]) == "x = 1\n" * 40  # small outputs stay whole
+    assert archive.restore(result.state["compacted"]["t1"]["ref"]) == messages[3]
+    assert result.report.kinds() == ["compact"]
+    again = cm.build(messages, state=result.state)  # the compacted form stays: cache kept
+    assert dump(again.messages) == dump(result.messages) and again.report.decisions == []

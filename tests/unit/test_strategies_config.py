@@ -91,13 +91,13 @@ def test_the_manager_takes_config_and_keeps_its_order() -> None:
     assert ContextManager(context_window_tokens=8000).strategies == [
         DropMemory(),
         PruneToolOutputs(),
-        Compaction(),
+        Compaction(on_arrival=0.1),
         SlidingWindow(),
     ]
     assert default_strategies() == [
         DropMemory(),
         PruneToolOutputs(),
-        Compaction(),
+        Compaction(on_arrival=0.1),
         SlidingWindow(summarize=True),
     ]
 

@@ -335,19 +335,25 @@ async def test_chunk_failure_folds_the_rest_into_the_partial_summary(mode: str) 
     assert "- Read the test." in out.text  # the model's work on chunk 1 is kept
 
 
-async def test_single_oversized_block_is_sent_clipped(mode: str) -> None:
+async def test_single_oversized_block_is_sent_in_parts_not_clipped(mode: str) -> None:
+    """Issue 16: a block too large for one call is read in parts; its middle is not lost."""
+    lines = [f"line {i:05d} " + "x" * 40 for i in range(1_000)]
+    lines[500] = "the staging database host is db-4821.internal"  # in the middle
     big = [
         HumanMessage("Summarize the log."),
         AIMessage("", tool_calls=[tc("cat", {"path": "/var/log/app.log"}, "c1")]),
-        ToolMessage("HEAD " + "x" * 50_000 + " TAIL", tool_call_id="c1", name="cat"),
+        ToolMessage("HEAD\n" + "\n".join(lines) + "\nTAIL", tool_call_id="c1", name="cat"),
     ]
-    model = scripted(GOOD, GOOD)
-    summarizer = Summarizer(model=model, token_counter=chars, input_window_tokens=4000)
+    model = scripted(*[GOOD] * 40)
+    summarizer = Summarizer(model=model, token_counter=chars, input_window_tokens=8000)
     out = await run(summarizer, big, mode)
-    assert out.source == "model" and out.model_calls == 2
-    body = bodies(model)[1]
-    assert "characters omitted" in body and "HEAD" in body and "TAIL" in body
-    assert len(body) < 20_000
+    assert out.source == "model" and out.model_calls == len(model.prompts) > 2
+    assert all(chars(p) <= 8000 for p in model.prompts)
+    seen = "\n".join(bodies(model))
+    assert "characters omitted" not in seen
+    for line in ["HEAD", "TAIL", lines[500], *lines[::97]]:
+        assert line in seen
+    assert "[part 1 of " in seen
 
 
 async def test_redaction_reaches_every_prompt(mode: str) -> None:
@@ -656,3 +662,20 @@ def test_chunked_model_summary_on_a_real_trajectory() -> None:
     assert out.source == "model" and out.model_calls > 1, name
     assert "\n".join(transcripts(model)) == render_transcript(msgs)
     assert all(count_tokens(p) <= 8000 for p in model.prompts)
+
+
+def test_manager_gives_its_token_counter_to_the_summarizer_it_builds() -> None:
+    """Issue 16: the summarizer counts its chunks with the manager's counter, not gpt-4o's."""
+    from langgraph_ctx.pipeline import ContextManager
+    from langgraph_ctx.summarize import Summarizer as _Summarizer
+
+    def words(messages: Sequence[Any]) -> int:
+        return sum(len(text_of(m).split()) for m in messages)
+
+    model = ScriptedChatModel()
+    for given in (model, None):
+        manager = ContextManager(context_window_tokens=8_000, token_counter=words, summarizer=given)
+        assert manager.summarizer.token_counter is words
+    own = _Summarizer(model=model, token_counter=count_tokens)
+    manager = ContextManager(context_window_tokens=8_000, token_counter=words, summarizer=own)
+    assert manager.summarizer is own  # a Summarizer given whole is the user's choice

@@ -1,0 +1,301 @@
+"""The cost frontier (issue 16): every system side by side under the same hard conditions.
+
+`python -m benchmarks cost [--workload synthetic|real32k|real8k]`
+
+Every system gets, on each workload:
+
+* the same budget: window W minus reserved output R (`limit`); a prompt over it is an overrun;
+* the same exact counter (`TiktokenCounter("gpt-4o")`, shared);
+* the same fake summarizer (`SummaryModel`): a real, non-empty four-section summary of whatever
+  it is sent (tools used, the latest request), plus every planted fact whose key it saw. No
+  system falls back because the summarizer answered nothing;
+* its best documented settings (see `_NOTES`), deepagents with its tool-result eviction scaled
+  to the window (deepagents' default is 20,000 tokens for a 200k model: a tenth of the window).
+
+Metrics: effective cost = uncached prompt tokens + 0.1 x cache-reusable tokens + summarizer
+input tokens; facts kept (planted keys visible in the final prompt); invalid prompts as the
+OpenAI and Anthropic LangChain converters judge them (`tests.providers`); errors; overruns;
+restorable share of what left the prompt (byte for byte, where the system reports it).
+
+Workloads: `synthetic` (`benchmarks.workload`, 300 steps, W=32k, R=4k; runs on a plain clone);
+`real32k` and `real8k` (the recorded runs of `../shared/data/trajectories` at W=32k, R=4k and
+W=8k, R=1k; skipped with a note when the folder is absent).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+import warnings
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import PrivateAttr
+
+from benchmarks._table import fmt_int, print_table
+from benchmarks.anchors import (
+    ContextEditingAnchor,
+    DeepagentsAgentAnchor,
+    LangmemAnchor,
+    LCSummarizationAnchor,
+    TrimMessagesAnchor,
+)
+from benchmarks.pipeline import Aggregate, Ours
+from benchmarks.replay import FactEchoModel, ReplayResult, System, load_trajectories, replay
+from benchmarks.workload import generate_workload
+from langgraph_ctx.messages import text_of
+from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.strategies import default_strategies
+
+__all__ = ["SummaryModel", "WORKLOADS", "run"]
+
+
+class SummaryModel(FactEchoModel):
+    """The shared fake summarizer: a real summary of its input, with the facts it saw.
+
+    The answer has the four sections every summarizer prompt asks for: `<completed>` (how
+    many messages and which tools the input showed), `<remaining>` (the latest user request
+    seen), `<current_state>` (the last tool seen) and `<notes>` (each planted fact whose key
+    appears in the input, as a sentence). Never empty, whatever the input.
+    """
+
+    _keys: dict[str, str] = PrivateAttr(default_factory=dict)
+
+    def with_facts(self, facts: dict[str, str]) -> SummaryModel:
+        """Set the planted facts (key -> sentence) this summarizer recognizes."""
+        self._keys = dict(facts)
+        return self
+
+    @property
+    def _llm_type(self) -> str:
+        return "fake-summary"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self._calls.append(list(messages))
+        text = "\n".join(text_of(m) for m in messages)
+        tools = Counter(
+            re.findall(
+                r"\b(open_file|search_code|run_tests|read_logs|http_get|list_dir|bash)\b", text
+            )
+        )
+        asks = [text_of(m) for m in messages if isinstance(m, HumanMessage)]
+        latest = " ".join((asks[-1] if asks else text[-300:]).split())[-200:]
+        facts = [f"- {sentence}" for key, sentence in self._keys.items() if key in text]
+        used = ", ".join(f"{name} x{n}" for name, n in tools.most_common(6)) or "none"
+        body = (
+            f"<completed>\n- Read {len(text):,} characters of history; tools used: {used}.\n"
+            f"</completed>\n<remaining>\n- Continue the latest request: {latest}\n</remaining>\n"
+            "<current_state>\n- Investigating the code paths named in the request.\n"
+            f"</current_state>\n<notes>\n{chr(10).join(facts) or '- none'}\n</notes>"
+        )
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(body))])
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """A workload: its window, reserved output, and the runs it replays."""
+
+    name: str
+    window: int
+    reserved: int
+    load: Callable[[], list[tuple[str, list[BaseMessage], dict[str, str]]]]
+
+    @property
+    def limit(self) -> int:
+        """The budget every system gets."""
+        return self.window - self.reserved
+
+
+def _synthetic(steps: int = 300) -> list[tuple[str, list[BaseMessage], dict[str, str]]]:
+    run = generate_workload(steps=steps, seed=16)
+    return [("synthetic", run.messages, {f.key: f.text for f in run.facts})]
+
+
+QUICK = WorkloadSpec(
+    "synthetic, 40 steps, W=8k R=1k (quick check)", 8_000, 1_000, lambda: _synthetic(40)
+)
+"""`--quick`: a short synthetic run in a small window, for a fast check (not the README figures)."""
+
+
+def _real() -> list[tuple[str, list[BaseMessage], dict[str, str]]]:
+    return [(name, messages, {}) for name, messages in load_trajectories()]
+
+
+WORKLOADS = {
+    "synthetic": WorkloadSpec("synthetic, 300 steps, W=32k R=4k", 32_000, 4_000, _synthetic),
+    "real32k": WorkloadSpec("shared real runs, W=32k R=4k", 32_000, 4_000, _real),
+    "real8k": WorkloadSpec("shared real runs, W=8k R=1k", 8_000, 1_000, _real),
+}
+"""`--workload` name -> spec."""
+
+
+def _model(limit: int, facts: dict[str, str]) -> SummaryModel:
+    return SummaryModel(profile={"max_input_tokens": limit}).with_facts(facts)
+
+
+def systems(spec: WorkloadSpec, facts: dict[str, str]) -> list[Callable[[], System]]:
+    """Every system of the table, as fresh-instance factories."""
+    w, limit = spec.window, spec.limit
+    budget = ContextBudget(context_window_tokens=w, reserved_output_tokens=spec.reserved)
+    trigger, keep = budget.trigger_tokens, budget.target_tokens
+
+    def ours() -> System:
+        return Ours(
+            "langgraph-ctx defaults",
+            strategies=default_strategies(),
+            archive=True,
+            model=_model(limit, facts),
+            budget=budget,
+        )
+
+    return [
+        ours,
+        lambda: TrimMessagesAnchor(limit=limit),
+        lambda: ContextEditingAnchor(limit=limit, trigger=trigger, keep=3),
+        lambda: LCSummarizationAnchor(
+            limit=limit,
+            trigger=trigger,
+            keep=keep,
+            model=_model(limit, facts),
+            trim_tokens_to_summarize=None,
+        ),
+        lambda: LangmemAnchor(
+            limit=limit,
+            before_summary=trigger,
+            max_summary_tokens=min(1_024, limit // 10),
+            model=_model(limit, facts),
+        ),
+        lambda: DeepagentsAgentAnchor(limit=limit, evict_tokens=20_000, model=_model(limit, facts)),
+        lambda: DeepagentsAgentAnchor(
+            limit=limit, evict_tokens=w // 10, model=_model(limit, facts), scaled=True
+        ),
+    ]
+
+
+_NOTES = [
+    "effective cost = uncached prompt tokens + 0.1 x cache-reusable prompt tokens + summarizer"
+    " input tokens (exact gpt-4o counts); every system's summarizer is the same SummaryModel.",
+    "facts = planted keys visible in the final prompt; restorable = removed messages whose"
+    " original comes back byte for byte (ours: archive refs and live state; deepagents eviction:"
+    " the evicted file); invalid = OpenAI or Anthropic converter rejects the prompt.",
+    "ours: ContextManager(budget=ContextBudget(W, R), strategies=default_strategies(),"
+    " summarizer=model, archive=...), as ContextMemory's defaults.",
+    "trim_messages(strategy='last', max_tokens=limit, start_on='human', include_system=True).",
+    "ContextEditingMiddleware([ClearToolUsesEdit(trigger=0.9 limit, keep=3)]).",
+    "LC SummarizationMiddleware(trigger=('tokens', 0.9 limit), keep=('tokens', 0.25 limit),"
+    " trim_tokens_to_summarize=None): its default 4,000 finds no human message to start at in a"
+    " one-task tool loop and writes 'Previous conversation was too long to summarize.' without"
+    " calling the summarizer, which is no summary.",
+    "langmem summarize_messages(max_tokens=limit, max_tokens_before_summary=0.9 limit,"
+    " max_summary_tokens=min(1024, limit/10)).",
+    "deepagents = create_deep_agent's stack: FilesystemMiddleware(tool_token_limit_before_evict)"
+    " then create_summarization_middleware(model with max_input_tokens=limit, FilesystemBackend);"
+    " 'default' evicts at 20,000 tokens, 'scaled' at W/10.",
+]
+
+
+def _progress(text: str) -> None:
+    print(f"  .. {text}", flush=True)
+
+
+def _restorable(a: Aggregate) -> str:
+    removed = a.extra("removed")
+    if not removed:
+        return "-"
+    return f"{100 * a.extra('restorable') / removed:.0f}%"
+
+
+def run_workload(spec: WorkloadSpec) -> dict[str, Aggregate] | None:
+    """Replay every system on the workload's runs; print the table; return the aggregates."""
+    runs = spec.load()
+    if not runs:
+        print(f"\n{spec.name}: skipped (no ../shared/data/trajectories)")
+        return None
+    aggs: dict[str, Aggregate] = {}
+    facts_total = 0
+    for label, messages, facts in runs:
+        facts_total += len(facts)
+        for make in systems(spec, facts):
+            started = time.perf_counter()
+            system = make()
+            result: ReplayResult = replay(
+                system, messages, limit=spec.limit, facts=list(facts), providers=True
+            )
+            aggs.setdefault(result.name, Aggregate(result.name)).runs.append(result)
+            if len(runs) == 1:
+                _progress(f"{result.name}: {time.perf_counter() - started:.1f} s")
+        if len(runs) > 1:
+            _progress(f"{label}: {len(messages)} messages")
+    cheapest = min(
+        (a.total("effective_cost") for a in aggs.values() if _valid(a) and a.name != _OURS),
+        default=None,
+    )
+    rows = []
+    for a in aggs.values():
+        cost = a.total("effective_cost")
+        rows.append(
+            [
+                a.name,
+                fmt_int(round(cost)),
+                f"{cost / cheapest:.2f}x" if cheapest else "-",
+                fmt_int(int(a.total("fresh_tokens"))),
+                fmt_int(int(a.total("summarizer_input_tokens"))),
+                str(int(a.total("summarizer_calls"))),
+                f"{int(a.total('facts_visible'))}/{facts_total}" if facts_total else "-",
+                str(int(a.total("errors"))),
+                str(int(a.total("overruns"))),
+                str(int(a.total("invalid"))),
+                _restorable(a),
+            ]
+        )
+    print_table(
+        f"{spec.name}: {len(runs)} run(s), {sum(len(r[1]) for r in runs):,} messages, limit"
+        f" {spec.limit:,}",
+        [
+            "system",
+            "eff. cost",
+            "vs cheapest valid anchor",
+            "fresh",
+            "summ. input",
+            "summ. calls",
+            "facts kept",
+            "errors",
+            "over",
+            "invalid",
+            "restorable",
+        ],
+        rows,
+    )
+    return aggs
+
+
+_OURS = "langgraph-ctx defaults"
+
+
+def _valid(a: Aggregate) -> bool:
+    return a.total("invalid") == 0 and a.total("overruns") == 0 and a.total("errors") == 0
+
+
+def run(args: argparse.Namespace) -> None:
+    """The `cost` section: the chosen workloads (default all), one table each."""
+    names: Sequence[str] = getattr(args, "workload", None) or list(WORKLOADS)
+    warnings.filterwarnings("ignore", message="Failed to trim messages")  # langmem, every call
+    if getattr(args, "quick", False) and not getattr(args, "workload", None):
+        run_workload(QUICK)
+        names = []
+    for name in names:
+        run_workload(WORKLOADS[name])
+    for note in _NOTES:
+        print(note)
