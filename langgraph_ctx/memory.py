@@ -362,7 +362,9 @@ class ContextMemory:
         """Async twin of `get_full_history`."""
         values = (await graph.aget_state(config)).values
         archive = self.archive_for(config, graph=graph)
-        return await afull_history(values.get("messages", []), values.get("context_ledger"), archive)
+        return await afull_history(
+            values.get("messages", []), values.get("context_ledger"), archive
+        )
 
     def get_reports(self, graph: Any, config: RunnableConfig) -> list[ContextCostReport]:
         """Every distinct report the thread's checkpoints hold, oldest first."""

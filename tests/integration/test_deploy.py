@@ -24,14 +24,12 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from langgraph_ctx import ContextMemory
+from langgraph_ctx import Compaction, ContextMemory
 from langgraph_ctx.archive import NAMESPACE_ROOT, Archive
 from langgraph_ctx.errors import ConfigError
-from tests.conftest import run
-from tests.fakes import ScriptedChatModel
-from langgraph_ctx import Compaction
 from langgraph_ctx.report import ContextBudget
-from tests.conftest import make_strategies
+from tests.conftest import make_strategies, run
+from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
     Script,
     Seen,
@@ -103,7 +101,7 @@ async def test_server_config_runs_and_scopes_by_the_authenticated_user(mode: str
     assert ("alice", signed_in["configurable"]["thread_id"]) in scopes
 
 
-# --- the archive follows the graph's persistence ---------------------------------------------------
+# --- the archive follows the graph's persistence ---------------------------------------------
 
 
 def compacting_memory() -> ContextMemory:
