@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 pytest.importorskip("langgraph_api", reason="needs the test extra (langgraph-cli[inmem])")
-from langgraph_sdk import get_client  # noqa: E402
+from langgraph_sdk import get_client
 
 pytestmark = pytest.mark.slow
 
