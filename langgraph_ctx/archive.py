@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -55,6 +56,9 @@ from langgraph_ctx.errors import (
     ArchiveError,
     ConfigError,
 )
+
+logger = logging.getLogger(__name__)
+"""Warnings for what a run survives but an operator should see."""
 
 __all__ = [
     "Archive",
@@ -256,6 +260,7 @@ class Archive:
             f"archive backend {type(self.backend).__name__} failed to {what} {where} "
             f"(thread {self.thread_id!r}): {type(exc).__name__}: {exc}"
         )
+        logger.warning(msg)
         return ArchiveError(msg)
 
     def _put(self, namespace: Namespace, key: str, data: bytes) -> Plan[None]:
