@@ -25,7 +25,6 @@ Design notes:
 from __future__ import annotations
 
 import logging
-
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
