@@ -6,7 +6,9 @@ TEST ?= tests
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-cli
 
-.PHONY: help install test test_integration fuzz lint format type notebooks bench bench_quick demo clean
+BOUNDS_VENV ?= .venv-bounds
+
+.PHONY: help install test test_bounds test_integration fuzz lint format type notebooks bench bench_quick demo clean
 
 help:  ## list the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -29,6 +31,20 @@ test: $(STAMP)  ## lint, type-check and run the whole test suite (notebooks incl
 	$(BIN)/ruff check langgraph_ctx tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(TEST)
+
+test_bounds:  ## a fresh venv with the lowest declared versions (tests/lowest-versions.txt): smoke tests
+	rm -rf $(BOUNDS_VENV)
+	$(PYTHON) -m venv $(BOUNDS_VENV)
+	$(BOUNDS_VENV)/bin/python -m pip install --quiet -r tests/lowest-versions.txt \
+		pytest pytest-asyncio hypothesis aiosqlite rich "psycopg[binary]" psycopg-pool \
+		langgraph-checkpoint-postgres==3.0.0
+	$(BOUNDS_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	$(BOUNDS_VENV)/bin/python -m pip check
+	$(BOUNDS_VENV)/bin/python -c "import langgraph_ctx, langchain, langchain_core, langgraph; \
+		from importlib.metadata import version as v; \
+		print({p: v(p) for p in ('langchain-core', 'langchain', 'langgraph')})"
+	$(BOUNDS_VENV)/bin/python -m pytest -q -p no:cacheprovider -o addopts="" \
+		tests/unit/test_imports.py tests/integration/test_deploy.py
 
 test_integration: $(STAMP)  ## only the tests that need PostgreSQL (set LANGGRAPH_CTX_TEST_POSTGRES_URI)
 	$(BIN)/python -m pytest -m postgres $(TEST)

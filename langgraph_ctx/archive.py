@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -56,6 +57,9 @@ from langgraph_ctx.errors import (
     ConfigError,
 )
 
+logger = logging.getLogger(__name__)
+"""Warnings for what a run survives but an operator should see."""
+
 __all__ = [
     "Archive",
     "ArchiveBackend",
@@ -63,6 +67,7 @@ __all__ = [
     "DirectoryBackend",
     "RefKind",
     "StoreBackend",
+    "config_identity",
     "decode_message",
     "decode_messages",
     "encode_message",
@@ -205,23 +210,15 @@ class Archive:
     def from_config(cls, backend: ArchiveBackend | BaseStore, config: RunnableConfig) -> Archive:
         """The archive of the thread a LangGraph run config names.
 
-        Reads `configurable["thread_id"]` and, when present, `configurable["user_id"]`.
+        Reads `configurable["thread_id"]` and the user the way `config_identity` does: the
+        authenticated user when the LangGraph server provides one, else `user_id`, where an
+        empty string (what `langgraph dev` writes without custom auth) means no user.
 
         Raises:
             ConfigError: The config names no thread.
         """
-        configurable = config.get("configurable") or {}
-        thread_id = configurable.get("thread_id")
-        if not thread_id:
-            msg = (
-                "the run config has no configurable.thread_id, so there is no thread archive "
-                'to use; invoke the graph with config={"configurable": {"thread_id": "..."}}'
-            )
-            raise ConfigError(msg)
-        user_id = configurable.get("user_id")
-        return cls(
-            backend, thread_id=str(thread_id), user_id=None if user_id is None else str(user_id)
-        )
+        thread_id, user_id = config_identity(config)
+        return cls(backend, thread_id=thread_id, user_id=user_id)
 
     def __repr__(self) -> str:
         user = "" if self.user_id is None else f", user_id={self.user_id!r}"
@@ -263,6 +260,7 @@ class Archive:
             f"archive backend {type(self.backend).__name__} failed to {what} {where} "
             f"(thread {self.thread_id!r}): {type(exc).__name__}: {exc}"
         )
+        logger.warning(msg)
         return ArchiveError(msg)
 
     def _put(self, namespace: Namespace, key: str, data: bytes) -> Plan[None]:
@@ -458,6 +456,38 @@ class Archive:
     async def aread(self, ref_or_message_id: str) -> BaseMessage | list[BaseMessage] | str:
         """Async `read`."""
         return await arun_plan(self.plan_read(ref_or_message_id))
+
+
+def config_identity(config: RunnableConfig) -> tuple[str, str | None]:
+    """The `(thread_id, user_id)` a run config names; the one owner of run identity.
+
+    The user is, in order: `configurable["langgraph_auth_user_id"]` (the LangGraph server's
+    authenticated user), the `identity` of `configurable["langgraph_auth_user"]` (the user
+    object the server hands the runtime as `Runtime.server_info.user`), then
+    `configurable["user_id"]`. Empty values mean "not given": without custom auth the server
+    writes `user_id=""`, which is no user scope. The authenticated user wins, so a caller
+    can not reach another user's archive by choosing `user_id`.
+
+    Raises:
+        ConfigError: The config names no thread.
+    """
+    configurable = config.get("configurable") or {}
+    thread_id = configurable.get("thread_id")
+    if thread_id is None or thread_id == "":
+        msg = (
+            "the run config has no configurable.thread_id, so there is no thread archive "
+            'to use; invoke the graph with config={"configurable": {"thread_id": "..."}}'
+        )
+        raise ConfigError(msg)
+    auth_user = configurable.get("langgraph_auth_user")
+    for candidate in (
+        configurable.get("langgraph_auth_user_id"),
+        getattr(auth_user, "identity", None),
+        configurable.get("user_id"),
+    ):
+        if candidate is not None and str(candidate) != "":
+            return str(thread_id), str(candidate)
+    return str(thread_id), None
 
 
 def _index_key(message_id: str) -> str:

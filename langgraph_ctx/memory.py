@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_config
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
@@ -41,6 +43,10 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from langgraph_ctx.summarize import Summarizer
+
+# LangGraph's run-config keys for the run's runtime (its `.store`) and its checkpointer.
+_CONFIG_KEY_RUNTIME = "__pregel_runtime"
+_CONFIG_KEY_CHECKPOINTER = "__pregel_checkpointer"
 
 REPORT_KEY = "context_cost"
 """Key of the report in an AI message's `response_metadata`."""
@@ -71,7 +77,12 @@ class ContextMemory:
         strategies: Strategies or configs, run in order; default `default_strategies()`
             (drop memory, prune, compact, then a window that summarizes what leaves it).
         archive: Where archived content goes: an `ArchiveBackend`, a LangGraph `BaseStore`,
-            or a directory path. Default: an in-process `InMemoryStore`.
+            or a directory path. Default: the graph's own persistence (see `archive_for`):
+            the run's store when the graph has one (`create_agent(..., store=)`,
+            `compile(store=)`, the LangGraph server's store); an in-process `InMemoryStore`
+            when the checkpoints live in memory too; and a `ConfigError` at the first call
+            when the checkpointer is durable and there is no store, since an in-process
+            archive would not outlive the checkpoints that point into it.
         store: A `BaseStore` searched for memory (`<relevant_context>`); also the archive
             when `archive` is not given.
         summarizer: A `Summarizer` or chat model; None uses the deterministic summary.
@@ -116,15 +127,31 @@ class ContextMemory:
             summarizer=summarizer,
             **manager_options,
         )
-        self.backend = _backend(archive, store)
+        self._archive = _backend(archive)
+        self._store = store
+        # The archive of graphs whose checkpoints live in this process too (no checkpointer,
+        # or an InMemorySaver): it lives exactly as long as what points into it.
+        self._local = InMemoryStore()
         self.hint_threshold = hint_threshold
         self.remove_summarized = remove_summarized
         self.expose_recall = expose_recall
 
     # --- archive ---------------------------------------------------------------------------
 
-    def archive_for(self, config: RunnableConfig | None = None) -> Archive:
-        """The archive of the thread named by `config` (default: the current run's config)."""
+    def archive_for(self, config: RunnableConfig | None = None, *, graph: Any = None) -> Archive:
+        """The archive of the thread named by `config` (default: the current run's config).
+
+        The backend is, in order: `ContextMemory(archive=...)`, `ContextMemory(store=...)`,
+        the run's store (`runtime.store`, what `get_store()` returns inside a node; or
+        `graph.store` when a compiled `graph` is given, as the thread views do), and, when the
+        checkpointer keeps its checkpoints in this process too (none, or an `InMemorySaver`),
+        an in-process `InMemoryStore`. The user scope is read by `config_identity`.
+
+        Raises:
+            ConfigError: The checkpointer is durable (SQLite, Postgres, ...) and there is no
+                store and no `archive=`: an in-process archive would be lost on restart while
+                the checkpoints still point into it.
+        """
         if config is None:
             try:
                 config = get_config()
@@ -132,7 +159,23 @@ class ContextMemory:
                 config = {}
         configurable = dict((config or {}).get("configurable") or {})
         configurable.setdefault("thread_id", "default")  # graphs without a checkpointer
-        return Archive.from_config(self.backend, {"configurable": configurable})
+        return Archive.from_config(self._backend_for(configurable, graph), _config_of(configurable))
+
+    def _backend_for(
+        self, configurable: Mapping[str, Any], graph: Any
+    ) -> ArchiveBackend | BaseStore:
+        if self._archive is not None:
+            return self._archive
+        if self._store is not None:
+            return self._store
+        store, checkpointer = _persistence(configurable, graph)
+        if store is not None:
+            return store
+        if isinstance(checkpointer, BaseCheckpointSaver) and not isinstance(
+            checkpointer, InMemorySaver
+        ):
+            raise ConfigError(_no_durable_archive(checkpointer))
+        return self._local
 
     def recall_tool(self, *, name: str = "recall", max_chars: int = 20_000) -> BaseTool:
         """The `recall` tool, reading the archive of whichever thread calls it."""
@@ -321,15 +364,15 @@ class ContextMemory:
     def get_full_history(self, graph: Any, config: RunnableConfig) -> list[BaseMessage]:
         """The thread's complete history, in order: live state plus archive (`full_history`)."""
         values = graph.get_state(config).values
-        return full_history(
-            values.get("messages", []), values.get("context_ledger"), self.archive_for(config)
-        )
+        archive = self.archive_for(config, graph=graph)
+        return full_history(values.get("messages", []), values.get("context_ledger"), archive)
 
     async def aget_full_history(self, graph: Any, config: RunnableConfig) -> list[BaseMessage]:
         """Async twin of `get_full_history`."""
         values = (await graph.aget_state(config)).values
+        archive = self.archive_for(config, graph=graph)
         return await afull_history(
-            values.get("messages", []), values.get("context_ledger"), self.archive_for(config)
+            values.get("messages", []), values.get("context_ledger"), archive
         )
 
     def get_reports(self, graph: Any, config: RunnableConfig) -> list[ContextCostReport]:
@@ -342,13 +385,20 @@ class ContextMemory:
         snapshots = [s async for s in graph.aget_state_history(config)]
         return _reports(s.values for s in reversed(snapshots))
 
-    def restore(self, ref_or_message_id: str, config: RunnableConfig) -> BaseMessage:
-        """One archived message of the thread, byte for byte."""
-        return self.archive_for(config).restore(ref_or_message_id)
+    def restore(
+        self, ref_or_message_id: str, config: RunnableConfig, *, graph: Any = None
+    ) -> BaseMessage:
+        """One archived message of the thread, byte for byte.
 
-    async def arestore(self, ref_or_message_id: str, config: RunnableConfig) -> BaseMessage:
+        Pass the compiled `graph` when the archive is the graph's store.
+        """
+        return self.archive_for(config, graph=graph).restore(ref_or_message_id)
+
+    async def arestore(
+        self, ref_or_message_id: str, config: RunnableConfig, *, graph: Any = None
+    ) -> BaseMessage:
         """Async twin of `restore`."""
-        return await self.archive_for(config).arestore(ref_or_message_id)
+        return await self.archive_for(config, graph=graph).arestore(ref_or_message_id)
 
 
 def _skip_removals(result: BuildResult, ids: list[str], exc: Exception) -> dict[str, Any]:
@@ -370,14 +420,41 @@ def _skip_removals(result: BuildResult, ids: list[str], exc: Exception) -> dict[
     return state
 
 
-def _backend(archive: Any, store: BaseStore | None) -> ArchiveBackend | BaseStore:
+def _config_of(configurable: Mapping[str, Any]) -> RunnableConfig:
+    """A run config holding only `configurable`."""
+    return {"configurable": dict(configurable)}
+
+
+def _persistence(configurable: Mapping[str, Any], graph: Any) -> tuple[BaseStore | None, Any]:
+    """The store and checkpointer of a compiled `graph`, else of the run `configurable` is of."""
+    if graph is not None:
+        store, checkpointer = getattr(graph, "store", None), getattr(graph, "checkpointer", None)
+    else:
+        runtime = configurable.get(_CONFIG_KEY_RUNTIME)
+        store = getattr(runtime, "store", None)
+        checkpointer = configurable.get(_CONFIG_KEY_CHECKPOINTER)
+    return (store if isinstance(store, BaseStore) else None), checkpointer
+
+
+def _no_durable_archive(checkpointer: Any) -> str:
+    return (
+        f"the graph's checkpointer ({type(checkpointer).__name__}) outlives this process but "
+        "there is no archive that does: the graph has no store and ContextMemory got no "
+        "archive=. An in-process archive would be lost on restart while the checkpoints still "
+        "point into it. Give the graph a store (create_agent(..., store=store) or "
+        "builder.compile(checkpointer=..., store=store), e.g. a SqliteStore or PostgresStore), "
+        "or pass ContextMemory(archive='path/to/archive-dir') or ContextMemory(archive=store)"
+    )
+
+
+def _backend(archive: Any) -> ArchiveBackend | BaseStore | None:
     if archive is None:
-        return store if store is not None else InMemoryStore()
+        return None
     if isinstance(archive, (str, bytes)) or hasattr(archive, "__fspath__"):
         if not os.fspath(archive):  # "" would silently mean the working directory
             msg = (
                 f"archive is an empty path ({archive!r}); pass the directory to archive into, "
-                "e.g. archive='.langgraph_ctx/archive', or None for an in-memory store"
+                "e.g. archive='.langgraph_ctx/archive', or None for the graph's store"
             )
             raise ConfigError(msg)
         return DirectoryBackend(archive)

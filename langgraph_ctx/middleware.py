@@ -10,6 +10,7 @@ hint rebuild (DESIGN part 7).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,9 @@ from langgraph.types import Command
 from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
 from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.state import ContextAgentState
+
+logger = logging.getLogger(__name__)
+"""Warnings for what a run survives but an operator should see."""
 
 if TYPE_CHECKING:
     from langgraph_ctx.memory import ContextMemory
@@ -76,6 +80,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         except ContextWindowExceededError:
             raise
         except ContextOverflowError as exc:
+            logger.warning("the provider overflowed (%s); rebuilding for a smaller window", exc)
             try:
                 result = yield from self.memory.plan_build(
                     history, ledger, None, tools=request.tools, harder=True

@@ -24,6 +24,7 @@ Design notes:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -55,6 +56,9 @@ from langgraph_ctx._summary_text import (  # re-exported: the public names live 
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages import split_blocks, text_of
 from langgraph_ctx.tokens import TiktokenCounter, TokenCounter, counter_for_model, get_counter
+
+logger = logging.getLogger(__name__)
+"""Warnings for what a run survives but an operator should see."""
 
 __all__ = [
     "SUMMARY_PROMPT",
@@ -348,6 +352,7 @@ class Summarizer:
             else:
                 tried = "; ".join(f"attempt {i}: {p}" for i, p in enumerate(problems, 1))
                 error = f"summarizer model failed on chunk {chunk_no} ({tried})"
+                logger.warning("%s; using the deterministic fallback summary", error)
                 rest = messages[units[start][0] :]
                 return self._fallback(
                     rest, running, model_calls=calls, error=error, input_tokens=tokens

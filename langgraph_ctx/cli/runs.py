@@ -269,7 +269,7 @@ class RunCheck:
 def check_run(memory: Any, graph: Any, config: RunnableConfig, log: RunLog) -> RunCheck:
     """Restore every archived message of the run and rebuild the full history."""
     check = RunCheck(produced=len(log.produced))
-    archive = memory.archive_for(config)
+    archive = memory.archive_for(config, graph=graph)
     for mid, original in log.produced.items():
         try:
             ref = archive.lookup(mid)

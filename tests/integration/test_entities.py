@@ -103,6 +103,7 @@ def test_entities_survive_a_restart(tmp_path: Path) -> None:
     def memory() -> ContextMemory:
         return ContextMemory(
             context_window_tokens=8_000,
+            archive=tmp_path / "archive",  # outlives the restart, like the checkpoints
             strategies=make_strategies(summarize=True, first=[EntityExtraction()]),
             extractor=EntityExtractor(model=model, schema=Trip),
         )

@@ -18,6 +18,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
+from langgraph.store.memory import InMemoryStore
 from langgraph.warnings import LangGraphDeprecatedSinceV10
 from typing_extensions import TypedDict
 
@@ -71,6 +72,7 @@ def run_create_agent(
 ) -> tuple[Any, ContextMemory, ScriptedChatModel, Seen, RunnableConfig]:
     """Run `script` through `create_agent`; with `usage` the model reports its prompt tokens
     (so the after-turn hint rebuild can fire)."""
+    options.setdefault("archive", InMemoryStore())  # the test keeps it across restarts
     memory = ContextMemory(context_window_tokens=window, **options)
     model = script.model(usage_counter=memory.manager.token_counter if usage else None)
     agent = create_agent(
@@ -134,7 +136,11 @@ async def test_create_agent_long_turn_with_recall(
             )
             kinds = assert_agent_run(agent, memory, model, seen, config)
     else:
-        memory = ContextMemory(budget=budget, strategies=make_strategies(compaction=Compaction()))
+        memory = ContextMemory(
+            budget=budget,
+            strategies=make_strategies(compaction=Compaction()),
+            archive=InMemoryStore(),
+        )
         model = script.model()
         config = thread()
         async with checkpointer_backend.aopen() as saver:
@@ -176,7 +182,9 @@ def test_remove_summarized_keeps_the_full_history(checkpointer: Any, shape: str)
     In one long turn the task stays pinned while the blocks after it are summarized away.
     """
     script = synthetic_script(turns=8) if shape == "turns" else long_turn_script(10)
-    memory = ContextMemory(context_window_tokens=5_000, remove_summarized=True)
+    memory = ContextMemory(
+        context_window_tokens=5_000, remove_summarized=True, archive=InMemoryStore()
+    )
     model = script.model()
     agent = create_agent(
         model,
@@ -197,7 +205,9 @@ def test_remove_summarized_keeps_the_full_history(checkpointer: Any, shape: str)
     check_ledger(memory, agent, config)
 
     # The same with the nodes of a hand-built graph (the state also holds the system prompt).
-    memory = ContextMemory(context_window_tokens=5_000, remove_summarized=True)
+    memory = ContextMemory(
+        context_window_tokens=5_000, remove_summarized=True, archive=InMemoryStore()
+    )
     model = script.model()
     graph = hand_built(memory, model, script.tools()).compile(checkpointer=checkpointer)
     inputs: list[Any] = [{"messages": [script.system_message(), script.inputs[0]]}]
@@ -214,7 +224,9 @@ def test_create_agent_retries_once_on_provider_overflow(checkpointer: Any) -> No
     window, and a provider that still rejects raises `ContextWindowExceededError`."""
     script = synthetic_script(turns=8, recall=False)
     window = 6_000
-    memory = ContextMemory(context_window_tokens=window, hint_threshold=1.0)
+    memory = ContextMemory(
+        context_window_tokens=window, hint_threshold=1.0, archive=InMemoryStore()
+    )
     model = script.model(
         usage_counter=memory.manager.token_counter, usage_scale=1.25, provider_limit=window
     )
@@ -276,7 +288,7 @@ def react_agent(memory: ContextMemory, model: Any, tools: list[Any], **kwargs: A
 
 def test_create_react_agent_pre_model_hook(mode: str) -> None:
     script = synthetic_script(turns=6, recall=False)
-    memory = ContextMemory(context_window_tokens=5_000)
+    memory = ContextMemory(context_window_tokens=5_000, archive=InMemoryStore())
     model = script.model()
     tools = script.tools()
     # `prompt=` would be prepended after the hook, outside the budget: the system prompt
@@ -313,7 +325,7 @@ def test_create_react_agent_post_model_hook_with_rebuild() -> None:
     # The rebuild keeps the last request and the final answer live, so the prebuilt agent's
     # post-model router still finds its AI message and the thread still ends on the answer.
     script = synthetic_script(turns=3, recall=False)
-    memory = ContextMemory(context_window_tokens=5_000, hint_threshold=0.1)
+    memory = ContextMemory(context_window_tokens=5_000, hint_threshold=0.1, archive=InMemoryStore())
     model = script.model(usage_counter=memory.manager.token_counter)
     tools = script.tools()
     agent = react_agent(memory, model, tools, post_model_hook=memory.after_turn_node())
@@ -334,7 +346,8 @@ def test_create_react_agent_post_model_hook_with_rebuild() -> None:
 
 async def test_hand_built_graph(checkpointer_backend: CheckpointerBackend, mode: str) -> None:
     script = synthetic_script(turns=8)
-    memory = ContextMemory(context_window_tokens=4_500)  # compaction alone cannot hold 8 turns
+    # Compaction alone cannot hold 8 turns.
+    memory = ContextMemory(context_window_tokens=4_500, archive=InMemoryStore())
     model = script.model()  # no usage reported: no hint rebuild (tested in test_persistence)
     tools = [*script.tools(), memory.recall_tool()]
     builder = hand_built(memory, model, tools)

@@ -16,6 +16,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
 
 from langgraph_ctx import Compaction, ContextMemory
@@ -113,7 +114,9 @@ def test_update_state_edits_reach_the_next_prompt(checkpointer: Any) -> None:
     # Compaction without summaries: compacted outputs stay in view while the turn goes on
     # (marks 0.95/0.6: a cut to 60% leaves room for them next to the newest blocks).
     budget = ContextBudget(context_window_tokens=14_000, trigger=0.95, target=0.6)
-    memory = ContextMemory(budget=budget, strategies=make_strategies(compaction=Compaction()))
+    memory = ContextMemory(
+        budget=budget, strategies=make_strategies(compaction=Compaction()), archive=InMemoryStore()
+    )
     model = script.model()
     agent = agent_for(memory, model, script, checkpointer, interrupt_before=["tools"])
     config = thread()
@@ -155,7 +158,8 @@ def test_update_state_removals_keep_the_ledger_consistent(checkpointer: Any) -> 
     # compacted outputs in view: marks 0.95/0.7, a cut to 70% that pruning the first turn
     # cannot reach alone and compacting one more output does, with no window move.
     memory = ContextMemory(
-        budget=ContextBudget(context_window_tokens=5_000, trigger=0.95, target=0.7)
+        budget=ContextBudget(context_window_tokens=5_000, trigger=0.95, target=0.7),
+        archive=InMemoryStore(),
     )
     model = script.model()
     agent = agent_for(memory, model, script, checkpointer)
@@ -201,7 +205,8 @@ def test_fork_from_an_earlier_checkpoint_stays_consistent(checkpointer: Any) -> 
     # Marks 0.95/0.6: the final window still shows compacted outputs next to the summary
     # (5,000 tokens for the messages, about 100 for the replay tools' typed schemas).
     memory = ContextMemory(
-        budget=ContextBudget(context_window_tokens=5_100, trigger=0.95, target=0.6)
+        budget=ContextBudget(context_window_tokens=5_100, trigger=0.95, target=0.6),
+        archive=InMemoryStore(),
     )
     agent = agent_for(memory, script.model(), script, checkpointer)
     config = thread()
@@ -250,7 +255,7 @@ def test_fork_from_an_earlier_checkpoint_stays_consistent(checkpointer: Any) -> 
 
 def test_interrupt_with_pending_tool_calls_is_never_compressed(checkpointer: Any) -> None:
     script = synthetic_script(turns=6, recall=False)
-    memory = ContextMemory(context_window_tokens=6_000)
+    memory = ContextMemory(context_window_tokens=6_000, archive=InMemoryStore())
     # The provider reports 12x our count: every call is over the rebuild threshold.
     model = script.model(usage_counter=memory.manager.token_counter, usage_scale=12.0)
     hitl = HumanInTheLoopMiddleware(interrupt_on={"run_tests": True})
@@ -313,7 +318,7 @@ def strict_msgpack_child(backend: str, target: str | None) -> None:
 
         storage = CheckpointerBackend("memory", _memory=InMemorySaver())
     script = synthetic_script(turns=8)
-    memory = ContextMemory(context_window_tokens=5_000)
+    memory = ContextMemory(context_window_tokens=5_000, archive=InMemoryStore())
     config = thread()
     with storage.open() as saver:
         model = script.model()
@@ -365,7 +370,7 @@ def test_strict_msgpack_round_trips_the_ledger(checkpointer_backend: Checkpointe
 def test_hint_rebuild_after_a_large_turn(checkpointer: Any) -> None:
     script = synthetic_script(turns=4, recall=False)
     window = 8_000
-    memory = ContextMemory(context_window_tokens=window)
+    memory = ContextMemory(context_window_tokens=window, archive=InMemoryStore())
     # The provider reports 4x our count, so every finished turn passes 0.8 of the window.
     model = script.model(usage_counter=memory.manager.token_counter, usage_scale=4.0)
     agent = agent_for(memory, model, script, checkpointer)

@@ -262,7 +262,10 @@ async def test_summarizer_fault_falls_back_to_the_deterministic_summary(
         max_output_tokens=256,
     )
     memory = ContextMemory(
-        context_window_tokens=WINDOW, summarizer=summarizer, remove_summarized=True
+        context_window_tokens=WINDOW,
+        summarizer=summarizer,
+        remove_summarized=True,
+        archive=InMemoryStore(),  # the test keeps it across the saver's restarts
     )
     model = script.model(usage_counter=memory.manager.token_counter)
     config = thread()

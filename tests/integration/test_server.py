@@ -1,0 +1,179 @@
+"""The real LangGraph API server: `langgraph dev` (langgraph-api, in-memory runtime) serving a
+`create_agent` agent with the middleware and a `StateGraph` with the nodes
+(`tests/integration/server/`), driven over HTTP with `langgraph_sdk`.
+
+The server runs as a subprocess on 127.0.0.1 with analytics and tracing off (no network). It
+writes `configurable["user_id"] = ""` into every run, supplies the checkpointer and the store
+at run time, and runs graphs on an event loop guarded by blockbuster (a blocking call in a
+run fails the run and is logged). The in-memory runtime writes its checkpoints and its store
+to `.langgraph_api/` in its working directory when it stops, so a second server started in the
+same directory is a restart with persistent state.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph_api", reason="needs the test extra (langgraph-cli[inmem])")
+from langgraph_sdk import get_client
+
+pytestmark = pytest.mark.slow
+
+SERVER_DIR = Path(__file__).parent / "server"
+ROOT = Path(__file__).resolve().parents[2]
+GRAPHS = ("agent", "nodes")
+BLOCKING_MARKERS = ("BlockingError", "identified a synchronous blocking call")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """One `langgraph dev` process; `restart()` stops it and starts another in the same dir."""
+
+    workdir: Path
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+    logs: list[Path] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        self.port = free_port()
+        self.logs = [*(self.logs or []), self.workdir / f"server-{len(self.logs or [])}.log"]
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+            "LANGSMITH_TRACING": "false",
+            "LANGCHAIN_TRACING_V2": "false",
+            "LANGSMITH_API_KEY": "",
+            "NO_COLOR": "1",
+        }
+        command = [
+            str(Path(sys.executable).parent / "langgraph"),
+            "dev",
+            "--no-browser",
+            "--no-reload",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--config",
+            str(SERVER_DIR / "langgraph.json"),
+        ]
+        log = self.logs[-1].open("wb")
+        self.process = subprocess.Popen(
+            command, cwd=self.workdir, env=env, stdout=log, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail(f"the server exited early:\n{self.log()[-4000:]}")
+            try:
+                with urllib.request.urlopen(f"{self.url}/ok", timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        pytest.fail(f"the server did not answer /ok within 120 s:\n{self.log()[-4000:]}")
+
+    def stop(self) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGINT)  # a clean shutdown writes .langgraph_api/
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def log(self) -> str:
+        return "\n".join(p.read_text(errors="replace") for p in self.logs or [] if p.exists())
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Server]:
+    running = Server(tmp_path)
+    running.start()
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+async def ask(client: Any, thread_id: str, graph: str, text: str) -> list[dict[str, Any]]:
+    """One run; returns the thread's messages after it (raises when the run failed)."""
+    values = await client.runs.wait(
+        thread_id, graph, input={"messages": [{"role": "user", "content": text}]}
+    )
+    assert isinstance(values, dict) and "messages" in values, values
+    return list(values["messages"])
+
+
+def recall_results(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m for m in messages if m["type"] == "tool" and m.get("name") == "recall"]
+
+
+async def test_server_runs_both_graphs_and_recalls_across_a_restart(server: Server) -> None:
+    client = get_client(url=server.url)
+    threads: dict[tuple[str, int], str] = {}
+    for graph in GRAPHS:
+        for n in range(2):
+            threads[graph, n] = (await client.threads.create())["thread_id"]
+    # Several threads of both graphs, interleaved, each long enough to compact.
+    for part in range(1, 5):
+        for (graph, _), thread_id in threads.items():
+            messages = await ask(client, thread_id, graph, f"read part {part}")
+            answer = messages[-1]
+            assert answer["type"] == "ai" and not answer.get("tool_calls")
+            # The report travels over the wire on the AI message.
+            report = answer["response_metadata"]["context_cost"]
+            assert 0 < report["tokens"] <= report["limit"]
+    # The archive lives in the server's store, scoped by thread (no user: `user_id` is "").
+    scopes = set()
+    for thread_id in threads.values():
+        found = await client.store.search_items(("langgraph_ctx", thread_id), limit=100)
+        scopes |= {tuple(item["namespace"][1:-1]) for item in found["items"]}
+    assert scopes == {(t,) for t in threads.values()}, scopes
+    # `recall` across runs: the model reads back an output compacted in an earlier run.
+    first = threads["agent", 0]
+    messages = await ask(client, first, "agent", "recall the oldest output")
+    [result] = recall_results(messages)
+    assert result["status"] == "success" and "part 1 line 0:" in result["content"]
+
+    server.restart()  # the in-memory runtime persists its checkpoints and store to disk
+    client = get_client(url=server.url)
+    for graph in GRAPHS:
+        thread_id = threads[graph, 1]
+        messages = await ask(client, thread_id, graph, "recall the oldest output")
+        results = recall_results(messages)
+        assert results and results[-1]["status"] == "success", results
+        assert "part 1 line 0:" in results[-1]["content"]
+        report = messages[-1]["response_metadata"]["context_cost"]
+        assert 0 < report["tokens"] <= report["limit"]
+    log = server.log()
+    assert not any(marker in log for marker in BLOCKING_MARKERS), log[-4000:]
