@@ -32,6 +32,16 @@ if TYPE_CHECKING:
     from langgraph_ctx.pipeline import BuildResult
 
 
+def _internal_call_transformers() -> tuple[Any, ...]:
+    try:
+        from langchain.agents.middleware.internal_call_transformer import (
+            InternalCallTransformer,
+        )
+    except ImportError:  # an older langchain: the `nostream` tag still filters `messages`
+        return ()
+    return (InternalCallTransformer,)
+
+
 class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignore[type-var]
     """Keeps a `create_agent` agent inside its context window.
 
@@ -45,6 +55,8 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
     """
 
     state_schema = ContextAgentState
+    transformers = _internal_call_transformers()
+    """Keeps the summarizer's and extractor's calls out of the v3 stream's `run.messages`."""
 
     def __init__(self, memory: ContextMemory) -> None:
         super().__init__()
