@@ -114,7 +114,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
             result = yield from self.memory.plan_build(
                 history, ledger, None, tools=call.tools, model=request.model
             )
-            self._builds.put(key, result)
+            self._builds.put(key, (request.state, history), result)
         try:
             response = yield CallHandler(handler, self._request(request, result, call))
         except ContextWindowExceededError:
@@ -257,23 +257,26 @@ class _BuildKey:
 
 
 class _Builds:
-    """A few recent builds by call inputs, so a retried call does not build (and summarize)
-    again. Each entry keeps its state and messages alive, so their ids cannot be reused.
+    """A few recent builds by call inputs, so a retried call does not build (or summarize) again.
+
+    Each entry keeps the objects its key names alive (state, messages), so their ids cannot be
+    reused while it is cached.
     """
 
     size = 8
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: OrderedDict[_BuildKey, BuildResult] = OrderedDict()
+        self._entries: OrderedDict[_BuildKey, tuple[Any, BuildResult]] = OrderedDict()
 
     def get(self, key: _BuildKey) -> BuildResult | None:
         with self._lock:
-            return self._entries.get(key)
+            entry = self._entries.get(key)
+        return entry[1] if entry is not None else None
 
-    def put(self, key: _BuildKey, result: BuildResult) -> None:
+    def put(self, key: _BuildKey, keep: Any, result: BuildResult) -> None:
         with self._lock:
-            self._entries[key] = result
+            self._entries[key] = (keep, result)
             while len(self._entries) > self.size:
                 self._entries.popitem(last=False)
 
