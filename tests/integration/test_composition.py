@@ -128,6 +128,10 @@ def search(query: str) -> str:
     return "nothing"
 
 
+IN_CALL = {"hint_threshold": 1.0}
+"""No rebuild after a turn: the summarizer runs inside the model call, where a retry lands."""
+
+
 @dataclass
 class Case:
     """One composition: the other middleware and what the agent needs for it."""
@@ -162,11 +166,12 @@ def case(name: str) -> Case:
     if name == "model_retry":
         # Every call fails once, then succeeds: each build is retried, summarizing ones too.
         flaky = model(PRIMARY_WINDOW, failures={n: RuntimeError("503") for n in range(1, 99, 2)})
-        return Case([ModelRetryMiddleware(max_retries=2, initial_delay=0, jitter=False)], [flaky])
+        retry = ModelRetryMiddleware(max_retries=2, initial_delay=0, jitter=False)
+        return Case([retry], [flaky], memory=IN_CALL)
     if name == "model_fallback":
         failing = model(PRIMARY_WINDOW, failures={n: RuntimeError("503") for n in range(1, 99)})
         same = model(PRIMARY_WINDOW)
-        return Case([ModelFallbackMiddleware(same)], [failing, same])
+        return Case([ModelFallbackMiddleware(same)], [failing, same], memory=IN_CALL)
     if name == "model_fallback_smaller":
         failing = model(PRIMARY_WINDOW, failures={n: RuntimeError("503") for n in range(1, 99)})
         fallback = model(FALLBACK_WINDOW)
@@ -297,14 +302,27 @@ def references_recall(outcome: Outcome) -> bool:
 @pytest.fixture(scope="module")
 def baseline_summaries() -> int:
     """Summarizer calls of the same run with no other middleware."""
-    outcome = run_case(Case([], [model(PRIMARY_WINDOW)]), "ours_last")
+    outcome = run_case(Case([], [model(PRIMARY_WINDOW)], memory=IN_CALL), "ours_last")
     assert not check_calls(outcome)
     assert outcome.summarizer.prompts, "the run summarizes"
     return len(outcome.summarizer.prompts)
 
 
-@pytest.mark.parametrize("order", ["ours_first", "ours_last"])
-@pytest.mark.parametrize("name", CASES)
+CHANGES_THE_REQUEST = {"todo_list", "dynamic_prompt", "model_fallback_smaller", "tool_selector"}
+"""Middleware that changes the request (system prompt, tools, model) after the build when it is
+placed inside ours: the build cannot count what it never sees. The README says to put
+`ContextMiddleware` last; these cases pin that the other order is really unsafe."""
+
+
+def orders(name: str) -> list[Any]:
+    unsafe = pytest.mark.xfail(
+        strict=True, reason="changes the request inside ContextMiddleware: put ours last"
+    )
+    first = pytest.param(name, "ours_first", marks=unsafe if name in CHANGES_THE_REQUEST else ())
+    return [first, pytest.param(name, "ours_last")]
+
+
+@pytest.mark.parametrize(("name", "order"), [p for name in CASES for p in orders(name)])
 def test_composition(name: str, order: str, baseline_summaries: int) -> None:
     outcome = run_case(case(name), order)
     assert check_calls(outcome) == []
