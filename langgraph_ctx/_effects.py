@@ -21,7 +21,7 @@ agent's own answer, so the driver marks it by LangChain's convention for interna
 (`internal_call_config`): the `nostream` tag keeps it out of LangGraph's `messages` stream (and
 the server's `messages-tuple`), `internal_call_metadata()` out of the v3 event stream's
 `run.messages` (with `InternalCallTransformer` declared on the middleware), `lc_source` names
-it, and a chat model is asked not to stream (`stream=False`), so `astream_events` v2 carries no
+it, and a chat model is called with streaming disabled, so `astream_events` v2 carries no
 token of it either.
 """
 
@@ -150,19 +150,26 @@ def _internal_meta() -> dict[str, Any]:
     return internal_call_metadata()
 
 
-def _invoke_args(effect: CallModel) -> tuple[Any, dict[str, Any]]:
-    """The config and keyword arguments of an internal call (see the module docstring)."""
+def _invoke_args(effect: CallModel) -> tuple[Any, Any]:
+    """The model and config of an internal call (see the module docstring).
+
+    A chat model that could stream is called through a copy with `disable_streaming=True`
+    (langchain-core's own opt-out, honoured before any provider code runs; the copy shares the
+    client), so no streaming callback handler gets a token of it.
+    """
     from langchain_core.language_models import BaseChatModel
 
-    kwargs = {"stream": False} if isinstance(effect.model, BaseChatModel) else {}
-    return internal_call_config(effect.config, effect.source), kwargs
+    model = effect.model
+    if isinstance(model, BaseChatModel) and model.disable_streaming is not True:
+        model = model.model_copy(update={"disable_streaming": True})
+    return model, internal_call_config(effect.config, effect.source)
 
 
 def _call_model(effect: CallModel) -> Any:
-    model, messages = effect.model, effect.messages
-    config, kwargs = _invoke_args(effect)
+    messages = effect.messages
+    model, config = _invoke_args(effect)
     if effect.timeout is None:
-        return model.invoke(messages, config, **kwargs)
+        return model.invoke(messages, config)
     # A daemon thread rather than an executor: a hung provider call cannot be cancelled, and
     # executor threads are joined at interpreter exit. copy_context keeps the caller's run tree
     # (callbacks, parent run) attached to the call.
@@ -171,7 +178,7 @@ def _call_model(effect: CallModel) -> Any:
 
     def target() -> None:
         try:
-            box.append(context.run(model.invoke, messages, config, **kwargs))
+            box.append(context.run(model.invoke, messages, config))
         except BaseException as exc:  # handed to the caller's thread below
             box.append(exc)
 
@@ -186,8 +193,8 @@ def _call_model(effect: CallModel) -> Any:
 
 
 async def _acall_model(effect: CallModel) -> Any:
-    config, kwargs = _invoke_args(effect)
-    call = effect.model.ainvoke(effect.messages, config, **kwargs)
+    model, config = _invoke_args(effect)
+    call = model.ainvoke(effect.messages, config)
     try:
         return await asyncio.wait_for(call, effect.timeout)
     except asyncio.TimeoutError:  # also raised when the model itself times out
