@@ -56,7 +56,8 @@ class ContextMemory:
 
     Args:
         model: The chat model the agent uses; its profile sets the window when no number is
-            given, and its name picks the tokenizer.
+            given, and its name picks the tokenizer. A call to another model (a fallback)
+            gets that model's window when it is smaller (`window_for`).
         context_window_tokens: The window in tokens (wins over the model profile).
         reserved_output_tokens: Tokens kept free for the reply.
         strategies: Strategies or configs, run in order; default `default_strategies()`

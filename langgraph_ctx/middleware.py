@@ -222,11 +222,17 @@ def _structured_output_tools(response_format: Any) -> list[Any]:
     """
     if response_format is None:
         return []
-    from langchain.agents.structured_output import OutputToolBinding, ToolStrategy
+    from langchain.agents.structured_output import (
+        AutoStrategy,
+        OutputToolBinding,
+        ProviderStrategy,
+        ToolStrategy,
+    )
 
-    if not isinstance(response_format, ToolStrategy):
-        schema = getattr(response_format, "schema", response_format)
-        response_format = ToolStrategy(schema)
+    if isinstance(response_format, (AutoStrategy, ProviderStrategy)):
+        response_format = ToolStrategy(response_format.schema)
+    elif not isinstance(response_format, ToolStrategy):  # a bare schema: an AutoStrategy
+        response_format = ToolStrategy(response_format)
     return [OutputToolBinding.from_schema_spec(spec).tool for spec in response_format.schema_specs]
 
 
