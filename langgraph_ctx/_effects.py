@@ -15,6 +15,14 @@ out of the driver). Drivers never swallow, convert or log an error. The one erro
 itself is the model timeout: `CallModel.timeout` is enforced by the driver (sync: the call runs
 in a daemon thread with the caller's contextvars; async: `asyncio.wait_for`), which then throws
 the builtin `TimeoutError` into the plan like any other failure.
+
+Every `CallModel` is a call internal to the package (summarizer, entity extractor), never the
+agent's own answer, so the driver marks it by LangChain's convention for internal calls
+(`internal_call_config`): the `nostream` tag keeps it out of LangGraph's `messages` stream (and
+the server's `messages-tuple`), `internal_call_metadata()` out of the v3 event stream's
+`run.messages` (with `InternalCallTransformer` declared on the middleware), `lc_source` names
+it, and a chat model is called with streaming disabled, so `astream_events` v2 carries no
+token of it either.
 """
 
 from __future__ import annotations
@@ -50,6 +58,8 @@ class CallModel(Effect):
     config: Any = None
     timeout: float | None = None
     """Seconds to wait; the driver raises `TimeoutError` after it. `None` waits forever."""
+    source: str = "langgraph_ctx"
+    """What the call is for (`lc_source` in the run metadata), e.g. `"summarization"`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,8 +119,55 @@ def _timed_out(timeout: float | None) -> TimeoutError:
     return TimeoutError(f"summarizer model did not answer within {timeout}s")
 
 
+INTERNAL_TAG = "nostream"
+"""LangGraph's tag for calls whose tokens users should not see streamed (`TAG_NOSTREAM`)."""
+
+
+def internal_call_config(config: Any, source: str) -> dict[str, Any]:
+    """`config` marked as an internal call: the `nostream` tag, `lc_source`, internal metadata.
+
+    Args:
+        config: The caller's `RunnableConfig` (tags, metadata, run name), or None.
+        source: The `lc_source` value, e.g. `"summarization"`.
+
+    Returns:
+        A new config; the caller's tags and metadata are kept.
+    """
+    out = dict(config or {})
+    tags = list(out.get("tags") or [])
+    out["tags"] = tags if INTERNAL_TAG in tags else [*tags, INTERNAL_TAG]
+    out["metadata"] = {**dict(out.get("metadata") or {}), "lc_source": source, **_internal_meta()}
+    return out
+
+
+def _internal_meta() -> dict[str, Any]:
+    try:
+        from langchain.agents.middleware.internal_call_transformer import (
+            internal_call_metadata,
+        )
+    except ImportError:  # an older langchain without the convention: the tag still works
+        return {}
+    return internal_call_metadata()
+
+
+def _invoke_args(effect: CallModel) -> tuple[Any, Any]:
+    """The model and config of an internal call (see the module docstring).
+
+    A chat model that could stream is called through a copy with `disable_streaming=True`
+    (langchain-core's own opt-out, honoured before any provider code runs; the copy shares the
+    client), so no streaming callback handler gets a token of it.
+    """
+    from langchain_core.language_models import BaseChatModel
+
+    model = effect.model
+    if isinstance(model, BaseChatModel) and model.disable_streaming is not True:
+        model = model.model_copy(update={"disable_streaming": True})
+    return model, internal_call_config(effect.config, effect.source)
+
+
 def _call_model(effect: CallModel) -> Any:
-    model, messages, config = effect.model, effect.messages, effect.config
+    messages = effect.messages
+    model, config = _invoke_args(effect)
     if effect.timeout is None:
         return model.invoke(messages, config)
     # A daemon thread rather than an executor: a hung provider call cannot be cancelled, and
@@ -136,7 +193,8 @@ def _call_model(effect: CallModel) -> Any:
 
 
 async def _acall_model(effect: CallModel) -> Any:
-    call = effect.model.ainvoke(effect.messages, effect.config)
+    model, config = _invoke_args(effect)
+    call = model.ainvoke(effect.messages, config)
     try:
         return await asyncio.wait_for(call, effect.timeout)
     except asyncio.TimeoutError:  # also raised when the model itself times out

@@ -98,6 +98,15 @@ def summary_message_for(text: str, covered: int, dump_refs: Sequence[str]) -> Sy
     )
 
 
+RECALL_CALL = 'recall(ref="'
+"""How every placeholder tells the agent to read an archived output back."""
+
+
+def references_recall(messages: Sequence[BaseMessage]) -> bool:
+    """Whether a placeholder in `messages` tells the model to call `recall`."""
+    return any(RECALL_CALL in text_of(m) for m in messages)
+
+
 def pruned_text(message_id: str, entry: Mapping[str, Any]) -> str:
     """The placeholder of a pruned tool output (says what it was and how to get it back).
 
@@ -106,7 +115,7 @@ def pruned_text(message_id: str, entry: Mapping[str, Any]) -> str:
     about 50 tokens; `recall` resolves the id through the archive's index).
     """
     how = (
-        f'call recall(ref="{message_id}") to read it back'
+        f'call {RECALL_CALL}{message_id}") to read it back'
         if entry.get("ref")
         else "the full output is kept in the thread's state"
     )
@@ -123,7 +132,7 @@ def compacted_text(message_id: str, entry: Mapping[str, Any]) -> str:
         f"ref: {message_id}\n"
         f"length: {entry.get('chars', 0)} chars\n"
         f"preview: {entry.get('preview', '')}\n"
-        f'Call recall(ref="{message_id}") to read the full output.'
+        f'Call {RECALL_CALL}{message_id}") to read the full output.'
     )
 
 

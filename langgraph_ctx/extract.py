@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
@@ -55,7 +56,12 @@ class EntityExtractor:
     _runnable: Any = field(init=False, repr=False, default=None)
 
     def __post_init__(self) -> None:
-        runnable = self.model.with_structured_output(self.schema).with_config(
+        model = self.model
+        if isinstance(model, BaseChatModel) and model.disable_streaming is not True:
+            # An internal call: no token of it may reach the user's event stream (astream_events
+            # v2 streams every chat model that can stream). The copy shares the client.
+            model = model.model_copy(update={"disable_streaming": True})
+        runnable = model.with_structured_output(self.schema).with_config(
             tags=list(self.tags), run_name="langgraph_ctx_extractor"
         )
         object.__setattr__(self, "_runnable", runnable)
@@ -77,7 +83,9 @@ class EntityExtractor:
         self, messages: Sequence[BaseMessage], previous: Mapping[str, Any] | None
     ) -> Plan[dict[str, Any]]:
         """`extract` as a plan: one `CallModel` effect; a model failure propagates."""
-        values = yield CallModel(self._runnable, self.prompt(messages, previous))
+        values = yield CallModel(
+            self._runnable, self.prompt(messages, previous), source="entity_extraction"
+        )
         return _as_dict(values)
 
     def extract(

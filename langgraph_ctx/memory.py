@@ -72,6 +72,8 @@ class ContextMemory:
     Args:
         model: The chat model the agent uses; its profile sets the window when no number is
             given, and it picks the token counter (`counter_for_model`: its provider and name).
+            A call to another model (a fallback) gets that model's window when it is smaller
+            (`window_for`).
         context_window_tokens: The window in tokens (wins over the model profile).
         reserved_output_tokens: Tokens kept free for the reply.
         strategies: Strategies or configs, run in order; default `default_strategies()`
@@ -127,6 +129,7 @@ class ContextMemory:
             summarizer=summarizer,
             **manager_options,
         )
+        self.model = model
         self._archive = _backend(archive)
         self._store = store
         # The archive of graphs whose checkpoints live in this process too (no checkpointer,
@@ -193,6 +196,7 @@ class ContextMemory:
         *,
         tools: Sequence[Any] | None = None,
         harder: bool = False,
+        model: Any = None,
     ) -> Plan[BuildResult]:
         """The pipeline build for one model call of a thread.
 
@@ -201,21 +205,48 @@ class ContextMemory:
         which LangGraph drops the pending tool tasks) are answered in the prompt view by the
         build's repair step (`repair_messages`), so the prompt stays valid and the state is
         not touched.
+
+        Args:
+            messages: The history, system prompt first when there is one.
+            ledger: The thread's ledger.
+            config: The run's config (names the thread's archive); None: the current run's.
+            tools: The tools the model is bound to (counted in the budget).
+            harder: After a provider overflow: assume a 30% smaller window.
+            model: The model about to be called, when known (`window_for`).
         """
-        manager = self.manager if not harder else self._harder()
+        manager = self._manager_for(self.window_for(model), harder)
         return manager.plan(messages, tools=tools, state=ledger, archive=self.archive_for(config))
 
-    def _harder(self) -> ContextManager:
+    def window_for(self, model: Any = None) -> int:
+        """The window of a call to `model`: the configured one, or the model's when smaller.
+
+        A call may go to another model than the one the memory was configured for (a fallback,
+        a model chosen at run time); its profile's `max_input_tokens`, when it has one and it
+        is smaller, bounds the call. The configured model itself, or a model without a
+        profile, gets the configured window.
+        """
+        window = self.manager.budget.context_window_tokens
+        if model is None or model is self.model:
+            return window
+        profile = getattr(model, "profile", None)
+        own = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+        if isinstance(own, int) and not isinstance(own, bool) and 0 < own < window:
+            return own
+        return window
+
+    def _manager_for(self, window: int, harder: bool) -> ContextManager:
         # After a provider overflow our count was too optimistic: assume a 30% smaller window.
+        if harder:
+            window = int(window * 0.7)
+        budget = self.manager.budget
+        if window == budget.context_window_tokens:
+            return self.manager
         import copy
         import dataclasses
 
-        harder = copy.copy(self.manager)
-        budget = self.manager.budget
-        harder.budget = dataclasses.replace(
-            budget, context_window_tokens=int(budget.context_window_tokens * 0.7)
-        )
-        return harder
+        other = copy.copy(self.manager)
+        other.budget = dataclasses.replace(budget, context_window_tokens=window)
+        return other
 
     def plan_after_turn(
         self,

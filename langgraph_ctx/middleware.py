@@ -11,7 +11,10 @@ hint rebuild (DESIGN part 7).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import (
@@ -25,6 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, Syste
 from langgraph.types import Command
 
 from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
+from langgraph_ctx._render import references_recall
 from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.state import ContextAgentState
 
@@ -34,6 +38,16 @@ logger = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from langgraph_ctx.memory import ContextMemory
     from langgraph_ctx.pipeline import BuildResult
+
+
+def _internal_call_transformers() -> tuple[Any, ...]:
+    try:
+        from langchain.agents.middleware.internal_call_transformer import (
+            InternalCallTransformer,
+        )
+    except ImportError:  # an older langchain: the `nostream` tag still filters `messages`
+        return ()
+    return (InternalCallTransformer,)
 
 
 class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignore[type-var]
@@ -49,11 +63,14 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
     """
 
     state_schema = ContextAgentState
+    transformers = _internal_call_transformers()
+    """Keeps the summarizer's and extractor's calls out of the v3 stream's `run.messages`."""
 
     def __init__(self, memory: ContextMemory) -> None:
         super().__init__()
         self.memory = memory
         self.tools = [memory.recall_tool()] if memory.expose_recall else []
+        self._builds = _Builds()
 
     @property
     def name(self) -> str:
@@ -62,38 +79,65 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
 
     # --- one plan, two drivers -------------------------------------------------------------
 
-    def _request(self, request: ModelRequest[Any], result: BuildResult) -> ModelRequest[Any]:
+    def _request(
+        self, request: ModelRequest[Any], result: BuildResult, call: _Call
+    ) -> ModelRequest[Any]:
         messages: list[Any] = list(result.messages)
         first = messages[0] if messages else None
         system = messages.pop(0) if isinstance(first, SystemMessage) else None
-        return request.override(system_message=system, messages=messages, tools=result.tools)
+        tools = [t for t in result.tools if _tool_name(t) not in call.counted_only]
+        if call.added_recall and not references_recall(result.messages):
+            tools = [t for t in tools if t is not self.tools[0]]
+        return request.override(system_message=system, messages=messages, tools=tools)
+
+    def _call(self, request: ModelRequest[Any]) -> _Call:
+        """What the model will receive, as far as the build must count it."""
+        tools = list(request.tools)
+        names = {_tool_name(t) for t in tools}
+        # `recall` stays bound while a placeholder tells the model to call it, whatever an
+        # outer middleware (a tool selector) left in the request.
+        added = bool(self.tools) and self.tools[0].name not in names
+        if added:
+            tools.append(self.tools[0])
+        structured = _structured_output_tools(request.response_format)
+        return _Call(
+            tools=[*tools, *structured],
+            counted_only=frozenset(_tool_name(t) for t in structured) - names,
+            added_recall=added,
+        )
 
     def _plan(self, request: ModelRequest[Any], handler: Callable[[Any], Any]) -> Plan[Any]:
         history: list[BaseMessage] = list(request.messages)
         if request.system_message is not None:
             history.insert(0, request.system_message)
         ledger: Any = request.state.get("context_ledger") if request.state else None
-        result = yield from self.memory.plan_build(history, ledger, None, tools=request.tools)
-        call = self._request(request, result)
+        call = self._call(request)
+        key = _BuildKey.of(request, history, call, self.memory.window_for(request.model))
+        result = self._builds.get(key)
+        if result is None:  # a retry or a fallback of this very request reuses its build
+            result = yield from self.memory.plan_build(
+                history, ledger, None, tools=call.tools, model=request.model
+            )
+            self._builds.put(key, (request.state, history), result)
         try:
-            response = yield CallHandler(handler, call)
+            response = yield CallHandler(handler, self._request(request, result, call))
         except ContextWindowExceededError:
             raise
         except ContextOverflowError as exc:
             logger.warning("the provider overflowed (%s); rebuilding for a smaller window", exc)
             try:
                 result = yield from self.memory.plan_build(
-                    history, ledger, None, tools=request.tools, harder=True
+                    history, ledger, None, tools=call.tools, harder=True, model=request.model
                 )
             except ContextWindowExceededError as err:
                 raise err from exc
-            call = self._request(request, result)
             try:
-                response = yield CallHandler(handler, call)
+                response = yield CallHandler(handler, self._request(request, result, call))
             except ContextOverflowError as again:
                 report = result.report
                 report.fail(f"the provider still overflowed: {again}")
                 raise ContextWindowExceededError(str(report.error), report) from again
+        self._builds.drop(key)
         state_messages = list((request.state or {}).get("messages") or [])
         removals, ledger = yield from self.memory.plan_removals(state_messages, result, None)
         return _with_report(response, result, ledger, removals)
@@ -153,3 +197,100 @@ def _with_report(
             update["messages"] = [*inner_update.pop("messages"), *removals]
         update = {**inner_update, **update}
     return ExtendedModelResponse(model_response=inner, command=Command(update=update))
+
+
+# --- what one model call receives, and the build cache -----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    tools: list[Any]
+    """Every tool the model will receive: the request's, `recall`, the structured-output tool."""
+    counted_only: frozenset[str]
+    """Tools counted but added by the agent itself (structured output), not by the request."""
+    added_recall: bool
+    """`recall` was not in the request: it is bound only while the prompt references it."""
+
+
+def _tool_name(tool: Any) -> str:
+    if isinstance(tool, dict):
+        function = tool.get("function")
+        return str((function or tool).get("name", "")) if isinstance(function or tool, dict) else ""
+    return str(getattr(tool, "name", None) or getattr(tool, "__name__", ""))
+
+
+def _structured_output_tools(response_format: Any) -> list[Any]:
+    """The tools the agent adds for `response_format` (counted: the model receives them).
+
+    A `ToolStrategy` binds one tool per schema; an `AutoStrategy` may become one, and a
+    `ProviderStrategy` sends the same JSON schema another way, so both are counted alike.
+    """
+    if response_format is None:
+        return []
+    from langchain.agents.structured_output import (
+        AutoStrategy,
+        OutputToolBinding,
+        ProviderStrategy,
+        ToolStrategy,
+    )
+
+    if isinstance(response_format, (AutoStrategy, ProviderStrategy)):
+        response_format = ToolStrategy(response_format.schema)
+    elif not isinstance(response_format, ToolStrategy):  # a bare schema: an AutoStrategy
+        response_format = ToolStrategy(response_format)
+    return [OutputToolBinding.from_schema_spec(spec).tool for spec in response_format.schema_specs]
+
+
+@dataclass(frozen=True, slots=True)
+class _BuildKey:
+    """Identity of one model call's inputs: a retry or fallback of it has the same key.
+
+    LangGraph gives every model-node run a state of its own; middleware that retries or falls
+    back calls the inner handler again with that state, the same messages and (a fallback) a
+    model with the same or another window. Ids are of objects the cache keeps alive.
+    """
+
+    state: int
+    messages: tuple[int, ...]
+    tools: tuple[str, ...]
+    window: int
+
+    @classmethod
+    def of(
+        cls, request: ModelRequest[Any], history: Sequence[Any], call: _Call, window: int
+    ) -> _BuildKey:
+        return cls(
+            state=id(request.state),
+            messages=tuple(id(m) for m in history),
+            tools=tuple(_tool_name(t) for t in call.tools),
+            window=window,
+        )
+
+
+class _Builds:
+    """A few recent builds by call inputs, so a retried call does not build (or summarize) again.
+
+    Each entry keeps the objects its key names alive (state, messages), so their ids cannot be
+    reused while it is cached.
+    """
+
+    size = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[_BuildKey, tuple[Any, BuildResult]] = OrderedDict()
+
+    def get(self, key: _BuildKey) -> BuildResult | None:
+        with self._lock:
+            entry = self._entries.get(key)
+        return entry[1] if entry is not None else None
+
+    def put(self, key: _BuildKey, keep: Any, result: BuildResult) -> None:
+        with self._lock:
+            self._entries[key] = (keep, result)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def drop(self, key: _BuildKey) -> None:
+        with self._lock:
+            self._entries.pop(key, None)

@@ -328,7 +328,9 @@ class Summarizer:
                 clip = max(200, (window * 3) // len(chunk))
             prompt = self.build_prompt(chunk, previous=running, max_chars_per_message=clip)
             prompt_tokens = self._count(prompt)
-            call = CallModel(self.model, prompt, self._config(), self.timeout_seconds)
+            call = CallModel(
+                self.model, prompt, self._config(), self.timeout_seconds, source="summarization"
+            )
             problems: list[str] = []
             text: str | None = None
             for _ in range(attempts):

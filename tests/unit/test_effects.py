@@ -80,7 +80,11 @@ async def test_every_effect_type_is_performed(mode: str) -> None:
 
     out = await drive(plan(), mode)
     assert out["model"] == (mode, ["hi"], "none")
-    assert model.calls == [(["hi"], {"tags": ["t"]})]
+    # Marked as an internal call (LangChain's convention), the caller's config kept.
+    [(messages, config)] = model.calls
+    assert messages == ["hi"] and config["tags"] == ["t", "nostream"]
+    assert config["metadata"]["lc_source"] == "langgraph_ctx"
+    assert "lc_internal_call" in config["metadata"]
     assert out["put"] is None and out["get"] == b"bytes" and out["missing"] is None
     assert out["search"] == [{"text": "likes tea"}]
     assert out["handler"] == "handled req"
