@@ -18,6 +18,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langgraph_ctx import ContextManager, PromptView
+from langgraph_ctx.scripted import scripted
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCK_RE = re.compile(r"```python\n(.*?)```", flags=re.S)
