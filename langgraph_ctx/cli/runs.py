@@ -389,11 +389,12 @@ _MARKS = {
 
 
 def plot_run(path: str | Path, log: RunLog, *, title: str) -> Path:
-    """Prompt tokens per call against the limit, with the events marked (PNG, Agg).
+    """Prompt tokens per call against the limit, and below them the edits of each call (PNG, Agg).
 
-    The whole history (what an unmanaged agent would send) is drawn up to the top of the
-    chart; each decision kind gets its own row of marks above the limit, and rebuilds are
-    dashed vertical lines.
+    The top panel draws the whole history (what an unmanaged agent would send) and the prompt
+    sent, against the limit; rebuilds are dashed vertical lines. The bottom panel, sharing the
+    call axis, has one labelled row per decision kind with a mark at every call whose prompt
+    that kind changed: a mark's height names its kind, never a token count.
     """
     try:
         import matplotlib
@@ -405,29 +406,39 @@ def plot_run(path: str | Path, log: RunLog, *, title: str) -> Path:
         raise InputError(msg) from exc
     calls = log.calls
     limit = max([c.limit for c in calls] + [1])
-    top = limit * (1.25 + 0.08 * len(_MARKS))
+    top = limit * 1.25
     xs = [c.index for c in calls]
-    fig, ax = plt.subplots(figsize=(11, 4.8))
+    fig, (ax, edits) = plt.subplots(
+        2, 1, sharex=True, figsize=(11, 5.6), gridspec_kw={"height_ratios": [4, 1.4]}
+    )
     ax.plot(xs, [c.unmanaged for c in calls], ":", color="tab:red", label="whole history")
     ax.plot(xs, [c.tokens for c in calls], "-", color="tab:blue", label="prompt sent")
     ax.axhline(limit, color="black", linewidth=1, label=f"limit {limit:,}")
-    for row, (kind, (marker, color)) in enumerate(_MARKS.items()):
+    kinds = list(_MARKS)
+    for row, kind in enumerate(kinds):
+        marker, color = _MARKS[kind]
         hits = [c.index for c in calls if kind in c.kinds]
         if hits:
-            y = limit * (1.1 + 0.08 * row)
-            ax.scatter(hits, [y] * len(hits), marker=marker, color=color, label=kind, zorder=3)
+            edits.scatter(hits, [row] * len(hits), marker=marker, color=color, zorder=3)
     for i, event in enumerate(e for e in log.events if e["kind"] == "rebuild"):
-        ax.axvline(event["after_call"] + 0.5, color="tab:brown", linestyle="--", linewidth=1,
-                   label="rebuild" if i == 0 else None)  # fmt: skip
+        label = "rebuild" if i == 0 else None
+        for axis in (ax, edits):
+            axis.axvline(
+                event["after_call"] + 0.5, color="tab:brown", linestyle="--", linewidth=1,
+                label=label if axis is ax else None,
+            )  # fmt: skip
     biggest = max([c.unmanaged for c in calls] + [0])
     if biggest > top:
         ax.annotate(f"whole history reaches {biggest:,}", (0.99, 0.97), xycoords="axes fraction",
                     ha="right", va="top", fontsize=8, color="tab:red")  # fmt: skip
     ax.set_ylim(0, top)
-    ax.set_xlabel("model call")
     ax.set_ylabel("prompt tokens")
     ax.set_title(title)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    edits.set_yticks(range(len(kinds)), kinds, fontsize=8)
+    edits.set_ylim(-0.7, len(kinds) - 0.3)
+    edits.set_ylabel("edits")
+    edits.set_xlabel("model call")
     fig.tight_layout()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import (
@@ -473,3 +474,24 @@ def test_replay_a_real_trajectory(tmp_path: Path, capsys: pytest.CaptureFixture[
     recorded = load_transcript(path)
     assert len(reports["calls"]) == sum(isinstance(m, AIMessage) for m in recorded)
     assert max(c["tokens"] for c in reports["calls"]) <= 4000
+
+
+def test_replay_plot_marks_each_edit_in_its_kind_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decision mark sits in the labelled row of its kind, not at a token-like height."""
+    import matplotlib.pyplot as plt
+
+    from langgraph_ctx.cli.runs import _MARKS
+
+    figures: list[Any] = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to look at it
+    source = write(tmp_path / "run.json", recording(6))
+    assert main(["replay", str(source), "--window", "3000", "--plot", str(tmp_path / "p.png")]) == 0
+    (figure,) = figures
+    tokens, edits = figure.axes[:2]
+    assert [t.get_text() for t in edits.get_yticklabels()] == list(_MARKS)
+    rows = {round(y) for c in edits.collections for _, y in c.get_offsets()}
+    assert rows and rows <= set(range(len(_MARKS)))
+    assert tokens.get_ylabel() == "prompt tokens" and not tokens.collections  # no marks up there
+    plt.close(figure)
