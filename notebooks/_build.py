@@ -1,10 +1,13 @@
 """Write the notebooks in this folder from the Python source below (so they are reviewable).
 
-    python notebooks/_build.py          # (re)write quickstart, strategies and persistence.ipynb
-    python notebooks/_build.py --check  # exit 1 when a committed notebook differs from this file
+    python notebooks/_build.py          # (re)write and execute the notebooks whose cells changed
+    python notebooks/_build.py --execute  # re-execute every notebook (fresh outputs)
+    python notebooks/_build.py --check  # exit 1 when a committed notebook's cells differ from here
 
-The notebooks are written without outputs and with stable cell ids, so a rebuild of unchanged
-source changes no byte. Edit the cells here, run the script, commit both.
+The cells have stable ids, so a rebuild of unchanged source changes no byte. The notebooks are
+committed executed, top to bottom in a temporary folder, so a repository browser shows their
+outputs and plots; `--check` compares the cells without their outputs. Edit the cells here, run
+the script, commit both.
 """
 
 from __future__ import annotations
@@ -919,18 +922,49 @@ def build() -> dict[Path, str]:
     }
 
 
+def without_outputs(text: str) -> str:
+    """A notebook's JSON text with every output, execution count and timing removed (and the
+    interpreter details an execution writes into `language_info`)."""
+    nb = nbformat.reads(text, as_version=4)
+    nb.metadata["language_info"] = {"name": nb.metadata.get("language_info", {}).get("name")}
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+            cell.metadata.pop("execution", None)
+    return nbformat.writes(nb) + "\n"
+
+
+def execute(text: str) -> str:
+    """Run a notebook top to bottom in a temporary folder; its JSON text with the outputs."""
+    import tempfile
+
+    from nbclient import NotebookClient
+
+    nb = nbformat.reads(text, as_version=4)
+    with tempfile.TemporaryDirectory() as folder:
+        client = NotebookClient(
+            nb,
+            timeout=600,
+            kernel_name="python3",
+            record_timing=False,
+            resources={"metadata": {"path": folder}},
+        )
+        client.execute()
+    return nbformat.writes(nb) + "\n"
+
+
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
+    check, again = "--check" in argv, "--execute" in argv
     stale = []
     for path, text in build().items():
         current = path.read_text(encoding="utf-8") if path.exists() else None
-        if current == text:
+        if current is not None and without_outputs(current) == text and not again:
             continue
         if check:
             stale.append(path.name)
         else:
-            path.write_text(text, encoding="utf-8")
-            print(f"wrote {path.relative_to(HERE.parent)}")
+            path.write_text(execute(text), encoding="utf-8")
+            print(f"wrote {path.relative_to(HERE.parent)} (executed)")
     if stale:
         print(f"out of date (run python notebooks/_build.py): {', '.join(stale)}")
         return 1

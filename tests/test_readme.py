@@ -18,7 +18,6 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langgraph_ctx import ContextManager, PromptView
-from langgraph_ctx.scripted import scripted
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 BLOCK_RE = re.compile(r"```python\n(.*?)```", flags=re.S)
@@ -121,23 +120,16 @@ def test_readme_user_strategy_runs_as_written() -> None:
     assert seen == [{"t2", "t3"}]
 
 
-def test_readme_middleware_order_runs_as_written(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_readme_middleware_order_runs_as_written() -> None:
     text = README.read_text(encoding="utf-8")
     section = text.split("## Using it with other middleware", 1)[1]
     code = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
-    models = {
-        "openai:gpt-4o": scripted(AIMessage("Hello."), profile={"max_input_tokens": 128_000}),
-        "openai:gpt-4o-mini": scripted(profile={"max_input_tokens": 16_000}),
-    }
-    monkeypatch.setattr(
-        "langchain.chat_models.init_chat_model", lambda name, **kwargs: models[name]
-    )
     namespace: dict[str, Any] = {}
     exec(compile(code, "README.md", "exec"), namespace)
-    memory, agent = namespace["memory"], namespace["agent"]
-    assert memory.window_for(models["openai:gpt-4o-mini"]) == 16_000
+    memory, agent, model, small = (namespace[k] for k in ("memory", "agent", "model", "small"))
+    assert memory.window_for(small) == 16_000
     result = agent.invoke({"messages": [HumanMessage("hi")]})
     assert result["messages"][-1].content == "Hello."
     # Last in the list: the request it built carried TodoListMiddleware's system prompt.
-    [prompt] = models["openai:gpt-4o"].prompts
+    [prompt] = model.prompts
     assert "write_todos" in str(prompt[0].content)

@@ -239,6 +239,9 @@ def run_case(c: Case, order: str) -> Outcome:
         tools = [flaky_read_file.model_copy(update={"name": "read_file"}), search]
     options: dict[str, Any] = {
         "model": c.models[0],
+        # The fake models bill by gpt-4o's tokenizer (`usage_counter`): the memory counts as
+        # the provider bills, so "received > counted" is a real escape, not estimate noise.
+        "token_counter": COUNTER,
         "summarizer": summarizer,
         "strategies": make_strategies(summarize=True, compaction=Compaction(keep_last=1)),
         **c.memory,
