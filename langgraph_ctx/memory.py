@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,8 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from langgraph_ctx.summarize import Summarizer
+
+logger = logging.getLogger(__name__)
 
 # LangGraph's run-config keys for the run's runtime (its `.store`) and its checkpointer.
 _CONFIG_KEY_RUNTIME = "__pregel_runtime"
@@ -392,18 +395,28 @@ class ContextMemory:
             self.plan_build(values.get("messages", []), values.get("context_ledger"), config)
         )
 
-    def get_full_history(self, graph: Any, config: RunnableConfig) -> list[BaseMessage]:
-        """The thread's complete history, in order: live state plus archive (`full_history`)."""
+    def get_full_history(
+        self, graph: Any, config: RunnableConfig, *, strict: bool = False
+    ) -> FullHistory:
+        """The thread's complete history, in order: live state plus archive (`full_history`).
+
+        A dump the archive cannot give back hides only its own messages: they are named in the
+        result's `unreadable` (or, with `strict=True`, the archive's error is raised).
+        """
         values = graph.get_state(config).values
         archive = self.archive_for(config, graph=graph)
-        return full_history(values.get("messages", []), values.get("context_ledger"), archive)
+        return full_history(
+            values.get("messages", []), values.get("context_ledger"), archive, strict=strict
+        )
 
-    async def aget_full_history(self, graph: Any, config: RunnableConfig) -> list[BaseMessage]:
+    async def aget_full_history(
+        self, graph: Any, config: RunnableConfig, *, strict: bool = False
+    ) -> FullHistory:
         """Async twin of `get_full_history`."""
         values = (await graph.aget_state(config)).values
         archive = self.archive_for(config, graph=graph)
         return await afull_history(
-            values.get("messages", []), values.get("context_ledger"), archive
+            values.get("messages", []), values.get("context_ledger"), archive, strict=strict
         )
 
     def get_reports(self, graph: Any, config: RunnableConfig) -> list[ContextCostReport]:
@@ -498,23 +511,60 @@ def _backend(archive: Any) -> ArchiveBackend | BaseStore | None:
     raise ConfigError(msg)
 
 
+class FullHistory(list[BaseMessage]):
+    """The messages `full_history` could rebuild, in order, and the dumps it could not read.
+
+    A list of messages like any other; `unreadable` names each insurance dump the archive
+    could not give back, as `(reference, reason)`. One lost dump hides only its own messages:
+    the live state and every other dump are still there.
+    """
+
+    unreadable: list[tuple[str, str]]
+
+    def __init__(
+        self, messages: Sequence[BaseMessage] = (), unreadable: Sequence[tuple[str, str]] = ()
+    ) -> None:
+        super().__init__(messages)
+        self.unreadable = list(unreadable)
+
+
 def _plan_full_history(
-    messages: Sequence[BaseMessage], ledger: Mapping[str, Any] | None, archive: Archive
-) -> Plan[list[BaseMessage]]:
+    messages: Sequence[BaseMessage],
+    ledger: Mapping[str, Any] | None,
+    archive: Archive,
+    strict: bool,
+) -> Plan[FullHistory]:
     """`full_history` as a plan: it reads the dumps the ledger names, then merges."""
     dumps: list[list[BaseMessage]] = []
+    unreadable: list[tuple[str, str]] = []
     for ref in _dump_refs(ledger):
-        dump = yield from archive.plan_read(ref)
-        if not isinstance(dump, list):
-            msg = f"the ledger names {ref} as an insurance dump, but it holds no message list"
-            raise ArchiveError(msg)
+        try:
+            dump = yield from archive.plan_read(ref)
+            if not isinstance(dump, list):
+                msg = f"the ledger names {ref} as an insurance dump, but it holds no message list"
+                raise ArchiveError(msg)
+        except ArchiveError as exc:
+            if strict:
+                raise
+            unreadable.append((ref, str(exc)))
+            continue
         dumps.append(dump)
-    return _merge_history(dumps, messages)
+    if unreadable:
+        logger.warning(
+            "full history: %d insurance dump(s) could not be read, their messages are missing: %s",
+            len(unreadable),
+            "; ".join(reason for _, reason in unreadable),
+        )
+    return FullHistory(_merge_history(dumps, messages), unreadable)
 
 
 def full_history(
-    messages: Sequence[BaseMessage], ledger: Mapping[str, Any] | None, archive: Archive
-) -> list[BaseMessage]:
+    messages: Sequence[BaseMessage],
+    ledger: Mapping[str, Any] | None,
+    archive: Archive,
+    *,
+    strict: bool = False,
+) -> FullHistory:
     """Rebuild a thread's complete original history from its live state and its archive.
 
     Every message that left the live state did so only after landing in an insurance dump
@@ -525,15 +575,25 @@ def full_history(
         messages: The thread's live messages (`state["messages"]`).
         ledger: The thread's ledger (`state["context_ledger"]`).
         archive: The thread's archive.
+        strict: Raise the archive's error when a dump cannot be read, instead of returning
+            everything else with the dump named in `FullHistory.unreadable` (and a warning
+            logged).
+
+    Raises:
+        ArchiveError: With `strict=True`, a dump the ledger names cannot be read.
     """
-    return run_plan(_plan_full_history(messages, ledger, archive))
+    return run_plan(_plan_full_history(messages, ledger, archive, strict))
 
 
 async def afull_history(
-    messages: Sequence[BaseMessage], ledger: Mapping[str, Any] | None, archive: Archive
-) -> list[BaseMessage]:
+    messages: Sequence[BaseMessage],
+    ledger: Mapping[str, Any] | None,
+    archive: Archive,
+    *,
+    strict: bool = False,
+) -> FullHistory:
     """Async twin of `full_history`."""
-    return await arun_plan(_plan_full_history(messages, ledger, archive))
+    return await arun_plan(_plan_full_history(messages, ledger, archive, strict))
 
 
 def _dump_refs(ledger: Mapping[str, Any] | None) -> list[str]:

@@ -318,7 +318,12 @@ def _inspect(args: argparse.Namespace) -> int:
         ("live messages", f"{len(data['live'])}"),
         (
             "full history (archive + live)",
-            f"{len(full)} messages" if full is not None else f"unavailable: {data['full_error']}",
+            f"{len(full)} messages"
+            + (
+                f"; missing what the archive cannot read: {data['full_error']}"
+                if data["full_error"]
+                else ""
+            ),
         ),
         ("pruned in the current prompt", f"{len(ledger.get('pruned') or {})}"),
         (

@@ -44,11 +44,10 @@ def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
         config: RunnableConfig = {"configurable": {"thread_id": thread}}
         values = view.get_state(config).values
         reports = memory.get_reports(view, config)
-        try:
-            full: list[BaseMessage] | None = memory.get_full_history(view, config)
-            full_error = None
-        except ArchiveError as exc:
-            full, full_error = None, str(exc)
+        # What the archive cannot give back is named; the rest of the history is still shown.
+        full: list[BaseMessage] | None = memory.get_full_history(view, config)
+        unreadable = getattr(full, "unreadable", [])
+        full_error = "; ".join(reason for _, reason in unreadable) or None
     live = list(values.get("messages") or [])
     archive = Archive(DirectoryBackend(archive_dir), thread_id=thread)
     return {

@@ -470,8 +470,9 @@ async def test_archive_write_failure_without_room_raises_and_recovers(mode: str)
 
 
 async def test_archive_read_failure_is_a_clear_archive_error(mode: str) -> None:
-    """With reads failing, restore and the full history raise `ArchiveError` naming the backend,
-    the entry and the cause; `recall` answers with tool error text; the state is untouched."""
+    """With reads failing, restore and the strict full history raise `ArchiveError` naming the
+    backend, the entry and the cause; the full history returns the live messages and names the
+    unreadable dumps; `recall` answers with tool error text; the state is untouched."""
     from langgraph.checkpoint.memory import InMemorySaver
 
     script = synthetic_script(turns=8, recall=False)
@@ -492,7 +493,15 @@ async def test_archive_read_failure_is_a_clear_archive_error(mode: str) -> None:
     call = {"type": "tool_call", "name": "recall", "args": {"ref": ref}, "id": "call-r1"}
     recall = memory.recall_tool()
     with pytest.raises(ArchiveError, match=expected) as caught:
-        await run(mode, memory.get_full_history, memory.aget_full_history, graph, config)
+        await run(
+            mode, memory.get_full_history, memory.aget_full_history, graph, config, strict=True
+        )
+    # Without `strict`, what cannot be read hides nothing else: the live messages come back
+    # and each unreadable dump is named with the error.
+    partial = await run(mode, memory.get_full_history, memory.aget_full_history, graph, config)
+    assert [encode_message(m) for m in partial] == [encode_message(m) for m in values["messages"]]
+    assert [r for r, _ in partial.unreadable] == ledger["summary"]["dump_refs"]
+    assert all("injected read fault" in reason for _, reason in partial.unreadable)
     for key in (ref, archived_id):
         with pytest.raises(ArchiveError, match=expected):
             await run(mode, memory.restore, memory.arestore, key, config)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -495,3 +496,17 @@ def test_replay_plot_marks_each_edit_in_its_kind_row(
     assert rows and rows <= set(range(len(_MARKS)))
     assert tokens.get_ylabel() == "prompt tokens" and not tokens.collections  # no marks up there
     plt.close(figure)
+
+
+def test_inspect_names_what_the_archive_cannot_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lost archive hides only what it held: the live history is still counted and shown."""
+    source = write(tmp_path / "run.json", recording(6))
+    assert main(["replay", str(source), "--window", "3000"]) == 0
+    capsys.readouterr()
+    shutil.rmtree(".langgraph_ctx/archive")
+    assert main(["inspect", "--db", ".langgraph_ctx/replay.sqlite", "--thread", "replay-run"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "missing what the archive cannot read" in out
+    assert "no archive entry" in out
