@@ -27,7 +27,10 @@ from typing import Any
 import pytest
 
 pytest.importorskip("langgraph_api", reason="needs the test extra (langgraph-cli[inmem])")
-from langgraph_sdk import get_client
+from langgraph_sdk import get_client, get_sync_client
+
+from langgraph_ctx.archive import encode_message
+from langgraph_ctx.client import afull_history, full_history, state_messages
 
 pytestmark = pytest.mark.slow
 
@@ -115,9 +118,10 @@ class Server:
         return "\n".join(p.read_text(errors="replace") for p in self.logs or [] if p.exists())
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    running = Server(tmp_path)
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server for the module (each test uses threads of its own; one test restarts it)."""
+    running = Server(tmp_path_factory.mktemp("server"))
     running.start()
     try:
         yield running
@@ -175,5 +179,37 @@ async def test_server_runs_both_graphs_and_recalls_across_a_restart(server: Serv
         assert "part 1 line 0:" in results[-1]["content"]
         report = messages[-1]["response_metadata"]["context_cost"]
         assert 0 < report["tokens"] <= report["limit"]
+    log = server.log()
+    assert not any(marker in log for marker in BLOCKING_MARKERS), log[-4000:]
+
+
+async def test_a_ui_reads_the_full_history_of_a_thread_a_rebuild_emptied(server: Server) -> None:
+    """`langgraph_ctx.client`: what a UI renders is every message the thread produced, in
+    order, byte for byte, although the thread state keeps only the last turn."""
+    client = get_client(url=server.url)
+    thread_id = (await client.threads.create())["thread_id"]
+    produced: dict[str, dict[str, Any]] = {}  # latest wire version, in first-seen order
+    for part in range(1, 6):
+        request = {"messages": [{"role": "user", "content": f"read part {part}"}]}
+        async for chunk in client.runs.stream(
+            thread_id, "history", input=request, stream_mode="values"
+        ):
+            assert chunk.event != "error", chunk.data
+            if chunk.event == "values":
+                produced.update({m["id"]: m for m in chunk.data["messages"]})
+    state = (await client.threads.get_state(thread_id))["values"]
+    assert len(state["messages"]) < len(produced) / 2, "no rebuild emptied the state"
+    assert len(state["context_ledger"]["summary"]["dump_refs"]) >= 2
+    expected = [encode_message(m) for m in state_messages({"messages": [*produced.values()]})[0]]
+
+    history = await afull_history(client, thread_id)
+    assert [encode_message(m) for m in history] == expected
+    sync = get_sync_client(url=server.url)
+    assert [encode_message(m) for m in full_history(sync, thread_id)] == expected
+    # Pages, as a UI scrolls up: the last 4, then the 4 before the first one shown.
+    last = await afull_history(client, thread_id, limit=4)
+    assert [encode_message(m) for m in last] == expected[-4:]
+    before = full_history(sync, thread_id, limit=4, before=last[0].id)
+    assert [encode_message(m) for m in before] == expected[-8:-4]
     log = server.log()
     assert not any(marker in log for marker in BLOCKING_MARKERS), log[-4000:]
