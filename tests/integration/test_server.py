@@ -12,7 +12,10 @@ same directory is a restart with persistent state.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -31,6 +34,7 @@ from langgraph_sdk import get_client, get_sync_client
 
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.client import afull_history, full_history, state_messages
+from tests.test_readme import README
 
 pytestmark = pytest.mark.slow
 
@@ -213,3 +217,13 @@ async def test_a_ui_reads_the_full_history_of_a_thread_a_rebuild_emptied(server:
     assert [encode_message(m) for m in before] == expected[-8:-4]
     log = server.log()
     assert not any(marker in log for marker in BLOCKING_MARKERS), log[-4000:]
+    # The README's server block, as written but for the URL and the thread.
+    section = README.read_text(encoding="utf-8").split("### Showing the conversation in a UI")[1]
+    code = re.findall(r"```py\n(.*?)```", section, flags=re.S)[0]
+    code = code.replace('"http://127.0.0.1:2024"', repr(server.url))
+    code = re.sub(r"(?m)^thread_id = .*$", f"thread_id = {thread_id!r}", code)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})
+    lines = out.getvalue().splitlines()
+    assert len(lines) == len(expected) and lines[0] == "human: read part 1", lines
