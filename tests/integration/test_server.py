@@ -34,6 +34,7 @@ from langgraph_sdk import get_client, get_sync_client
 
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.client import afull_history, full_history, state_messages
+from langgraph_ctx.errors import ArchiveAccessError, ConfigError
 from tests.test_readme import README
 
 pytestmark = pytest.mark.slow
@@ -227,3 +228,28 @@ async def test_a_ui_reads_the_full_history_of_a_thread_a_rebuild_emptied(server:
         exec(compile(code, "README.md", "exec"), {})
     lines = out.getvalue().splitlines()
     assert len(lines) == len(expected) and lines[0] == "human: read part 1", lines
+
+
+@pytest.mark.parametrize("user", ["alice", "alice@example.com"])
+async def test_a_ui_reads_a_user_scoped_history(server: Server, user: str) -> None:
+    """A thread archived under a user: the scope comes from the thread's references; a user
+    id they hide (hashed) must be passed, and another user's id is refused."""
+    client = get_client(url=server.url)
+    thread_id = (await client.threads.create())["thread_id"]
+    config = {"configurable": {"user_id": user}}
+    for part in range(1, 5):
+        request = {"messages": [{"role": "user", "content": f"read part {part}"}]}
+        await client.runs.wait(thread_id, "history", input=request, config=config)
+    state = (await client.threads.get_state(thread_id))["values"]
+    refs = state["context_ledger"]["summary"]["dump_refs"]
+    assert all(ref.split(":")[1].endswith(f"/{thread_id}") for ref in refs), refs
+    expected = await afull_history(client, thread_id, user_id=user)
+    assert len(expected) > len(state["messages"])
+    if "@" in user:  # the references carry the sha256 of the id, not the id
+        with pytest.raises(ConfigError, match="user_id="):
+            await afull_history(client, thread_id)
+    else:
+        history = await afull_history(client, thread_id)
+        assert [encode_message(m) for m in history] == [encode_message(m) for m in expected]
+    with pytest.raises(ArchiveAccessError, match="another thread's archive"):
+        await afull_history(client, thread_id, user_id="mallory")
