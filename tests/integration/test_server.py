@@ -193,6 +193,7 @@ async def test_a_ui_reads_the_full_history_of_a_thread_a_rebuild_emptied(server:
     order, byte for byte, although the thread state keeps only the last turn."""
     client = get_client(url=server.url)
     thread_id = (await client.threads.create())["thread_id"]
+    assert await afull_history(client, thread_id) == []  # a thread with no run yet
     produced: dict[str, dict[str, Any]] = {}  # latest wire version, in first-seen order
     for part in range(1, 6):
         request = {"messages": [{"role": "user", "content": f"read part {part}"}]}
