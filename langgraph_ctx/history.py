@@ -35,9 +35,12 @@ def plan_history_page(
     before: str | None = None,
 ) -> Plan[list[BaseMessage]]:
     """`history_page` as a plan: it reads dumps newest first until the page is full."""
-    from langgraph_ctx.memory import _dump_refs, _merge_history
+    from langgraph_ctx.memory import _dump_refs, _merge_history, _plan_full_history
 
     _check_page(limit, before)
+    if limit is None:  # every dump is needed: read them in order and merge once
+        merged = yield from _plan_full_history(messages, ledger, archive)
+        return merged if before is None else merged[: _position(merged, before)]
     refs = _dump_refs(ledger)
     head = len(list(itertools.takewhile(lambda m: isinstance(m, SystemMessage), messages)))
     dumps: list[list[BaseMessage]] = []  # oldest first, a suffix of the ledger's dumps
@@ -47,23 +50,13 @@ def plan_history_page(
         end = len(merged)
         if before is not None:
             found = [i for i, m in enumerate(merged) if m.id == before]
-            if not found:
-                if everything:
-                    msg = (
-                        f"before={before!r} is not the id of a message of this thread; pass "
-                        "the id of a message from the page shown (its first message's .id)"
-                    )
-                    raise ConfigError(msg)
-                end = -1
-            else:
-                end = found[0]
+            end = found[0] if found else _position(merged, before) if everything else -1
         # Until every dump is read, only what follows the oldest source read is certain: a
         # source repeats messages of older ones (a rebuild keeps the last request and its
         # answer) without what lay between them, which only the older dump holds.
         floor = _after_last(merged, dumps[0] if dumps else messages[head:], head)
-        if end >= 0 and (everything or (limit is not None and end - floor >= limit)):
-            start = 0 if limit is None else max(0, end - limit)
-            return merged[start:end]
+        if end >= 0 and (everything or end - floor >= limit):
+            return merged[max(0, end - limit) : end]
         ref = refs[len(refs) - len(dumps) - 1]
         dump = yield from archive.plan_read(ref)
         if not isinstance(dump, list):
@@ -116,6 +109,18 @@ async def ahistory_page(
 ) -> list[BaseMessage]:
     """Async twin of `history_page`."""
     return await arun_plan(plan_history_page(messages, ledger, archive, limit=limit, before=before))
+
+
+def _position(merged: Sequence[BaseMessage], before: str) -> int:
+    """The position of the message `before` in the whole history; a clear error without it."""
+    for n, message in enumerate(merged):
+        if message.id == before:
+            return n
+    msg = (
+        f"before={before!r} is not the id of a message of this thread; pass the id of a "
+        "message from the page shown (its first message's .id)"
+    )
+    raise ConfigError(msg)
 
 
 def _after_last(merged: Sequence[BaseMessage], source: Sequence[BaseMessage], head: int) -> int:
