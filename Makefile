@@ -7,6 +7,7 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-cli
 
 BOUNDS_VENV ?= .venv-bounds
+BOUNDS_STAMP := $(BOUNDS_VENV)/.installed
 
 .PHONY: help install test test_bounds test_integration fuzz lint format type notebooks bench bench_quick demo clean
 
@@ -32,19 +33,24 @@ test: $(STAMP)  ## lint, type-check and run the whole test suite (notebooks incl
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(TEST)
 
-test_bounds:  ## a fresh venv with the lowest declared versions (tests/lowest-versions.txt): smoke tests
+# Rebuilt from nothing whenever the declared versions change; the package is installed editable.
+$(BOUNDS_STAMP): tests/lowest-versions.txt pyproject.toml
 	rm -rf $(BOUNDS_VENV)
 	$(PYTHON) -m venv $(BOUNDS_VENV)
 	$(BOUNDS_VENV)/bin/python -m pip install --quiet -r tests/lowest-versions.txt \
 		pytest pytest-asyncio hypothesis aiosqlite rich "psycopg[binary]" psycopg-pool \
 		langgraph-checkpoint-postgres==3.0.0
 	$(BOUNDS_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	touch $(BOUNDS_STAMP)
+
+test_bounds: $(BOUNDS_STAMP)  ## a venv with the lowest declared versions (tests/lowest-versions.txt): smoke tests
 	$(BOUNDS_VENV)/bin/python -m pip check
 	$(BOUNDS_VENV)/bin/python -c "import langgraph_ctx, langchain, langchain_core, langgraph; \
 		from importlib.metadata import version as v; \
 		print({p: v(p) for p in ('langchain-core', 'langchain', 'langgraph')})"
 	$(BOUNDS_VENV)/bin/python -m pytest -q -p no:cacheprovider -o addopts="" \
-		tests/unit/test_imports.py tests/integration/test_deploy.py
+		tests/unit/test_imports.py tests/integration/test_deploy.py \
+		tests/integration/test_ui_history.py
 
 test_integration: $(STAMP)  ## only the tests that need PostgreSQL (set LANGGRAPH_CTX_TEST_POSTGRES_URI)
 	$(BIN)/python -m pytest -m postgres $(TEST)
@@ -77,4 +83,4 @@ demo: $(DEMO_STAMP)  ## the main job: a real agent kept inside a small window, o
 	$(BIN)/langgraph-ctx demo $(ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BOUNDS_VENV) .pytest_cache .mypy_cache .ruff_cache

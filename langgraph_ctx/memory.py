@@ -419,6 +419,41 @@ class ContextMemory:
             values.get("messages", []), values.get("context_ledger"), archive, strict=strict
         )
 
+    def get_history_page(
+        self,
+        graph: Any,
+        config: RunnableConfig,
+        *,
+        limit: int | None = None,
+        before: str | None = None,
+    ) -> list[BaseMessage]:
+        """A page of the thread's full history for a UI (`history.history_page`).
+
+        The last `limit` messages, or the `limit` messages before the message `before`.
+        """
+        from langgraph_ctx.history import history_page
+
+        values = graph.get_state(config).values
+        archive = self.archive_for(config, graph=graph)
+        messages, ledger = values.get("messages", []), values.get("context_ledger")
+        return history_page(messages, ledger, archive, limit=limit, before=before)
+
+    async def aget_history_page(
+        self,
+        graph: Any,
+        config: RunnableConfig,
+        *,
+        limit: int | None = None,
+        before: str | None = None,
+    ) -> list[BaseMessage]:
+        """Async twin of `get_history_page`."""
+        from langgraph_ctx.history import ahistory_page
+
+        values = (await graph.aget_state(config)).values
+        archive = self.archive_for(config, graph=graph)
+        messages, ledger = values.get("messages", []), values.get("context_ledger")
+        return await ahistory_page(messages, ledger, archive, limit=limit, before=before)
+
     def get_reports(self, graph: Any, config: RunnableConfig) -> list[ContextCostReport]:
         """Every distinct report the thread's checkpoints hold, oldest first."""
         snapshots = list(graph.get_state_history(config))

@@ -133,3 +133,19 @@ def test_readme_middleware_order_runs_as_written() -> None:
     # Last in the list: the request it built carried TodoListMiddleware's system prompt.
     [prompt] = model.prompts
     assert "write_todos" in str(prompt[0].content)
+
+
+def test_readme_ui_history_block_prints_what_the_readme_says(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = README.read_text(encoding="utf-8")
+    section = text.split("### Showing the conversation in a UI", 1)[1].split("\n## ", 1)[0]
+    code = BLOCK_RE.findall(section)[0]
+    namespace = run_block(code, 0)
+    printed = capsys.readouterr().out
+    assert "4 messages in the state, 12 in the full history" in printed
+    assert "4 messages in the state, 12 in the full history" in section
+    shown = [m.text for m in namespace["older"] + namespace["newest"]]
+    assert [s.split(":")[0].rstrip("?") for s in shown] == [
+        f"{kind} {n}" for n in range(2, 6) for kind in ("Question", "Answer")
+    ]

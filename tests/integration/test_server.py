@@ -12,7 +12,10 @@ same directory is a restart with persistent state.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -27,7 +30,12 @@ from typing import Any
 import pytest
 
 pytest.importorskip("langgraph_api", reason="needs the test extra (langgraph-cli[inmem])")
-from langgraph_sdk import get_client
+from langgraph_sdk import get_client, get_sync_client
+
+from langgraph_ctx.archive import encode_message
+from langgraph_ctx.client import afull_history, full_history, state_messages
+from langgraph_ctx.errors import ArchiveAccessError, ConfigError
+from tests.test_readme import README
 
 pytestmark = pytest.mark.slow
 
@@ -115,9 +123,10 @@ class Server:
         return "\n".join(p.read_text(errors="replace") for p in self.logs or [] if p.exists())
 
 
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    running = Server(tmp_path)
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """One server for the module (each test uses threads of its own; one test restarts it)."""
+    running = Server(tmp_path_factory.mktemp("server"))
     running.start()
     try:
         yield running
@@ -177,3 +186,71 @@ async def test_server_runs_both_graphs_and_recalls_across_a_restart(server: Serv
         assert 0 < report["tokens"] <= report["limit"]
     log = server.log()
     assert not any(marker in log for marker in BLOCKING_MARKERS), log[-4000:]
+
+
+async def test_a_ui_reads_the_full_history_of_a_thread_a_rebuild_emptied(server: Server) -> None:
+    """`langgraph_ctx.client`: what a UI renders is every message the thread produced, in
+    order, byte for byte, although the thread state keeps only the last turn."""
+    client = get_client(url=server.url)
+    thread_id = (await client.threads.create())["thread_id"]
+    assert await afull_history(client, thread_id) == []  # a thread with no run yet
+    produced: dict[str, dict[str, Any]] = {}  # latest wire version, in first-seen order
+    for part in range(1, 6):
+        request = {"messages": [{"role": "user", "content": f"read part {part}"}]}
+        async for chunk in client.runs.stream(
+            thread_id, "history", input=request, stream_mode="values"
+        ):
+            assert chunk.event != "error", chunk.data
+            if chunk.event == "values":
+                produced.update({m["id"]: m for m in chunk.data["messages"]})
+    state = (await client.threads.get_state(thread_id))["values"]
+    assert len(state["messages"]) < len(produced) / 2, "no rebuild emptied the state"
+    assert len(state["context_ledger"]["summary"]["dump_refs"]) >= 2
+    expected = [encode_message(m) for m in state_messages({"messages": [*produced.values()]})[0]]
+
+    history = await afull_history(client, thread_id)
+    assert [encode_message(m) for m in history] == expected
+    sync = get_sync_client(url=server.url)
+    assert [encode_message(m) for m in full_history(sync, thread_id)] == expected
+    # Pages, as a UI scrolls up: the last 4, then the 4 before the first one shown.
+    last = await afull_history(client, thread_id, limit=4)
+    assert [encode_message(m) for m in last] == expected[-4:]
+    before = full_history(sync, thread_id, limit=4, before=last[0].id)
+    assert [encode_message(m) for m in before] == expected[-8:-4]
+    log = server.log()
+    assert not any(marker in log for marker in BLOCKING_MARKERS), log[-4000:]
+    # The README's server block, as written but for the URL and the thread.
+    section = README.read_text(encoding="utf-8").split("### Showing the conversation in a UI")[1]
+    code = re.findall(r"```py\n(.*?)```", section, flags=re.S)[0]
+    code = code.replace('"http://127.0.0.1:2024"', repr(server.url))
+    code = re.sub(r"(?m)^thread_id = .*$", f"thread_id = {thread_id!r}", code)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})
+    lines = out.getvalue().splitlines()
+    assert len(lines) == len(expected) and lines[0] == "human: read part 1", lines
+
+
+@pytest.mark.parametrize("user", ["alice", "alice@example.com"])
+async def test_a_ui_reads_a_user_scoped_history(server: Server, user: str) -> None:
+    """A thread archived under a user: the scope comes from the thread's references; a user
+    id they hide (hashed) must be passed, and another user's id is refused."""
+    client = get_client(url=server.url)
+    thread_id = (await client.threads.create())["thread_id"]
+    config = {"configurable": {"user_id": user}}
+    for part in range(1, 5):
+        request = {"messages": [{"role": "user", "content": f"read part {part}"}]}
+        await client.runs.wait(thread_id, "history", input=request, config=config)
+    state = (await client.threads.get_state(thread_id))["values"]
+    refs = state["context_ledger"]["summary"]["dump_refs"]
+    assert all(ref.split(":")[1].endswith(f"/{thread_id}") for ref in refs), refs
+    expected = await afull_history(client, thread_id, user_id=user)
+    assert len(expected) > len(state["messages"])
+    if "@" in user:  # the references carry the sha256 of the id, not the id
+        with pytest.raises(ConfigError, match="user_id="):
+            await afull_history(client, thread_id)
+    else:
+        history = await afull_history(client, thread_id)
+        assert [encode_message(m) for m in history] == [encode_message(m) for m in expected]
+    with pytest.raises(ArchiveAccessError, match="another thread's archive"):
+        await afull_history(client, thread_id, user_id="mallory")

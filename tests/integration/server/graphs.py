@@ -9,7 +9,12 @@ so any number of threads and runs, in any order, get the same answers:
 - "recall" -> a call to `recall` with the first `recall(ref="...")` its prompt shows;
 - after a tool result -> a short final answer.
 
-Neither graph gets a checkpointer or a store: the server supplies both, and the archive must
+`history` is a `create_agent` agent whose model reports its prompt tokens and whose
+`ContextMemory` rebuilds after a turn past half the window, with `remove_summarized`: its
+thread state keeps a few messages while the archive in the server's store holds the rest (what
+`langgraph_ctx.client.full_history` reads back for a UI).
+
+No graph gets a checkpointer or a store: the server supplies both, and the archive must
 land in the server's store (`ContextMemory` is given no `archive=`).
 """
 
@@ -102,3 +107,18 @@ def _nodes() -> Any:
 
 
 nodes = _nodes()
+
+
+def _history() -> Any:
+    context = ContextMemory(
+        context_window_tokens=6_000,
+        strategies=[SlidingWindow()],
+        hint_threshold=0.5,
+        remove_summarized=True,
+    )
+    counter = context.manager.token_counter
+    scripted = ScriptedChatModel(messages=itertools.repeat(step), usage_counter=counter)
+    return create_agent(scripted, [read_log], middleware=[context.middleware()])
+
+
+history = _history()
