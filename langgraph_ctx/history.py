@@ -39,7 +39,9 @@ def plan_history_page(
 
     _check_page(limit, before)
     if limit is None:  # every dump is needed: read them in order and merge once
-        merged: list[BaseMessage] = yield from _plan_full_history(messages, ledger, archive, strict=True)
+        merged: list[BaseMessage] = yield from _plan_full_history(
+            messages, ledger, archive, strict=True
+        )
         return merged if before is None else merged[: _position(merged, before)]
     refs = _dump_refs(ledger)
     head = len(list(itertools.takewhile(lambda m: isinstance(m, SystemMessage), messages)))
