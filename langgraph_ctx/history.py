@@ -35,7 +35,7 @@ def plan_history_page(
     before: str | None = None,
 ) -> Plan[list[BaseMessage]]:
     """`history_page` as a plan: it reads dumps newest first until the page is full."""
-    from langgraph_ctx.memory import _dump_refs, _merge_history, _plan_full_history
+    from langgraph_ctx.memory import _merge_history, _plan_full_history, plan_all_dump_refs
 
     _check_page(limit, before)
     if limit is None:  # every dump is needed: read them in order and merge once
@@ -43,7 +43,7 @@ def plan_history_page(
             messages, ledger, archive, strict=True
         )
         return merged if before is None else merged[: _position(merged, before)]
-    refs = _dump_refs(ledger)
+    refs = yield from plan_all_dump_refs(ledger, archive)
     head = len(list(itertools.takewhile(lambda m: isinstance(m, SystemMessage), messages)))
     dumps: list[list[BaseMessage]] = []  # oldest first, a suffix of the ledger's dumps
     while True:

@@ -8,11 +8,20 @@ checkpointed state trip `LANGGRAPH_STRICT_MSGPACK`; this is dicts, lists, string
 from __future__ import annotations
 
 import copy
+import json
+import logging
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from langgraph_ctx.errors import ConfigError, shorten
+
+if TYPE_CHECKING:
+    from langgraph_ctx._effects import Plan
+    from langgraph_ctx.archive import Archive
+
+logger = logging.getLogger(__name__)
+"""Warnings for what a run survives but an operator should see."""
 
 
 class PrunedEntry(TypedDict, total=False):
@@ -34,13 +43,25 @@ class CompactedEntry(TypedDict, total=False):
 
 
 class SummaryEntry(TypedDict, total=False):
-    """The running summary of what left the prompt window."""
+    """The running summary of what left the prompt window.
+
+    Its size does not grow with the thread: it names the newest message it covers, not each
+    one (`covered_ids` derives them from the state), and the newest insurance dumps, not each
+    one (older ones are listed in the archive, `dump_index`).
+    """
 
     text: str
-    covered_ids: list[str]
+    covered: int
+    covered_last: str | None
     dump_refs: list[str]
+    dump_index: str | None
     source: str
     updates: int
+
+
+DUMP_REFS_KEPT = 4
+"""Insurance dumps the summary names itself; a build with an archive moves older ones into the
+archive's dump index (`spill_dump_refs`), so the ledger stays the same size as a thread grows."""
 
 
 class WindowEntry(TypedDict, total=False):
@@ -192,24 +213,136 @@ def fold_summary(
     covered_ids: Sequence[str],
     dump_ref: str | None,
     source: str,
+    position: Callable[[str], int] | None = None,
 ) -> SummaryEntry:
     """Make `text` the running summary, covering `covered_ids` on top of what it covered.
 
-    Ids already covered are not added twice; `dump_ref` (the insurance dump of what was
-    summarized, if any) joins the dump refs. The running summary takes over from a rebuild
-    hint, so the hint is cleared (a rebuild sets its new hint after this).
+    The summary keeps a count and the newest covered id (`covered_last`); `position` (an id's
+    place in the history) keeps `covered_last` from moving back when a reset window is
+    summarized again. `dump_ref` (the insurance dump of what was summarized, if any) joins the
+    dump refs. The running summary takes over from a rebuild hint, so the hint is cleared (a
+    rebuild sets its new hint after this).
     """
     previous = ledger.get("summary") or {}
     ledger["hint"] = None
+    last = previous.get("covered_last")
+    added = len(covered_ids)
+    if last is not None and position is not None:  # ids up to `last` are covered already
+        floor = position(last)
+        added = sum(1 for i in covered_ids if position(i) > floor)
+    new_last = next((i for i in reversed(covered_ids) if i), None)
+    if new_last is not None and (
+        last is None or position is None or position(new_last) >= position(last)
+    ):
+        last = new_last
     summary: SummaryEntry = {
         "text": text,
-        "covered_ids": _union(previous.get("covered_ids", []), covered_ids),
+        "covered": int(previous.get("covered", 0)) + added,
+        "covered_last": last,
         "dump_refs": list(previous.get("dump_refs", [])) + ([dump_ref] if dump_ref else []),
         "source": source,
         "updates": int(previous.get("updates", 0)) + 1,
     }
+    if previous.get("dump_index"):
+        summary["dump_index"] = previous["dump_index"]
     ledger["summary"] = summary
     return summary
+
+
+def covered_ids(messages: Sequence[Any], ledger: Mapping[str, Any] | None) -> list[str]:
+    """Ids of the messages in `messages` (a thread's live state) that the summary covers.
+
+    Derived, not stored: the conversation up to the summary's `covered_last`, without the base
+    prompt, summary messages, error results the pipeline made up and the pinned task (it stays
+    in the window). A message the window dropped while its summary was skipped counts too: it
+    is out of the prompt for good, and removal archives it first. Empty once `covered_last`
+    left the state (everything up to it was removed).
+    """
+    from langgraph_ctx._assembly import is_summary_message, split_base
+    from langgraph_ctx.messages import get_tag
+
+    summary = (ledger or {}).get("summary") or {}
+    last = summary.get("covered_last")
+    if not isinstance(last, str) or not last:
+        return []
+    end = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].id == last), None)
+    if end is None:
+        return []
+    pin = ((ledger or {}).get("window") or {}).get("pin_id")
+    _, _, history = split_base(messages[: end + 1])
+    return [
+        m.id
+        for m in history
+        if m.id and m.id != pin and not is_summary_message(m) and not get_tag(m).get("repair")
+    ]
+
+
+def dump_refs_to_spill(ledger: Mapping[str, Any]) -> list[str]:
+    """The summary's dump refs beyond the newest `DUMP_REFS_KEPT`, oldest first (may be [])."""
+    refs = list(((ledger.get("summary") or {}).get("dump_refs")) or [])
+    return refs[: max(0, len(refs) - DUMP_REFS_KEPT)]
+
+
+def dump_index_text(spilled: Sequence[str], previous_index: str | None) -> str:
+    """The archive entry listing spilled dump refs (JSON), chained to the previous index."""
+    return json.dumps(
+        {"langgraph_ctx": "dump_index", "dump_refs": list(spilled), "previous": previous_index},
+        sort_keys=True,
+    )
+
+
+def parse_dump_index(text: str) -> tuple[list[str], str | None]:
+    """`(dump refs, previous index ref)` of a `dump_index_text` entry.
+
+    Raises:
+        ValueError: `text` is not a dump index.
+    """
+    data = json.loads(text)
+    if not isinstance(data, dict) or data.get("langgraph_ctx") != "dump_index":
+        msg = f"not a dump index: {shorten(text)}"
+        raise ValueError(msg)
+    refs: Any = data.get("dump_refs")
+    previous: Any = data.get("previous")
+    if not _str_list(refs) or not _optional_str(previous):
+        msg = f"malformed dump index: {shorten(text)}"
+        raise ValueError(msg)
+    return list(refs), previous
+
+
+def record_dump_index(
+    ledger: ContextLedger | dict[str, Any], spilled: Sequence[str], index_ref: str
+) -> None:
+    """The summary names `index_ref` instead of the `spilled` dump refs (now listed there)."""
+    target: dict[str, Any] = ledger  # type: ignore[assignment]
+    summary = dict(target.get("summary") or {})
+    gone = set(spilled)
+    summary["dump_refs"] = [r for r in summary.get("dump_refs", []) if r not in gone]
+    summary["dump_index"] = index_ref
+    target["summary"] = summary
+
+
+def plan_spill_dump_refs(
+    ledger: ContextLedger | dict[str, Any], archive: Archive
+) -> Plan[str | None]:
+    """Move the dump refs beyond the newest `DUMP_REFS_KEPT` into a new archive dump index.
+
+    The index is written first; only then does the ledger name it instead of those refs. When
+    the archive fails, the ledger keeps every ref (a later call tries again). Returns why it
+    could not, or None (moved, or nothing to move).
+    """
+    from langgraph_ctx.errors import ArchiveError
+
+    spilled = dump_refs_to_spill(ledger)
+    if not spilled:
+        return None
+    previous = (ledger.get("summary") or {}).get("dump_index")
+    try:
+        ref: str = yield from archive.plan_put_text(dump_index_text(spilled, previous))
+    except ArchiveError as exc:
+        logger.warning("dump refs kept in the ledger: the dump index write failed: %s", exc)
+        return f"dump index not written, the ledger keeps its dump refs: {exc}"
+    record_dump_index(ledger, spilled, ref)
+    return None
 
 
 def adopt_summary(ledger: ContextLedger, text: str | None) -> bool:
@@ -221,7 +354,8 @@ def adopt_summary(ledger: ContextLedger, text: str | None) -> bool:
         return False
     ledger["summary"] = {
         "text": text,
-        "covered_ids": [],
+        "covered": 0,
+        "covered_last": None,
         "dump_refs": [],
         "source": "input",
         "updates": 0,
@@ -350,17 +484,6 @@ def set_calibration_pending(
     ledger["calibration"] = entry
 
 
-def _union(old: Sequence[str], new: Sequence[str]) -> list[str]:
-    """`old`, then the ids of `new` not yet in it, in order: a message is covered once."""
-    merged = list(old)
-    seen = set(merged)
-    for message_id in new:
-        if message_id not in seen:
-            seen.add(message_id)
-            merged.append(message_id)
-    return merged
-
-
 # --- shape checks (one per ledger key) ---------------------------------------------------
 
 
@@ -437,7 +560,7 @@ def _window(value: Any, repairs: list[str]) -> Any:
 def _summary(value: Any, repairs: list[str]) -> Any:
     if isinstance(value, str):  # the text alone: keep it
         repairs.append("ledger['summary']: a bare string; kept as the summary text")
-        return {"text": value, "covered_ids": [], "dump_refs": [], "source": "input", "updates": 0}
+        return {"text": value, "covered": 0, "dump_refs": [], "source": "input", "updates": 0}
     if not isinstance(value, Mapping):
         repairs.append(
             f"ledger['summary']: expected a dict, got {type(value).__name__} "
@@ -445,21 +568,32 @@ def _summary(value: Any, repairs: list[str]) -> Any:
         )
         return None
     fixed = dict(value)
+    if "covered_ids" in fixed:  # a ledger written before the summary was bounded: migrate
+        old = fixed.pop("covered_ids")
+        ids = [v for v in old if isinstance(v, str) and v] if isinstance(old, list) else []
+        if isinstance(old, list) and len(ids) != len(old):
+            repairs.append(
+                f"ledger['summary']['covered_ids']: {len(old) - len(ids)} item(s) that are not "
+                "strings; left out (the others are kept)"
+            )
+        fixed.setdefault("covered", len(ids))
+        fixed.setdefault("covered_last", ids[-1] if ids else None)
     defaults: dict[str, tuple[Callable[[Any], bool], Any]] = {
         "text": (_is_str, ""),
-        "covered_ids": (_str_list, []),
+        "covered": (_is_int, 0),
+        "covered_last": (_optional_str, None),
         "dump_refs": (_str_list, []),
+        "dump_index": (_optional_str, None),
         "source": (_is_str, "input"),
         "updates": (_is_int, 0),
     }
-    for name in ("covered_ids", "dump_refs"):  # keep every good id and ref of a damaged list
-        items = fixed.get(name)
-        if isinstance(items, list) and not _str_list(items):
-            fixed[name] = [v for v in items if isinstance(v, str)]
-            repairs.append(
-                f"ledger['summary'][{name!r}]: {len(items) - len(fixed[name])} item(s) that "
-                "are not strings; left out (the others are kept)"
-            )
+    items = fixed.get("dump_refs")  # keep every good ref of a damaged list
+    if isinstance(items, list) and not _str_list(items):
+        fixed["dump_refs"] = [v for v in items if isinstance(v, str)]
+        repairs.append(
+            f"ledger['summary']['dump_refs']: {len(items) - len(fixed['dump_refs'])} item(s) "
+            "that are not strings; left out (the others are kept)"
+        )
     for name, (check, default) in defaults.items():
         if name in fixed and not check(fixed[name]):
             repairs.append(
@@ -467,7 +601,7 @@ def _summary(value: Any, repairs: list[str]) -> Any:
                 f"reset to {default!r}"
             )
             fixed[name] = default
-    if not fixed.get("text") and not fixed.get("dump_refs"):
+    if not fixed.get("text") and not fixed.get("dump_refs") and not fixed.get("dump_index"):
         return None
     return fixed
 
