@@ -41,7 +41,7 @@ from langgraph_ctx.ledger import (
 )
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.rebuild import plan_rebuild
-from langgraph_ctx.report import ContextCostReport
+from langgraph_ctx.report import ContextCostReport, brief_report
 from langgraph_ctx.strategies import Strategy, default_strategies
 
 if TYPE_CHECKING:
@@ -62,10 +62,12 @@ REPORT_KEY = "context_cost"
 def attach_report(message: AIMessage, report: Mapping[str, Any]) -> AIMessage:
     """A copy of `message` carrying the report in `response_metadata["context_cost"]`.
 
-    The report gains `reported_tokens`, the provider's count of the prompt from the reply's
-    `usage_metadata`, next to the package's estimate `tokens`.
+    The message carries the brief form (`report.brief_report`: sizes and one line per
+    decision); the full report is the ledger's `last_report`. The report gains
+    `reported_tokens`, the provider's count of the prompt from the reply's `usage_metadata`,
+    next to the package's estimate `tokens`.
     """
-    report = dict(report)
+    report = brief_report(report)
     reported = reported_input_tokens(message)
     if reported is not None:
         report["reported_tokens"] = reported
