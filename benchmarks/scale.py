@@ -33,6 +33,8 @@ from langgraph_ctx.strategies import default_strategies
 WINDOW = 32_000
 SIZES = (100, 1_000, 5_000, 20_000)
 QUICK_SIZES = (100, 1_000, 5_000)
+CHECKPOINT_WINDOW = 8_000
+"""The window of the checkpoint-size runs: small enough that summaries happen within N turns."""
 TIMED_CALLS = 30
 """Calls timed at each size (the median is printed)."""
 
@@ -110,7 +112,7 @@ def checkpoint_bytes(turns: int, **options: Any) -> int:
     middleware = []
     if options.get("package", True):
         options.pop("package", None)
-        memory = ContextMemory(context_window_tokens=WINDOW, **options)
+        memory = ContextMemory(context_window_tokens=CHECKPOINT_WINDOW, **options)
         middleware = [memory.middleware()]
     checkpointer = InMemorySaver()
     agent = create_agent(model, tools=[read], middleware=middleware, checkpointer=checkpointer)

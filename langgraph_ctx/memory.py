@@ -98,8 +98,12 @@ class ContextMemory:
             when `archive` is not given.
         summarizer: A `Summarizer` or chat model; None uses the deterministic summary.
         hint_threshold: Rebuild after a turn whose real prompt passed this share of the window.
-        remove_summarized: Remove summarized messages from live state, by id (they stay in the
-            archive, and `get_full_history` keeps them in place).
+        remove_summarized: Remove summarized messages from live state, by id, once they are in
+            the archive (`get_full_history` and `get_history_page` keep them in place), so
+            checkpoints stay small however long the thread runs. None (the default): remove
+            them unless the archive lives in this process while the checkpoints do not (an
+            `InMemoryStore` given as `archive=`/`store=` with a durable checkpointer), where
+            a restart would lose them. True/False: always/never.
         expose_recall: The middleware gives the agent the `recall` tool.
         **manager_options: Passed to `ContextManager` (token_counter, skills, tool_policy, ...).
     """
@@ -115,7 +119,7 @@ class ContextMemory:
         store: BaseStore | None = None,
         summarizer: Summarizer | BaseChatModel | None = None,
         hint_threshold: float = 0.8,
-        remove_summarized: bool = False,
+        remove_summarized: bool | None = None,
         expose_recall: bool = True,
         **manager_options: Any,
     ) -> None:
@@ -300,7 +304,7 @@ class ContextMemory:
         stays live), and this span keeps every removed message in its place in the full
         history.
         """
-        if not self.remove_summarized or not result.removable_ids:
+        if not self._removes(config) or not result.removable_ids:
             return [], result.state
         covered = set(result.removable_ids)
         at = [i for i, m in enumerate(messages) if m.id and m.id in covered]
@@ -316,6 +320,24 @@ class ContextMemory:
         add_dump_ref(state, ref)
         forget_entries(state, {messages[i].id or "" for i in at})
         return [RemoveMessage(id=messages[i].id or "") for i in at], state
+
+    def _removes(self, config: RunnableConfig | None) -> bool:
+        """Whether summarized messages leave the live state in this run (`remove_summarized`)."""
+        if self.remove_summarized is not None:
+            return self.remove_summarized
+        backend = self._archive if self._archive is not None else self._store
+        if not isinstance(backend, InMemoryStore):
+            # The graph's own store, a directory or a durable store: it outlives the process
+            # as long as the checkpoints do (`archive_for` refuses an in-process archive for
+            # durable checkpoints).
+            return True
+        if config is None:
+            try:
+                config = get_config()
+            except RuntimeError:
+                config = {}
+        _, checkpointer = _persistence(dict((config or {}).get("configurable") or {}), None)
+        return checkpointer is None or isinstance(checkpointer, InMemorySaver)
 
     def _plan_build_update(
         self,
