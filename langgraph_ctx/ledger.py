@@ -54,14 +54,19 @@ class SummaryEntry(TypedDict, total=False):
     covered: int
     covered_last: str | None
     dump_refs: list[str]
+    unlisted: list[str]
     dump_index: str | None
     source: str
     updates: int
 
 
 DUMP_REFS_KEPT = 4
-"""Insurance dumps the summary names itself; a build with an archive moves older ones into the
-archive's dump index (`spill_dump_refs`), so the ledger stays the same size as a thread grows."""
+"""Insurance dumps the summary message names; a build with an archive moves older ones into the
+archive's dump index (`plan_spill_dump_refs`), so the ledger stays the same size as a thread
+grows."""
+
+DUMP_REFS_MAX = 16
+"""More refs than this in the ledger are moved to the index whatever the prompt shows."""
 
 
 class WindowEntry(TypedDict, total=False):
@@ -277,10 +282,24 @@ def covered_ids(messages: Sequence[Any], ledger: Mapping[str, Any] | None) -> li
     ]
 
 
+def listed_dump_refs(summary: Mapping[str, Any]) -> list[str]:
+    """The dump refs the summary message names (not the `unlisted` removal spans)."""
+    unlisted = set(summary.get("unlisted") or ())
+    return [r for r in summary.get("dump_refs") or () if r not in unlisted]
+
+
 def dump_refs_to_spill(ledger: Mapping[str, Any]) -> list[str]:
-    """The summary's dump refs beyond the newest `DUMP_REFS_KEPT`, oldest first (may be [])."""
-    refs = list(((ledger.get("summary") or {}).get("dump_refs")) or [])
-    return refs[: max(0, len(refs) - DUMP_REFS_KEPT)]
+    """The refs to move to the dump index, oldest first (may be []).
+
+    Everything older than the newest `DUMP_REFS_KEPT` listed refs (unlisted ones between them
+    stay with them, so the order of the dumps is kept).
+    """
+    summary = ledger.get("summary") or {}
+    refs = list(summary.get("dump_refs") or [])
+    listed = listed_dump_refs(summary)
+    if len(listed) <= DUMP_REFS_KEPT:
+        return []
+    return refs[: refs.index(listed[-DUMP_REFS_KEPT])]
 
 
 def dump_index_text(spilled: Sequence[str], previous_index: str | None) -> str:
@@ -317,6 +336,8 @@ def record_dump_index(
     summary = dict(target.get("summary") or {})
     gone = set(spilled)
     summary["dump_refs"] = [r for r in summary.get("dump_refs", []) if r not in gone]
+    if summary.get("unlisted"):
+        summary["unlisted"] = [r for r in summary["unlisted"] if r not in gone]
     summary["dump_index"] = index_ref
     target["summary"] = summary
 
@@ -363,11 +384,17 @@ def adopt_summary(ledger: ContextLedger, text: str | None) -> bool:
     return True
 
 
-def add_dump_ref(ledger: ContextLedger | dict[str, Any], ref: str) -> None:
-    """Name one more insurance dump in the summary (a copy: the old summary dict is kept)."""
+def add_dump_ref(ledger: ContextLedger | dict[str, Any], ref: str, *, listed: bool = True) -> None:
+    """Name one more insurance dump in the summary (a copy: the old summary dict is kept).
+
+    `listed=False` (a removal span, whose summarized messages a listed dump holds too) keeps
+    it out of the summary message, so the prompt does not change after a removal.
+    """
     target: dict[str, Any] = ledger  # type: ignore[assignment]
     summary = dict(target.get("summary") or {})
     summary["dump_refs"] = [*summary.get("dump_refs", []), ref]
+    if not listed:
+        summary["unlisted"] = [*summary.get("unlisted", []), ref]
     target["summary"] = summary
 
 
@@ -583,6 +610,7 @@ def _summary(value: Any, repairs: list[str]) -> Any:
         "covered": (_is_int, 0),
         "covered_last": (_optional_str, None),
         "dump_refs": (_str_list, []),
+        "unlisted": (_str_list, []),
         "dump_index": (_optional_str, None),
         "source": (_is_str, "input"),
         "updates": (_is_int, 0),

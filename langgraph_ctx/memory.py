@@ -317,7 +317,7 @@ class ContextMemory:
         except Exception as exc:  # nothing leaves the state without its archive copy
             return [], _skip_removals(result, [messages[i].id or "" for i in at], exc)
         state = dict(result.state)
-        add_dump_ref(state, ref)
+        add_dump_ref(state, ref, listed=False)
         forget_entries(state, {messages[i].id or "" for i in at})
         return [RemoveMessage(id=messages[i].id or "") for i in at], state
 

@@ -38,9 +38,11 @@ from langgraph_ctx.errors import (
     InvalidMessagesError,
 )
 from langgraph_ctx.ledger import (
+    DUMP_REFS_MAX,
     ContextLedger,
     adopt_summary,
     covered_ids,
+    dump_refs_to_spill,
     plan_spill_dump_refs,
     repair_ledger,
     set_last_report,
@@ -317,7 +319,8 @@ class ContextManager:
         ledger, repairs = repair_ledger(state)
         archive = archive if archive is not None else self.archive
         spill_error = None
-        if archive is not None:  # the summary names its newest dumps; older ones in an index
+        summary_before = ledger.get("summary") or {}
+        if archive is not None and _spill_now(ledger):
             spill_error = yield from plan_spill_dump_refs(ledger, archive)
         base, adopted, history = split_base(messages)
         adopt_summary(ledger, adopted)
@@ -360,8 +363,28 @@ class ContextManager:
             at = next(i for i, s in enumerate(self.strategies) if isinstance(s, DropMemory))
             for strategy in self.strategies[at + 1 :]:
                 yield from apply_strategy(strategy, view)
+        if archive is not None and (view.ledger.get("summary") or {}).get(
+            "updates", 0
+        ) != summary_before.get("updates", 0):
+            # The summary message changed in this build anyway: older dump refs go to the
+            # index now, so the prompt does not change again on the next call for it.
+            yield from self._plan_spill_within_budget(view, archive)
         view.report.messages_in += skipped
         return self._finish(view, tools_out, ratio, given)
+
+    def _plan_spill_within_budget(self, view: PromptView, archive: Archive) -> Plan[None]:
+        """Spill older dump refs to the index unless the new summary message would not fit."""
+        before = view.ledger.get("summary")
+        old = view.cost(view.summary_message()) + view.cost(view.system_message())
+        error = yield from plan_spill_dump_refs(view.ledger, archive)
+        if error is not None:
+            view.record("skip", view.tokens, detail={"reason": error})
+            return
+        new = view.cost(view.summary_message()) + view.cost(view.system_message())
+        if view.tokens - old + new > view.budget.limit:
+            view.ledger["summary"] = before  # the next summary tries again
+            return
+        view.tokens += new - old
 
     def _examined(
         self, messages: Sequence[BaseMessage], state: Mapping[str, Any] | None
@@ -503,6 +526,19 @@ class ContextManager:
         if self.extractor is not None:
             resources.extract = self.extractor.plan
         return resources
+
+
+def _spill_now(ledger: ContextLedger) -> bool:
+    """Whether to spill dump refs before the strategies run.
+
+    When no summary message shows the refs (a hint carries the summary), or when the ledger
+    holds more than `DUMP_REFS_MAX` refs; otherwise a build whose summary changes spills.
+    """
+    summary = ledger.get("summary") or {}
+    hinted = bool((ledger.get("hint") or {}).get("text"))
+    return bool(dump_refs_to_spill(ledger)) and (
+        hinted or len(summary.get("dump_refs") or []) > DUMP_REFS_MAX
+    )
 
 
 def _is_base(message: Any) -> bool:

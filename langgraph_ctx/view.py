@@ -39,6 +39,7 @@ from langgraph_ctx.ledger import (
     ContextLedger,
     PrunedEntry,
     fold_summary,
+    listed_dump_refs,
     record_compacted,
     record_pruned,
     set_window,
@@ -291,7 +292,7 @@ class PromptView:
         summary = self.ledger.get("summary")
         if summary and summary.get("text") and self.summary_placement == "merged" and not hint:
             text = escape_markup(summary["text"], WRAPPER_TAGS)  # cannot close its wrapper
-            note = recall_note(summary.get("dump_refs", []), summary.get("dump_index"))
+            note = recall_note(listed_dump_refs(summary), summary.get("dump_index"))
             fragments.append(f"<summary>\n{text}\n</summary>" + (f"\n{note}" if note else ""))
         if self.memory_items and not self.memory_dropped:
             fragments.append(render_memory(self.memory_items))
@@ -310,7 +311,7 @@ class PromptView:
             return None  # the compression hint carries the summary
         text = summary["text"]
         covered = int(summary.get("covered", 0))
-        refs = tuple(summary.get("dump_refs", []))
+        refs = tuple(listed_dump_refs(summary))
         index = summary.get("dump_index")
         message: SystemMessage = self.render_cache.get(
             ("summary", text, covered, refs, index),

@@ -165,9 +165,7 @@ def run_turns(
             _arrive(log, history, msg)
         try:
             for update in agent.stream({"messages": turn}, config, stream_mode="updates"):
-                for node, values in (update or {}).items():
-                    if not isinstance(values, dict):
-                        continue
+                for node, values in _node_writes(update):
                     arrived = list(values.get("messages") or [])
                     if node == MODEL_NODE:
                         for msg in arrived:
@@ -200,6 +198,29 @@ def run_turns(
             log.error = _one_line(exc)
             break
     return log
+
+
+def _node_writes(update: Any) -> list[tuple[str, dict[str, Any]]]:
+    """`(node, values)` of one "updates" stream item.
+
+    A node that wrote several updates (a model call that also removed summarized messages
+    returns the reply and a `Command`) comes as a list of them, merged here in order.
+    """
+    writes: list[tuple[str, dict[str, Any]]] = []
+    for node, values in (update or {}).items():
+        parts = values if isinstance(values, list) else [values]
+        merged: dict[str, Any] = {}
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            for key, value in part.items():
+                if key == "messages":
+                    merged["messages"] = [*merged.get("messages", []), *(value or [])]
+                else:
+                    merged[key] = value
+        if merged:
+            writes.append((node, merged))
+    return writes
 
 
 def _one_line(exc: BaseException) -> str:

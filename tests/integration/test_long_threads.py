@@ -3,6 +3,7 @@ summary replaced is recallable by the agent through a reference its prompt shows
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 import uuid
@@ -113,6 +114,15 @@ def test_the_agent_recalls_summarized_messages_through_the_references_it_sees() 
             reachable |= {m.id or "" for m in entry}
     missing = [(m.type, text_of(m)[:40]) for m in removed if m.id not in reachable]
     assert not missing, missing
+    # Between summaries the summary message stays the same bytes (removal dumps are not
+    # listed, older refs move to the index only when a summary lands): the prefix caches.
+    notes = [
+        text_of(m) for prompt in model.prompts for m in prompt if text_of(m).startswith("<summary>")
+    ]
+    for before, after in itertools.pairwise(notes):
+        if before.partition("</summary>")[0] == after.partition("</summary>")[0]:
+            assert before == after
+    assert len(set(notes)) > 1, "one summary only: the test proves little"
     ledger = agent.get_state(config).values["context_ledger"]
     assert set(all_dump_refs(ledger, archive)) >= set(seen_refs) - {
         ledger["summary"].get("dump_index")

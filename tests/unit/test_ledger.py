@@ -15,12 +15,15 @@ from langgraph_ctx.ledger import (
     add_dump_ref,
     adopt_summary,
     covered_ids,
+    dump_refs_to_spill,
     empty_ledger,
     fold_summary,
     forget_entries,
+    listed_dump_refs,
     load_ledger,
     plan_spill_dump_refs,
     record_compacted,
+    record_dump_index,
     record_extraction,
     record_pruned,
     repair_ledger,
@@ -195,3 +198,17 @@ class FailingBackend:
 
     async def aget(self, namespace: tuple[str, ...], key: str) -> bytes | None:
         return None
+
+
+def test_removal_dumps_are_unlisted_and_spill_with_their_neighbours() -> None:
+    ledger: dict[str, Any] = {"summary": {"text": "s", "dump_refs": ["s1", "s2", "s3", "s4"]}}
+    add_dump_ref(ledger, "u1", listed=False)  # a removal span: not in the summary message
+    assert listed_dump_refs(ledger["summary"]) == ["s1", "s2", "s3", "s4"]
+    assert dump_refs_to_spill(ledger) == []
+    add_dump_ref(ledger, "s5")
+    assert dump_refs_to_spill(ledger) == ["s1"]
+    add_dump_ref(ledger, "s6")
+    assert dump_refs_to_spill(ledger) == ["s1", "s2"]  # u1 stays between s4 and s5
+    record_dump_index(ledger, ["s1", "s2"], "index")
+    assert ledger["summary"]["dump_refs"] == ["s3", "s4", "u1", "s5", "s6"]
+    assert ledger["summary"]["unlisted"] == ["u1"]
