@@ -6,8 +6,9 @@
   (what every checkpoint holds besides the messages).
 * Checkpoint bytes after N turns of a `create_agent` graph with the package's middleware
   against the same graph without it (same scripted model, same tool outputs), under an
-  `InMemorySaver`: the serialized size of the newest checkpoint, with the defaults and with
-  `remove_summarized=True`.
+  `InMemorySaver`: the serialized size of the newest checkpoint, with the defaults (summarized
+  messages leave the state) and with `remove_summarized=False` (only the brief reports and the
+  ledger differ).
 
 The conversation is synthetic and seeded: each turn is a request, one tool call, its output
 (200 to 6,000 characters) and an answer.
@@ -140,7 +141,7 @@ def run(args: argparse.Namespace) -> None:
     )
     turns = 15 if args.quick else 40
     without = checkpoint_bytes(turns, package=False)
-    cases = [("defaults", {}), ("remove_summarized=True", {"remove_summarized": True})]
+    cases = [("defaults", {}), ("remove_summarized=False", {"remove_summarized": False})]
     table = [["without the package", fmt_int(without), "1.00"]]
     for label, options in cases:
         size = checkpoint_bytes(turns, **options)
