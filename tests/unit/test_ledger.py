@@ -167,7 +167,7 @@ def test_older_dump_refs_move_to_an_archive_index_and_all_stay_readable() -> Non
     ledger: dict[str, Any] = {"summary": {"text": "s", "dump_refs": refs[:6]}}
     assert run_plan(plan_spill_dump_refs(ledger, archive)) is None
     first_index = ledger["summary"]["dump_index"]
-    assert ledger["summary"]["dump_refs"] == refs[2:6]  # the newest DUMP_REFS_KEPT
+    assert ledger["summary"]["dump_refs"] == refs[6 - DUMP_REFS_KEPT : 6]  # the newest
     assert len(ledger["summary"]["dump_refs"]) == DUMP_REFS_KEPT
     assert run_plan(plan_spill_dump_refs(ledger, archive)) is None  # nothing more to move
     for ref in refs[6:]:
@@ -201,14 +201,16 @@ class FailingBackend:
 
 
 def test_removal_dumps_are_unlisted_and_spill_with_their_neighbours() -> None:
-    ledger: dict[str, Any] = {"summary": {"text": "s", "dump_refs": ["s1", "s2", "s3", "s4"]}}
+    listed = [f"s{i}" for i in range(DUMP_REFS_KEPT)]
+    ledger: dict[str, Any] = {"summary": {"text": "s", "dump_refs": list(listed)}}
     add_dump_ref(ledger, "u1", listed=False)  # a removal span: not in the summary message
-    assert listed_dump_refs(ledger["summary"]) == ["s1", "s2", "s3", "s4"]
+    assert listed_dump_refs(ledger["summary"]) == listed
     assert dump_refs_to_spill(ledger) == []
-    add_dump_ref(ledger, "s5")
-    assert dump_refs_to_spill(ledger) == ["s1"]
-    add_dump_ref(ledger, "s6")
-    assert dump_refs_to_spill(ledger) == ["s1", "s2"]  # u1 stays between s4 and s5
-    record_dump_index(ledger, ["s1", "s2"], "index")
-    assert ledger["summary"]["dump_refs"] == ["s3", "s4", "u1", "s5", "s6"]
-    assert ledger["summary"]["unlisted"] == ["u1"]
+    add_dump_ref(ledger, "new")
+    # The oldest listed ref goes, with the unlisted refs up to the next listed one.
+    spilled = dump_refs_to_spill(ledger)
+    assert spilled == ["s0", *(["u1"] if DUMP_REFS_KEPT == 1 else [])]
+    record_dump_index(ledger, spilled, "index")
+    assert listed_dump_refs(ledger["summary"]) == [*listed[1:], "new"]
+    assert ledger["summary"]["dump_index"] == "index"
+    assert ("u1" in ledger["summary"]["unlisted"]) == (DUMP_REFS_KEPT > 1)
