@@ -35,12 +35,8 @@ def plan_history_page(
     before: str | None = None,
 ) -> Plan[list[BaseMessage]]:
     """`history_page` as a plan: it reads dumps newest first until the page is full."""
-    from langgraph_ctx.memory import (
-        _dump_refs,
-        _merge_history,
-        _plan_full_history,
-        plan_all_dump_refs,
-    )
+    from langgraph_ctx._dumps import plan_all_dump_refs
+    from langgraph_ctx.memory import _dump_refs, _merge_history, _plan_full_history
 
     _check_page(limit, before)
     if limit is None:  # every dump is needed: read them in order and merge once

@@ -8,20 +8,11 @@ checkpointed state trip `LANGGRAPH_STRICT_MSGPACK`; this is dicts, lists, string
 from __future__ import annotations
 
 import copy
-import json
-import logging
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import Any, TypedDict
 
 from langgraph_ctx.errors import ConfigError, shorten
-
-if TYPE_CHECKING:
-    from langgraph_ctx._effects import Plan
-    from langgraph_ctx.archive import Archive
-
-logger = logging.getLogger(__name__)
-"""Warnings for what a run survives but an operator should see."""
 
 
 class PrunedEntry(TypedDict, total=False):
@@ -47,7 +38,7 @@ class SummaryEntry(TypedDict, total=False):
 
     Its size does not grow with the thread: it names the newest message it covers, not each
     one (`covered_ids` derives them from the state), and the newest insurance dumps, not each
-    one (older ones are listed in the archive, `dump_index`).
+    one (older ones are listed in the archive, `dump_index`; see `langgraph_ctx._dumps`).
     """
 
     text: str
@@ -58,16 +49,6 @@ class SummaryEntry(TypedDict, total=False):
     dump_index: str | None
     source: str
     updates: int
-
-
-DUMP_REFS_KEPT = 1
-"""Insurance dumps the summary message names: the newest one (a reference costs about 45 tokens
-in every prompt; 4 cost 8% more on the cost benchmark). When a summary lands, a build with an
-archive moves older ones into the archive's dump index (`plan_spill_dump_refs`), which the
-summary message names too, so the ledger stays the same size as a thread grows."""
-
-DUMP_REFS_MAX = 16
-"""More refs than this in the ledger are moved to the index whatever the prompt shows."""
 
 
 class WindowEntry(TypedDict, total=False):
@@ -283,52 +264,6 @@ def covered_ids(messages: Sequence[Any], ledger: Mapping[str, Any] | None) -> li
     ]
 
 
-def listed_dump_refs(summary: Mapping[str, Any]) -> list[str]:
-    """The dump refs the summary message names (not the `unlisted` removal spans)."""
-    unlisted = set(summary.get("unlisted") or ())
-    return [r for r in summary.get("dump_refs") or () if r not in unlisted]
-
-
-def dump_refs_to_spill(ledger: Mapping[str, Any]) -> list[str]:
-    """The refs to move to the dump index, oldest first (may be []).
-
-    Everything older than the newest `DUMP_REFS_KEPT` listed refs (unlisted ones between them
-    stay with them, so the order of the dumps is kept).
-    """
-    summary = ledger.get("summary") or {}
-    refs = list(summary.get("dump_refs") or [])
-    listed = listed_dump_refs(summary)
-    if len(listed) <= DUMP_REFS_KEPT:
-        return []
-    return refs[: refs.index(listed[-DUMP_REFS_KEPT])]
-
-
-def dump_index_text(spilled: Sequence[str], previous_index: str | None) -> str:
-    """The archive entry listing spilled dump refs (JSON), chained to the previous index."""
-    return json.dumps(
-        {"langgraph_ctx": "dump_index", "dump_refs": list(spilled), "previous": previous_index},
-        sort_keys=True,
-    )
-
-
-def parse_dump_index(text: str) -> tuple[list[str], str | None]:
-    """`(dump refs, previous index ref)` of a `dump_index_text` entry.
-
-    Raises:
-        ValueError: `text` is not a dump index.
-    """
-    data = json.loads(text)
-    if not isinstance(data, dict) or data.get("langgraph_ctx") != "dump_index":
-        msg = f"not a dump index: {shorten(text)}"
-        raise ValueError(msg)
-    refs: Any = data.get("dump_refs")
-    previous: Any = data.get("previous")
-    if not _str_list(refs) or not _optional_str(previous):
-        msg = f"malformed dump index: {shorten(text)}"
-        raise ValueError(msg)
-    return list(refs), previous
-
-
 def record_dump_index(
     ledger: ContextLedger | dict[str, Any], spilled: Sequence[str], index_ref: str
 ) -> None:
@@ -341,30 +276,6 @@ def record_dump_index(
         summary["unlisted"] = [r for r in summary["unlisted"] if r not in gone]
     summary["dump_index"] = index_ref
     target["summary"] = summary
-
-
-def plan_spill_dump_refs(
-    ledger: ContextLedger | dict[str, Any], archive: Archive
-) -> Plan[str | None]:
-    """Move the dump refs beyond the newest `DUMP_REFS_KEPT` into a new archive dump index.
-
-    The index is written first; only then does the ledger name it instead of those refs. When
-    the archive fails, the ledger keeps every ref (a later call tries again). Returns why it
-    could not, or None (moved, or nothing to move).
-    """
-    from langgraph_ctx.errors import ArchiveError
-
-    spilled = dump_refs_to_spill(ledger)
-    if not spilled:
-        return None
-    previous = (ledger.get("summary") or {}).get("dump_index")
-    try:
-        ref: str = yield from archive.plan_put_text(dump_index_text(spilled, previous))
-    except ArchiveError as exc:
-        logger.warning("dump refs kept in the ledger: the dump index write failed: %s", exc)
-        return f"dump index not written, the ledger keeps its dump refs: {exc}"
-    record_dump_index(ledger, spilled, ref)
-    return None
 
 
 def adopt_summary(ledger: ContextLedger, text: str | None) -> bool:

@@ -31,6 +31,8 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx._calibration import reported_input_tokens
+from langgraph_ctx._dumps import all_dump_refs as all_dump_refs  # re-exported: public here
+from langgraph_ctx._dumps import plan_all_dump_refs
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
 from langgraph_ctx.errors import ArchiveError, ConfigError
@@ -671,38 +673,6 @@ def _dump_refs(ledger: Mapping[str, Any] | None) -> list[str]:
     """The dump refs the ledger names itself (the newest; see `all_dump_refs`)."""
     summary = (ledger or {}).get("summary") or {}
     return list(summary.get("dump_refs", []))
-
-
-def plan_all_dump_refs(ledger: Mapping[str, Any] | None, archive: Archive) -> Plan[list[str]]:
-    """`all_dump_refs` as a plan: it reads the chain of dump indexes, newest first."""
-    from langgraph_ctx.ledger import parse_dump_index
-
-    summary = (ledger or {}).get("summary") or {}
-    older: list[list[str]] = []
-    index, seen = summary.get("dump_index"), set()
-    while isinstance(index, str) and index not in seen:
-        seen.add(index)
-        text = yield from archive.plan_read(index)
-        try:
-            refs, index = parse_dump_index(text if isinstance(text, str) else "")
-        except ValueError as exc:
-            msg = f"the ledger names {index} as its dump index, but: {exc}"
-            raise ArchiveError(msg) from exc
-        older.insert(0, refs)
-    return [*itertools.chain.from_iterable(older), *_dump_refs(ledger)]
-
-
-def all_dump_refs(ledger: Mapping[str, Any] | None, archive: Archive) -> list[str]:
-    """Every insurance dump of a thread, oldest first: the archive's dump index, then the ledger's.
-
-    The ledger names only the newest dumps (`ledger.DUMP_REFS_KEPT`); older ones are listed in
-    a chain of index entries in the archive (`summary["dump_index"]`), so the ledger stays
-    the same size however long the thread runs.
-
-    Raises:
-        ArchiveError: An index entry cannot be read.
-    """
-    return run_plan(plan_all_dump_refs(ledger, archive))
 
 
 def _merge_history(

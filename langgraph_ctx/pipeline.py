@@ -30,6 +30,7 @@ from langgraph_ctx._assembly import (
     split_base,
 )
 from langgraph_ctx._calibration import observe, remember_prompt
+from langgraph_ctx._dumps import plan_spill_dump_refs, spill_now
 from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
 from langgraph_ctx._render import RenderCache
 from langgraph_ctx.errors import (
@@ -38,12 +39,9 @@ from langgraph_ctx.errors import (
     InvalidMessagesError,
 )
 from langgraph_ctx.ledger import (
-    DUMP_REFS_MAX,
     ContextLedger,
     adopt_summary,
     covered_ids,
-    dump_refs_to_spill,
-    plan_spill_dump_refs,
     repair_ledger,
     set_last_report,
 )
@@ -320,7 +318,7 @@ class ContextManager:
         archive = archive if archive is not None else self.archive
         spill_error = None
         summary_before = ledger.get("summary") or {}
-        if archive is not None and _spill_now(ledger):
+        if archive is not None and spill_now(ledger):
             spill_error = yield from plan_spill_dump_refs(ledger, archive)
         base, adopted, history = split_base(messages)
         adopt_summary(ledger, adopted)
@@ -526,19 +524,6 @@ class ContextManager:
         if self.extractor is not None:
             resources.extract = self.extractor.plan
         return resources
-
-
-def _spill_now(ledger: ContextLedger) -> bool:
-    """Whether to spill dump refs before the strategies run.
-
-    When no summary message shows the refs (a hint carries the summary), or when the ledger
-    holds more than `DUMP_REFS_MAX` refs; otherwise a build whose summary changes spills.
-    """
-    summary = ledger.get("summary") or {}
-    hinted = bool((ledger.get("hint") or {}).get("text"))
-    return bool(dump_refs_to_spill(ledger)) and (
-        hinted or len(summary.get("dump_refs") or []) > DUMP_REFS_MAX
-    )
 
 
 def _is_base(message: Any) -> bool:

@@ -20,6 +20,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_ctx._assembly import merge_system, render_entities, render_memory
+from langgraph_ctx._dumps import listed_dump_refs
 from langgraph_ctx._effects import Resources
 from langgraph_ctx._ids import derived_id
 from langgraph_ctx._render import (
@@ -39,7 +40,6 @@ from langgraph_ctx.ledger import (
     ContextLedger,
     PrunedEntry,
     fold_summary,
-    listed_dump_refs,
     record_compacted,
     record_pruned,
     set_window,

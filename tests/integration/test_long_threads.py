@@ -16,7 +16,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import ContextMemory
-from langgraph_ctx.ledger import parse_dump_index
+from langgraph_ctx._dumps import parse_dump_index
 from langgraph_ctx.memory import REPORT_KEY, all_dump_refs
 from langgraph_ctx.messages import text_of, validate_messages
 from tests.fakes import ScriptedChatModel

@@ -8,20 +8,22 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_ctx._dumps import (
+    DUMP_REFS_KEPT,
+    dump_refs_to_spill,
+    listed_dump_refs,
+    plan_spill_dump_refs,
+)
 from langgraph_ctx._effects import run_plan
 from langgraph_ctx.archive import Archive
 from langgraph_ctx.ledger import (
-    DUMP_REFS_KEPT,
     add_dump_ref,
     adopt_summary,
     covered_ids,
-    dump_refs_to_spill,
     empty_ledger,
     fold_summary,
     forget_entries,
-    listed_dump_refs,
     load_ledger,
-    plan_spill_dump_refs,
     record_compacted,
     record_dump_index,
     record_extraction,
