@@ -59,6 +59,7 @@ from benchmarks.replay import (
 from benchmarks.synthetic import SyntheticRun, generate_run
 from langgraph_ctx.archive import Archive, StoreBackend, encode_message
 from langgraph_ctx.errors import ContextWindowExceededError
+from langgraph_ctx.memory import all_dump_refs
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.pipeline import ContextManager
 from langgraph_ctx.report import ContextBudget
@@ -183,7 +184,7 @@ class Ours:
         out: dict[str, BaseMessage] = {}
         if self.archive is None:
             return out
-        for ref in ((self.ledger or {}).get("summary") or {}).get("dump_refs", []):
+        for ref in all_dump_refs(self.ledger, self.archive):  # the dump index's too
             for m in self.archive.read(ref):
                 out.setdefault(m.id or "", m)
         return out

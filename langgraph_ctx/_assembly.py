@@ -16,6 +16,7 @@ from xml.sax.saxutils import escape, quoteattr
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx._ids import SYSTEM_ID
+from langgraph_ctx._render import summary_text_of
 from langgraph_ctx._summary_text import escape_markup
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages import TAG_KEY, get_tag, text_of, with_id
@@ -74,7 +75,7 @@ def split_base(
         if is_summary_message(message):
             if adopted is None:
                 text = text_of(message)
-                adopted = text.removeprefix("<summary>\n").removesuffix("\n</summary>")
+                adopted = summary_text_of(text)
         elif is_base_system(message):
             base.append(with_id(message, i))
         else:  # a `[tool:` fallback: tool output, so history

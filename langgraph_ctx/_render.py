@@ -82,20 +82,52 @@ def tool_of(message: BaseMessage) -> str:
     return "tool"
 
 
-def summary_message_for(text: str, covered: int, dump_refs: Sequence[str]) -> SystemMessage:
+def summary_message_for(
+    text: str, covered: int, dump_refs: Sequence[str], *, dump_index: str | None = None
+) -> SystemMessage:
     """The `<summary>` system message, its id derived from the text.
 
     Wrapper tags inside the text are escaped (`escape_markup`): nothing in a summary can close
-    its wrapper and speak as the system prompt.
+    its wrapper and speak as the system prompt. After the wrapper, `recall_note` tells the
+    agent how to read back what the summary replaced.
     """
     text = escape_markup(text, WRAPPER_TAGS)
+    note = recall_note(dump_refs, dump_index)
     return SystemMessage(
-        content=f"<summary>\n{text}\n</summary>",
+        content=f"<summary>\n{text}\n</summary>" + (f"\n{note}" if note else ""),
         id=summary_id(text),
         additional_kwargs={
-            TAG_KEY: {"kind": "summary", "covered": covered, "dump_refs": list(dump_refs)}
+            TAG_KEY: {
+                "kind": "summary",
+                "covered": covered,
+                "dump_refs": list(dump_refs),
+                "dump_index": dump_index,
+            }
         },
     )
+
+
+def recall_note(dump_refs: Sequence[str], dump_index: str | None) -> str:
+    """One line naming the archive entries that hold what a summary replaced ("" if none).
+
+    The newest dumps are named one by one; the dump index (older dumps) when there is one.
+    Every message a summary replaced is in one of them, so the agent can read any of it back.
+    """
+    if not dump_refs and not dump_index:
+        return ""
+    parts = []
+    if dump_refs:
+        listed = ", ".join(f'{RECALL_CALL}{ref}")' for ref in dump_refs)
+        parts.append(f"the summarized messages, oldest first: {listed}")
+    if dump_index:
+        parts.append(f'a list of older archived messages: {RECALL_CALL}{dump_index}")')
+    return "[archived: " + "; ".join(parts) + "]"
+
+
+def summary_text_of(content: str) -> str:
+    """The summary text of a `<summary>` message's content (without wrapper and recall note)."""
+    inner = content.removeprefix("<summary>\n")
+    return inner.partition("\n</summary>")[0] if "\n</summary>" in inner else inner
 
 
 RECALL_CALL = 'recall(ref="'

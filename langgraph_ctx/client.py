@@ -162,7 +162,10 @@ def _archive(
 ) -> Archive:
     """The thread's archive on the server's store, scoped as the ledger's references say."""
     summary = (ledger or {}).get("summary") or {}
-    refs = summary.get("dump_refs") or []
+    refs = [
+        *(summary.get("dump_refs") or []),
+        *([summary["dump_index"]] if summary.get("dump_index") else []),
+    ]
     if refs and user_id is None:
         label = ArchiveRef.parse(refs[0]).user
         if label is not None and label.startswith("~"):

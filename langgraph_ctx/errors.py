@@ -6,7 +6,7 @@ The hierarchy::
     ├── ConfigError (ValueError)           a developer mistake: bad argument, bad strategy config
     ├── TokenizerUnavailableError          offline tiktoken ranks missing or corrupt
     ├── InvalidMessagesError (ValueError)  a message list breaks the provider's rules
-    ├── HistoryTooLongError                more messages than the safety limit allows
+    ├── HistoryTooLongError                (kept for compatibility; builds no longer raise it)
     ├── ContextWindowExceededError         the prompt cannot fit the budget; carries the report
     │     (also a langchain_core ContextOverflowError, so existing handlers catch it)
     └── ArchiveError                       the archive could not serve a request
@@ -52,7 +52,11 @@ class InvalidMessagesError(LangGraphCtxError, ValueError):
 
 
 class HistoryTooLongError(LangGraphCtxError):
-    """The history holds more messages than `max_messages` allows the pipeline to examine."""
+    """The history holds more messages than `max_messages` allows the pipeline to examine.
+
+    No longer raised by a build: `max_messages` now bounds what one build examines (the newest
+    messages), so a long thread keeps working. Kept so code that catches it still imports.
+    """
 
 
 class ContextWindowExceededError(LangGraphCtxError, ContextOverflowError):

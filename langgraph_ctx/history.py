@@ -35,6 +35,7 @@ def plan_history_page(
     before: str | None = None,
 ) -> Plan[list[BaseMessage]]:
     """`history_page` as a plan: it reads dumps newest first until the page is full."""
+    from langgraph_ctx._dumps import plan_all_dump_refs
     from langgraph_ctx.memory import _dump_refs, _merge_history, _plan_full_history
 
     _check_page(limit, before)
@@ -43,12 +44,13 @@ def plan_history_page(
             messages, ledger, archive, strict=True
         )
         return merged if before is None else merged[: _position(merged, before)]
-    refs = _dump_refs(ledger)
+    refs = _dump_refs(ledger)  # the newest; the archive's dump index lists the older ones
+    indexed = bool(((ledger or {}).get("summary") or {}).get("dump_index"))
     head = len(list(itertools.takewhile(lambda m: isinstance(m, SystemMessage), messages)))
     dumps: list[list[BaseMessage]] = []  # oldest first, a suffix of the ledger's dumps
     while True:
         merged = _merge_history(dumps, messages)
-        everything = len(dumps) == len(refs)
+        everything = len(dumps) == len(refs) and not indexed
         end = len(merged)
         if before is not None:
             found = [i for i, m in enumerate(merged) if m.id == before]
@@ -59,6 +61,9 @@ def plan_history_page(
         floor = _after_last(merged, dumps[0] if dumps else messages[head:], head)
         if end >= 0 and (everything or end - floor >= limit):
             return merged[max(0, end - limit) : end]
+        if len(dumps) == len(refs):  # older dumps are needed: read the index only now
+            refs, indexed = (yield from plan_all_dump_refs(ledger, archive)), False
+            continue
         ref = refs[len(refs) - len(dumps) - 1]
         dump = yield from archive.plan_read(ref)
         if not isinstance(dump, list):

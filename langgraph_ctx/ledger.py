@@ -34,11 +34,19 @@ class CompactedEntry(TypedDict, total=False):
 
 
 class SummaryEntry(TypedDict, total=False):
-    """The running summary of what left the prompt window."""
+    """The running summary of what left the prompt window.
+
+    Its size does not grow with the thread: it names the newest message it covers, not each
+    one (`covered_ids` derives them from the state), and the newest insurance dumps, not each
+    one (older ones are listed in the archive, `dump_index`; see `langgraph_ctx._dumps`).
+    """
 
     text: str
-    covered_ids: list[str]
+    covered: int
+    covered_last: str | None
     dump_refs: list[str]
+    unlisted: list[str]
+    dump_index: str | None
     source: str
     updates: int
 
@@ -192,24 +200,82 @@ def fold_summary(
     covered_ids: Sequence[str],
     dump_ref: str | None,
     source: str,
+    position: Callable[[str], int] | None = None,
 ) -> SummaryEntry:
     """Make `text` the running summary, covering `covered_ids` on top of what it covered.
 
-    Ids already covered are not added twice; `dump_ref` (the insurance dump of what was
-    summarized, if any) joins the dump refs. The running summary takes over from a rebuild
-    hint, so the hint is cleared (a rebuild sets its new hint after this).
+    The summary keeps a count and the newest covered id (`covered_last`); `position` (an id's
+    place in the history) keeps `covered_last` from moving back when a reset window is
+    summarized again. `dump_ref` (the insurance dump of what was summarized, if any) joins the
+    dump refs. The running summary takes over from a rebuild hint, so the hint is cleared (a
+    rebuild sets its new hint after this).
     """
     previous = ledger.get("summary") or {}
     ledger["hint"] = None
+    last = previous.get("covered_last")
+    added = len(covered_ids)
+    if last is not None and position is not None:  # ids up to `last` are covered already
+        floor = position(last)
+        added = sum(1 for i in covered_ids if position(i) > floor)
+    new_last = next((i for i in reversed(covered_ids) if i), None)
+    if new_last is not None and (
+        last is None or position is None or position(new_last) >= position(last)
+    ):
+        last = new_last
     summary: SummaryEntry = {
         "text": text,
-        "covered_ids": _union(previous.get("covered_ids", []), covered_ids),
+        "covered": int(previous.get("covered", 0)) + added,
+        "covered_last": last,
         "dump_refs": list(previous.get("dump_refs", [])) + ([dump_ref] if dump_ref else []),
         "source": source,
         "updates": int(previous.get("updates", 0)) + 1,
     }
+    if previous.get("dump_index"):
+        summary["dump_index"] = previous["dump_index"]
     ledger["summary"] = summary
     return summary
+
+
+def covered_ids(messages: Sequence[Any], ledger: Mapping[str, Any] | None) -> list[str]:
+    """Ids of the messages in `messages` (a thread's live state) that the summary covers.
+
+    Derived, not stored: the conversation up to the summary's `covered_last`, without the base
+    prompt, summary messages, error results the pipeline made up and the pinned task (it stays
+    in the window). A message the window dropped while its summary was skipped counts too: it
+    is out of the prompt for good, and removal archives it first. Empty once `covered_last`
+    left the state (everything up to it was removed).
+    """
+    from langgraph_ctx._assembly import is_summary_message, split_base
+    from langgraph_ctx.messages import get_tag
+
+    summary = (ledger or {}).get("summary") or {}
+    last = summary.get("covered_last")
+    if not isinstance(last, str) or not last:
+        return []
+    end = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].id == last), None)
+    if end is None:
+        return []
+    pin = ((ledger or {}).get("window") or {}).get("pin_id")
+    _, _, history = split_base(messages[: end + 1])
+    return [
+        m.id
+        for m in history
+        if m.id and m.id != pin and not is_summary_message(m) and not get_tag(m).get("repair")
+    ]
+
+
+def record_dump_index(
+    ledger: ContextLedger | dict[str, Any], spilled: Sequence[str], index_ref: str
+) -> None:
+    """The summary names `index_ref` instead of the `spilled` dump refs (now listed there)."""
+    target: dict[str, Any] = ledger  # type: ignore[assignment]
+    summary = dict(target.get("summary") or {})
+    gone = set(spilled)
+    summary["dump_refs"] = [r for r in summary.get("dump_refs", []) if r not in gone]
+    if summary.get("unlisted"):
+        summary["unlisted"] = [r for r in summary["unlisted"] if r not in gone]
+    summary["dump_index"] = index_ref
+    target["summary"] = summary
 
 
 def adopt_summary(ledger: ContextLedger, text: str | None) -> bool:
@@ -221,7 +287,8 @@ def adopt_summary(ledger: ContextLedger, text: str | None) -> bool:
         return False
     ledger["summary"] = {
         "text": text,
-        "covered_ids": [],
+        "covered": 0,
+        "covered_last": None,
         "dump_refs": [],
         "source": "input",
         "updates": 0,
@@ -229,11 +296,17 @@ def adopt_summary(ledger: ContextLedger, text: str | None) -> bool:
     return True
 
 
-def add_dump_ref(ledger: ContextLedger | dict[str, Any], ref: str) -> None:
-    """Name one more insurance dump in the summary (a copy: the old summary dict is kept)."""
+def add_dump_ref(ledger: ContextLedger | dict[str, Any], ref: str, *, listed: bool = True) -> None:
+    """Name one more insurance dump in the summary (a copy: the old summary dict is kept).
+
+    `listed=False` (a removal span, whose summarized messages a listed dump holds too) keeps
+    it out of the summary message, so the prompt does not change after a removal.
+    """
     target: dict[str, Any] = ledger  # type: ignore[assignment]
     summary = dict(target.get("summary") or {})
     summary["dump_refs"] = [*summary.get("dump_refs", []), ref]
+    if not listed:
+        summary["unlisted"] = [*summary.get("unlisted", []), ref]
     target["summary"] = summary
 
 
@@ -350,17 +423,6 @@ def set_calibration_pending(
     ledger["calibration"] = entry
 
 
-def _union(old: Sequence[str], new: Sequence[str]) -> list[str]:
-    """`old`, then the ids of `new` not yet in it, in order: a message is covered once."""
-    merged = list(old)
-    seen = set(merged)
-    for message_id in new:
-        if message_id not in seen:
-            seen.add(message_id)
-            merged.append(message_id)
-    return merged
-
-
 # --- shape checks (one per ledger key) ---------------------------------------------------
 
 
@@ -437,7 +499,7 @@ def _window(value: Any, repairs: list[str]) -> Any:
 def _summary(value: Any, repairs: list[str]) -> Any:
     if isinstance(value, str):  # the text alone: keep it
         repairs.append("ledger['summary']: a bare string; kept as the summary text")
-        return {"text": value, "covered_ids": [], "dump_refs": [], "source": "input", "updates": 0}
+        return {"text": value, "covered": 0, "dump_refs": [], "source": "input", "updates": 0}
     if not isinstance(value, Mapping):
         repairs.append(
             f"ledger['summary']: expected a dict, got {type(value).__name__} "
@@ -445,21 +507,33 @@ def _summary(value: Any, repairs: list[str]) -> Any:
         )
         return None
     fixed = dict(value)
+    if "covered_ids" in fixed:  # a ledger written before the summary was bounded: migrate
+        old = fixed.pop("covered_ids")
+        ids = [v for v in old if isinstance(v, str) and v] if isinstance(old, list) else []
+        if isinstance(old, list) and len(ids) != len(old):
+            repairs.append(
+                f"ledger['summary']['covered_ids']: {len(old) - len(ids)} item(s) that are not "
+                "strings; left out (the others are kept)"
+            )
+        fixed.setdefault("covered", len(ids))
+        fixed.setdefault("covered_last", ids[-1] if ids else None)
     defaults: dict[str, tuple[Callable[[Any], bool], Any]] = {
         "text": (_is_str, ""),
-        "covered_ids": (_str_list, []),
+        "covered": (_is_int, 0),
+        "covered_last": (_optional_str, None),
         "dump_refs": (_str_list, []),
+        "unlisted": (_str_list, []),
+        "dump_index": (_optional_str, None),
         "source": (_is_str, "input"),
         "updates": (_is_int, 0),
     }
-    for name in ("covered_ids", "dump_refs"):  # keep every good id and ref of a damaged list
-        items = fixed.get(name)
-        if isinstance(items, list) and not _str_list(items):
-            fixed[name] = [v for v in items if isinstance(v, str)]
-            repairs.append(
-                f"ledger['summary'][{name!r}]: {len(items) - len(fixed[name])} item(s) that "
-                "are not strings; left out (the others are kept)"
-            )
+    items = fixed.get("dump_refs")  # keep every good ref of a damaged list
+    if isinstance(items, list) and not _str_list(items):
+        fixed["dump_refs"] = [v for v in items if isinstance(v, str)]
+        repairs.append(
+            f"ledger['summary']['dump_refs']: {len(items) - len(fixed['dump_refs'])} item(s) "
+            "that are not strings; left out (the others are kept)"
+        )
     for name, (check, default) in defaults.items():
         if name in fixed and not check(fixed[name]):
             repairs.append(
@@ -467,7 +541,7 @@ def _summary(value: Any, repairs: list[str]) -> Any:
                 f"reset to {default!r}"
             )
             fixed[name] = default
-    if not fixed.get("text") and not fixed.get("dump_refs"):
+    if not fixed.get("text") and not fixed.get("dump_refs") and not fixed.get("dump_index"):
         return None
     return fixed
 

@@ -31,13 +31,19 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx._calibration import reported_input_tokens
+from langgraph_ctx._dumps import all_dump_refs as all_dump_refs  # re-exported: public here
+from langgraph_ctx._dumps import plan_all_dump_refs
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
 from langgraph_ctx.errors import ArchiveError, ConfigError
-from langgraph_ctx.ledger import add_dump_ref, forget_entries, set_last_report
+from langgraph_ctx.ledger import (
+    add_dump_ref,
+    forget_entries,
+    set_last_report,
+)
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.rebuild import plan_rebuild
-from langgraph_ctx.report import ContextCostReport
+from langgraph_ctx.report import ContextCostReport, brief_report
 from langgraph_ctx.strategies import Strategy, default_strategies
 
 if TYPE_CHECKING:
@@ -58,10 +64,12 @@ REPORT_KEY = "context_cost"
 def attach_report(message: AIMessage, report: Mapping[str, Any]) -> AIMessage:
     """A copy of `message` carrying the report in `response_metadata["context_cost"]`.
 
-    The report gains `reported_tokens`, the provider's count of the prompt from the reply's
-    `usage_metadata`, next to the package's estimate `tokens`.
+    The message carries the brief form (`report.brief_report`: sizes and one line per
+    decision); the full report is the ledger's `last_report`. The report gains
+    `reported_tokens`, the provider's count of the prompt from the reply's `usage_metadata`,
+    next to the package's estimate `tokens`.
     """
-    report = dict(report)
+    report = brief_report(report)
     reported = reported_input_tokens(message)
     if reported is not None:
         report["reported_tokens"] = reported
@@ -92,8 +100,12 @@ class ContextMemory:
             when `archive` is not given.
         summarizer: A `Summarizer` or chat model; None uses the deterministic summary.
         hint_threshold: Rebuild after a turn whose real prompt passed this share of the window.
-        remove_summarized: Remove summarized messages from live state, by id (they stay in the
-            archive, and `get_full_history` keeps them in place).
+        remove_summarized: Remove summarized messages from live state, by id, once they are in
+            the archive (`get_full_history` and `get_history_page` keep them in place), so
+            checkpoints stay small however long the thread runs. None (the default): remove
+            them unless the archive lives in this process while the checkpoints do not (an
+            `InMemoryStore` given as `archive=`/`store=` with a durable checkpointer), where
+            a restart would lose them. True/False: always/never.
         expose_recall: The middleware gives the agent the `recall` tool.
         **manager_options: Passed to `ContextManager` (token_counter, skills, tool_policy, ...).
     """
@@ -109,7 +121,7 @@ class ContextMemory:
         store: BaseStore | None = None,
         summarizer: Summarizer | BaseChatModel | None = None,
         hint_threshold: float = 0.8,
-        remove_summarized: bool = False,
+        remove_summarized: bool | None = None,
         expose_recall: bool = True,
         **manager_options: Any,
     ) -> None:
@@ -294,7 +306,7 @@ class ContextMemory:
         stays live), and this span keeps every removed message in its place in the full
         history.
         """
-        if not self.remove_summarized or not result.removable_ids:
+        if not self._removes(config) or not result.removable_ids:
             return [], result.state
         covered = set(result.removable_ids)
         at = [i for i, m in enumerate(messages) if m.id and m.id in covered]
@@ -307,9 +319,27 @@ class ContextMemory:
         except Exception as exc:  # nothing leaves the state without its archive copy
             return [], _skip_removals(result, [messages[i].id or "" for i in at], exc)
         state = dict(result.state)
-        add_dump_ref(state, ref)
+        add_dump_ref(state, ref, listed=False)
         forget_entries(state, {messages[i].id or "" for i in at})
         return [RemoveMessage(id=messages[i].id or "") for i in at], state
+
+    def _removes(self, config: RunnableConfig | None) -> bool:
+        """Whether summarized messages leave the live state in this run (`remove_summarized`)."""
+        if self.remove_summarized is not None:
+            return self.remove_summarized
+        backend = self._archive if self._archive is not None else self._store
+        if not isinstance(backend, InMemoryStore):
+            # The graph's own store, a directory or a durable store: it outlives the process
+            # as long as the checkpoints do (`archive_for` refuses an in-process archive for
+            # durable checkpoints).
+            return True
+        if config is None:
+            try:
+                config = get_config()
+            except RuntimeError:
+                config = {}
+        _, checkpointer = _persistence(dict((config or {}).get("configurable") or {}), None)
+        return checkpointer is None or isinstance(checkpointer, InMemorySaver)
 
     def _plan_build_update(
         self,
@@ -572,7 +602,15 @@ def _plan_full_history(
     """`full_history` as a plan: it reads the dumps the ledger names, then merges."""
     dumps: list[list[BaseMessage]] = []
     unreadable: list[tuple[str, str]] = []
-    for ref in _dump_refs(ledger):
+    try:
+        refs = yield from plan_all_dump_refs(ledger, archive)
+    except ArchiveError as exc:  # the index is lost: the ledger's own refs are still there
+        if strict:
+            raise
+        index = ((ledger or {}).get("summary") or {}).get("dump_index")
+        unreadable.append((str(index), str(exc)))
+        refs = _dump_refs(ledger)
+    for ref in refs:
         try:
             dump = yield from archive.plan_read(ref)
             if not isinstance(dump, list):
@@ -632,6 +670,7 @@ async def afull_history(
 
 
 def _dump_refs(ledger: Mapping[str, Any] | None) -> list[str]:
+    """The dump refs the ledger names itself (the newest; see `all_dump_refs`)."""
     summary = (ledger or {}).get("summary") or {}
     return list(summary.get("dump_refs", []))
 

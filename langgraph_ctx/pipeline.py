@@ -30,15 +30,21 @@ from langgraph_ctx._assembly import (
     split_base,
 )
 from langgraph_ctx._calibration import observe, remember_prompt
+from langgraph_ctx._dumps import plan_spill_dump_refs, spill_now
 from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
 from langgraph_ctx._render import RenderCache
 from langgraph_ctx.errors import (
     ConfigError,
     ContextWindowExceededError,
-    HistoryTooLongError,
     InvalidMessagesError,
 )
-from langgraph_ctx.ledger import ContextLedger, adopt_summary, repair_ledger, set_last_report
+from langgraph_ctx.ledger import (
+    ContextLedger,
+    adopt_summary,
+    covered_ids,
+    repair_ledger,
+    set_last_report,
+)
 from langgraph_ctx.messages import coerce_messages, is_user_input, text_of
 from langgraph_ctx.report import ContextBudget, ContextCostReport
 from langgraph_ctx.strategies import (
@@ -74,12 +80,19 @@ class BuildResult:
     """The ledger to persist (JSON-able, keyed by message ids)."""
     report: ContextCostReport
     """The `context_cost` report."""
+    history: Sequence[BaseMessage] = ()
+    """The history the build was given (not copied), for `removable_ids`."""
 
     @property
     def removable_ids(self) -> list[str]:
-        """Ids summarized with an insurance dump: safe to remove from live state."""
+        """Ids summarized with an insurance dump: safe to remove from live state.
+
+        Derived from the history on each access (`ledger.covered_ids`), not stored.
+        """
         summary = self.state.get("summary") or {}
-        return list(summary.get("covered_ids", [])) if summary.get("dump_refs") else []
+        if not (summary.get("dump_refs") or summary.get("dump_index")):
+            return []
+        return covered_ids(self.history, self.state)
 
 
 class ContextManager:
@@ -119,7 +132,9 @@ class ContextManager:
         extractor: An `EntityExtractor` for the entity-extraction strategy.
         summary_placement: `"separate"` (a system message after the base prompt) or
             `"merged"` (inside it, for providers that accept one system message).
-        max_messages: Safety limit on the history size examined.
+        max_messages: At most this many of the newest messages are examined per build (the
+            base prompt aside); older ones stay in state and in the full history, but no
+            prompt shows them. The window's recorded start bounds the work first.
     """
 
     def __init__(
@@ -242,7 +257,6 @@ class ContextManager:
 
         Raises:
             ContextWindowExceededError: The prompt cannot fit; `.report` says what was tried.
-            HistoryTooLongError: More messages than `max_messages`.
             InvalidMessagesError: No conversation message, an item that is not a message, or
                 two messages with one id.
             ConfigError: `state` is not a dict.
@@ -293,18 +307,19 @@ class ContextManager:
         archive: Archive | None = None,
     ) -> Plan[BuildResult]:
         """The build as a generator of effects (drive it with `run_plan` / `arun_plan`)."""
+        given = messages
+        messages, skipped = self._examined(messages, state)
         messages = coerce_messages(messages)
         _check_list_of("tools", tools, "tools, e.g. [my_tool] (functions, BaseTool or schemas)")
         _check_list_of("memory", memory, "strings, e.g. ['the user prefers metric units']")
         _check_list_of("injections", injections, "strings, e.g. ['Answer in French.']")
         _check_archive(archive)
-        if len(messages) > self.max_messages:
-            msg = (
-                f"the history has {len(messages)} messages, over max_messages={self.max_messages}"
-                "; summarize or archive older turns first, or raise max_messages"
-            )
-            raise HistoryTooLongError(msg)
         ledger, repairs = repair_ledger(state)
+        archive = archive if archive is not None else self.archive
+        spill_error = None
+        summary_before = ledger.get("summary") or {}
+        if archive is not None and spill_now(ledger):
+            spill_error = yield from plan_spill_dump_refs(ledger, archive)
         base, adopted, history = split_base(messages)
         adopt_summary(ledger, adopted)
         if not history:
@@ -318,12 +333,11 @@ class ContextManager:
         counter, ratio = self._calibrated_counter(ledger, history)
         tools_out = filter_tools(tools, self.tool_policy)
         items = list(memory) if memory is not None else (yield from self._search_memory(history))
-        archive = archive if archive is not None else self.archive
         fragments = ([render_skills(self.skills)] if self.skills else []) + self.injections
         view = PromptView(
             history=history,
             base=base,
-            base_offset=len(messages) - len(history),
+            base_offset=len(messages) - len(history) + skipped,
             render_cache=self._render_cache,
             ledger=ledger,
             budget=self.budget,
@@ -336,6 +350,8 @@ class ContextManager:
             strategies=self.strategies,
             repairs=repairs,
         )
+        if spill_error is not None:
+            view.record("skip", view.tokens, detail={"reason": spill_error})
         for strategy in self.strategies:
             yield from apply_strategy(strategy, view)
         if view.restore_memory() and view.tokens > view.budget.trigger_tokens:
@@ -345,7 +361,64 @@ class ContextManager:
             at = next(i for i, s in enumerate(self.strategies) if isinstance(s, DropMemory))
             for strategy in self.strategies[at + 1 :]:
                 yield from apply_strategy(strategy, view)
-        return self._finish(view, tools_out, ratio)
+        if archive is not None and (view.ledger.get("summary") or {}).get(
+            "updates", 0
+        ) != summary_before.get("updates", 0):
+            # The summary message changed in this build anyway: older dump refs go to the
+            # index now, so the prompt does not change again on the next call for it.
+            yield from self._plan_spill_within_budget(view, archive)
+        view.report.messages_in += skipped
+        return self._finish(view, tools_out, ratio, given)
+
+    def _plan_spill_within_budget(self, view: PromptView, archive: Archive) -> Plan[None]:
+        """Spill older dump refs to the index unless the new summary message would not fit."""
+        before = view.ledger.get("summary")
+        old = view.cost(view.summary_message()) + view.cost(view.system_message())
+        error = yield from plan_spill_dump_refs(view.ledger, archive)
+        if error is not None:
+            view.record("skip", view.tokens, detail={"reason": error})
+            return
+        new = view.cost(view.summary_message()) + view.cost(view.system_message())
+        if view.tokens - old + new > view.budget.limit:
+            view.ledger["summary"] = before  # the next summary tries again
+            return
+        view.tokens += new - old
+
+    def _examined(
+        self, messages: Sequence[BaseMessage], state: Mapping[str, Any] | None
+    ) -> tuple[Sequence[BaseMessage], int]:
+        """The part of `messages` one build examines, and how many it leaves out.
+
+        The base prompt (leading system messages and summary), then the newest messages the
+        window can still show: from the window's pinned task or start (the ledger's
+        `window`) on, and never more than `max_messages` of them. A window only moves
+        forward, so what lies before its start is never shown again; the work per call
+        follows the window, not the thread's length. The full list stays the caller's
+        (`BuildResult.history`, for `removable_ids`).
+        """
+        if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
+            return messages, 0  # `coerce_messages` says what is wrong
+        head = 0
+        while head < len(messages) and _is_base(messages[head]):
+            head += 1
+        lowest = max(head, len(messages) - self.max_messages)
+        window = state.get("window") if isinstance(state, Mapping) else None
+        start = window.get("start_id") if isinstance(window, Mapping) else None
+        pin = window.get("pin_id") if isinstance(window, Mapping) else None
+        cut, found = lowest, False
+        if isinstance(start, str):
+            for i in range(len(messages) - 1, lowest - 1, -1):  # the start is near the end
+                mid = getattr(messages[i], "id", None)
+                if not found and mid == start:
+                    cut, found = i, True
+                    if not isinstance(pin, str):
+                        break
+                elif found and mid == pin:  # the pinned task opens the window's turn
+                    cut = i
+                    break
+        if cut <= head:
+            return messages, 0
+        return [*messages[:head], *messages[cut:]], cut - head
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -365,7 +438,13 @@ class ContextManager:
         counter: TokenCounter = with_ratio(ratio)
         return counter, ratio
 
-    def _finish(self, view: PromptView, tools: list[Any], ratio: float | None) -> BuildResult:
+    def _finish(
+        self,
+        view: PromptView,
+        tools: list[Any],
+        ratio: float | None,
+        history: Sequence[BaseMessage],
+    ) -> BuildResult:
         view.reconcile()  # the persisted ledger names only what the prompt shows
         prompt = view.render()
         view.tokens = view.count_full()
@@ -385,7 +464,9 @@ class ContextManager:
             set_last_report(view.ledger, report.to_dict())
             raise ContextWindowExceededError(str(report.error), report)
         set_last_report(view.ledger, report.to_dict())
-        return BuildResult(messages=prompt, tools=tools, state=dict(view.ledger), report=report)
+        return BuildResult(
+            messages=prompt, tools=tools, state=dict(view.ledger), report=report, history=history
+        )
 
     def _advice(self, report: ContextCostReport) -> str:
         """What to do about a prompt that cannot fit, given what was configured and tried."""
@@ -443,6 +524,15 @@ class ContextManager:
         if self.extractor is not None:
             resources.extract = self.extractor.plan
         return resources
+
+
+def _is_base(message: Any) -> bool:
+    """Whether `message` is part of the base prompt `split_base` takes from the head."""
+    from langgraph_ctx._assembly import is_base_system, is_summary_message
+
+    return isinstance(message, SystemMessage) and (
+        is_summary_message(message) or is_base_system(message)
+    )
 
 
 def _check_list_of(name: str, value: Any, what: str) -> None:

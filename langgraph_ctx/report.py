@@ -6,6 +6,8 @@ graph state under any checkpointer and on an AI message's `response_metadata["co
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -204,15 +206,63 @@ class ContextCostReport:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ContextCostReport:
-        """Rebuild a report from `to_dict` output."""
-        fields = dict(data)
-        fields["decisions"] = [Decision(**d) for d in fields.get("decisions", [])]
+        """Rebuild a report from `to_dict` output (or from a `brief_report`, less its detail).
+
+        Keys a report does not have are ignored, so a brief report reads back too: its
+        decisions then name no messages (it only counts them) and carry no detail.
+        """
+        known = {f.name for f in dataclasses.fields(cls)}
+        fields = {k: v for k, v in data.items() if k in known}
+        names = {f.name for f in dataclasses.fields(Decision)}
+        fields["decisions"] = [
+            Decision(**{k: v for k, v in d.items() if k in names})
+            for d in fields.get("decisions", [])
+        ]
         return cls(**fields)
 
     def summary_line(self) -> str:
         """One line for logs: `tokens/limit (kinds)`."""
         kinds = ", ".join(self.kinds()) or "no edits"
         return f"{self.tokens}/{self.limit} tokens ({kinds})"
+
+
+BRIEF_KEYS = (
+    "limit",
+    "tokens",
+    "tokens_in",
+    "messages_in",
+    "messages_out",
+    "calibration_ratio",
+    "reported_tokens",
+    "ok",
+    "error",
+)
+"""The report fields a brief report keeps as they are."""
+
+
+def brief_report(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The short form of a report (its `to_dict()` form) that each AI message carries.
+
+    Sizes, `ok` and `error` as they are, and per decision its `kind`, `attempt`, tokens before
+    and after and how many messages it named (`messages`), without the ids and the detail:
+    LangGraph writes every message into every checkpoint, so the full report lives once, in
+    the ledger (`state["context_ledger"]["last_report"]`, and `ContextMemory.get_reports`
+    for every build of a thread). `ContextCostReport.from_dict` reads a brief report too.
+    """
+    brief = {key: report[key] for key in BRIEF_KEYS if key in report}
+    brief["decisions"] = [
+        {
+            "kind": d.get("kind"),
+            "attempt": d.get("attempt"),
+            "tokens_before": d.get("tokens_before"),
+            "tokens_after": d.get("tokens_after"),
+            "messages": len(d.get("message_ids") or []),
+        }
+        for d in report.get("decisions") or []
+        if isinstance(d, Mapping)
+    ]
+    brief["brief"] = True
+    return brief
 
 
 def append_to_ledger_report(ledger: ContextLedger | dict[str, Any], decision: Decision) -> None:

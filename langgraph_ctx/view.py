@@ -20,12 +20,14 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_ctx._assembly import merge_system, render_entities, render_memory
+from langgraph_ctx._dumps import listed_dump_refs
 from langgraph_ctx._effects import Resources
 from langgraph_ctx._ids import derived_id
 from langgraph_ctx._render import (
     RenderCache,
     compacted_text,
     pruned_text,
+    recall_note,
     replace_text,
     still_describes,
     summary_message_for,
@@ -290,7 +292,8 @@ class PromptView:
         summary = self.ledger.get("summary")
         if summary and summary.get("text") and self.summary_placement == "merged" and not hint:
             text = escape_markup(summary["text"], WRAPPER_TAGS)  # cannot close its wrapper
-            fragments.append(f"<summary>\n{text}\n</summary>")
+            note = recall_note(listed_dump_refs(summary), summary.get("dump_index"))
+            fragments.append(f"<summary>\n{text}\n</summary>" + (f"\n{note}" if note else ""))
         if self.memory_items and not self.memory_dropped:
             fragments.append(render_memory(self.memory_items))
         key = ("system", tuple((m.id, text_of(m)) for m in self.base), tuple(fragments))
@@ -307,10 +310,12 @@ class PromptView:
         if (self.ledger.get("hint") or {}).get("text"):
             return None  # the compression hint carries the summary
         text = summary["text"]
-        covered = len(summary.get("covered_ids", []))
-        refs = tuple(summary.get("dump_refs", []))
+        covered = int(summary.get("covered", 0))
+        refs = tuple(listed_dump_refs(summary))
+        index = summary.get("dump_index")
         message: SystemMessage = self.render_cache.get(
-            ("summary", text, covered, refs), lambda: summary_message_for(text, covered, refs)
+            ("summary", text, covered, refs, index),
+            lambda: summary_message_for(text, covered, refs, dump_index=index),
         )
         return message
 
@@ -568,12 +573,14 @@ class PromptView:
     ) -> None:
         """Make `text` the running summary, covering `covered` (insured by `dump_ref`)."""
         old_sys, old_sum = self.cost(self.system_message()), self.cost(self.summary_message())
+        where = {m.id: i for i, m in enumerate(self.history) if m.id}
         fold_summary(
             self.ledger,
             text=text,
             covered_ids=[m.id or "" for m in covered],
             dump_ref=dump_ref,
             source=source,
+            position=lambda mid: where.get(mid, -1),
         )
         self.tokens += (
             self.cost(self.system_message()) + self.cost(self.summary_message()) - old_sys - old_sum

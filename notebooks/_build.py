@@ -697,7 +697,7 @@ PERSISTENCE: list[Cell] = [
             ids = set(ledger.get("pruned") or {}) | set(ledger.get("compacted") or {})
             window = ledger.get("window") or {}
             ids |= {window.get("start_id"), window.get("pin_id")} - {None}
-            ids |= set((ledger.get("summary") or {}).get("covered_ids") or [])
+            ids |= {(ledger.get("summary") or {}).get("covered_last")} - {None}
             hint = ledger.get("hint") or {}
             ids |= set(hint.get("cleared_ids") or []) | ({hint.get("after_id")} - {None})
             return ids

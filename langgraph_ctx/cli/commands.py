@@ -336,8 +336,9 @@ def _inspect(args: argparse.Namespace) -> int:
             "running summary",
             f"{len(summary.get('text') or ''):,} chars, "
             f"{SUMMARY_SOURCES.get(str(summary.get('source')), summary.get('source'))}, "
-            f"{summary.get('updates', 0)} update(s), covers {len(summary.get('covered_ids') or [])}"
-            f" messages, {len(summary.get('dump_refs') or [])} insurance dump(s)"
+            f"{summary.get('updates', 0)} update(s), covers {summary.get('covered', 0)}"
+            f" messages, {len(summary.get('dump_refs') or [])} insurance dump(s) named"
+            + (" (older ones in the archive's dump index)" if summary.get("dump_index") else "")
             if summary
             else "none",
         ),

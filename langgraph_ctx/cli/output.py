@@ -94,7 +94,9 @@ def _call_line(stat: Any) -> str:
 
 
 def _count(decision: dict[str, Any]) -> str:
-    ids = len(decision.get("message_ids") or [])
+    from langgraph_ctx.cli.runs import message_count
+
+    ids = message_count(decision)
     before, after = decision.get("tokens_before"), decision.get("tokens_after")
     moved = f"{before:,} -> {after:,} tokens" if before != after else ""
     return ", ".join(x for x in (f"{ids} msg" if ids else "", moved) if x) or "done"

@@ -82,9 +82,17 @@ class CallStat:
 
 
 def changed(decision: Mapping[str, Any]) -> bool:
-    """Whether a report decision changed the prompt (it names messages or moved tokens)."""
+    """Whether a report decision changed the prompt (it names messages or moved tokens).
+
+    Reads a full decision (`message_ids`) and a brief one (`messages`, a count) alike.
+    """
     moved = decision.get("tokens_before") != decision.get("tokens_after")
-    return bool(decision.get("message_ids")) or moved
+    return bool(message_count(decision)) or moved
+
+
+def message_count(decision: Mapping[str, Any]) -> int:
+    """How many messages a report decision named (full: `message_ids`; brief: `messages`)."""
+    return len(decision.get("message_ids") or []) or int(decision.get("messages") or 0)
 
 
 SUMMARY_SOURCES = {
@@ -157,9 +165,7 @@ def run_turns(
             _arrive(log, history, msg)
         try:
             for update in agent.stream({"messages": turn}, config, stream_mode="updates"):
-                for node, values in (update or {}).items():
-                    if not isinstance(values, dict):
-                        continue
+                for node, values in _node_writes(update):
                     arrived = list(values.get("messages") or [])
                     if node == MODEL_NODE:
                         for msg in arrived:
@@ -168,6 +174,14 @@ def run_turns(
                             report = msg.response_metadata.get("context_cost")
                             if not report:
                                 continue
+                            # The message carries the brief report; the same update's ledger
+                            # holds the full one (message ids, detail).
+                            full = (values.get("context_ledger") or {}).get("last_report")
+                            if full and full.get("tokens") == report.get("tokens"):
+                                report = {
+                                    **full,
+                                    **{k: v for k, v in report.items() if k == "reported_tokens"},
+                                }
                             prompt = recorder.prompts[-1] if recorder.prompts else ([], [])
                             before = base + [log.produced[i] for i in history]
                             stat = CallStat(len(log.calls) + 1, dict(report))
@@ -184,6 +198,29 @@ def run_turns(
             log.error = _one_line(exc)
             break
     return log
+
+
+def _node_writes(update: Any) -> list[tuple[str, dict[str, Any]]]:
+    """`(node, values)` of one "updates" stream item.
+
+    A node that wrote several updates (a model call that also removed summarized messages
+    returns the reply and a `Command`) comes as a list of them, merged here in order.
+    """
+    writes: list[tuple[str, dict[str, Any]]] = []
+    for node, values in (update or {}).items():
+        parts = values if isinstance(values, list) else [values]
+        merged: dict[str, Any] = {}
+        for part in parts:
+            if not isinstance(part, dict):
+                continue
+            for key, value in part.items():
+                if key == "messages":
+                    merged["messages"] = [*merged.get("messages", []), *(value or [])]
+                else:
+                    merged[key] = value
+        if merged:
+            writes.append((node, merged))
+    return writes
 
 
 def _one_line(exc: BaseException) -> str:
@@ -316,7 +353,7 @@ def summary_rows(log: RunLog, check: RunCheck | None = None) -> list[tuple[str, 
         ("decisions taken", " · ".join(taken) + counted if taken else "none (everything fit)")
     )
     decisions = [d for c in calls for d in c.decisions]
-    archived = sum(len(d.get("message_ids") or []) for d in decisions if d["kind"] == "compact")
+    archived = sum(message_count(d) for d in decisions if d["kind"] == "compact")
     rows.append(
         ("compactions", f"{kinds['compact']} ({_plural(archived, 'tool output')} archived)")
     )

@@ -190,7 +190,7 @@ def test_update_state_removals_keep_the_ledger_consistent(checkpointer: Any) -> 
     check_prompts(model, memory)
     ledger = agent.get_state(config).values["context_ledger"]
     assert not set(doomed) & set(ledger["pruned"]) and not set(doomed) & set(ledger["compacted"])
-    assert not set(doomed) & set((ledger.get("summary") or {}).get("covered_ids", []))
+    assert (ledger.get("summary") or {}).get("covered_last") not in set(doomed)
     check_ledger(memory, agent, config)
     # Everything else the thread held is still in the full history (summarized or not).
     history_ids = {m.id for m in memory.get_full_history(agent, config)}
@@ -410,3 +410,29 @@ def test_hint_rebuild_after_a_large_turn(checkpointer: Any) -> None:
     assert set(cleared) == set(seen.order) - kept
     check_history(memory, agent, config, seen)
     check_ledger(memory, agent, config)
+
+
+def test_summarized_messages_leave_the_state_by_default_only_with_an_archive_that_lasts() -> None:
+    """`remove_summarized=None`: removal unless the archive is in-process and the checkpoints
+    are not (a restart would lose what was removed)."""
+    import sqlite3
+
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.store.memory import InMemoryStore
+
+    durable = SqliteSaver(sqlite3.connect(":memory:", check_same_thread=False))
+    on_disk = {"configurable": {"__pregel_checkpointer": durable}}
+    in_memory = {"configurable": {"__pregel_checkpointer": InMemorySaver()}}
+    assert ContextMemory(context_window_tokens=8000)._removes(on_disk)  # the graph's own store
+    assert ContextMemory(context_window_tokens=8000, archive="unused-dir")._removes(on_disk)
+    in_process = ContextMemory(context_window_tokens=8000, archive=InMemoryStore())
+    assert not in_process._removes(on_disk)
+    assert in_process._removes(in_memory)
+    forced = ContextMemory(
+        context_window_tokens=8000, archive=InMemoryStore(), remove_summarized=True
+    )
+    assert forced._removes(on_disk)
+    assert not ContextMemory(context_window_tokens=8000, remove_summarized=False)._removes(
+        in_memory
+    )

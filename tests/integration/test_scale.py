@@ -25,6 +25,7 @@ from langgraph.store.postgres import PostgresStore
 from langgraph_ctx import ContextMemory
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.errors import ArchiveError
+from langgraph_ctx.memory import all_dump_refs
 from langgraph_ctx.messages import validate_messages
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
@@ -160,12 +161,17 @@ def verify(uri: str, result: dict[str, Any]) -> dict[str, int]:
                     problems.append(f"{mid} differs")
         summary = ledger.get("summary") or {}
         dumped: set[str] = set()
-        for ref in summary.get("dump_refs", []):
+        try:
+            refs = all_dump_refs(ledger, archive)
+        except ArchiveError as exc:
+            problems.append(f"dump index: {exc}")
+            refs = []
+        for ref in refs:
             try:
                 dumped.update(m.id or "" for m in archive.read(ref))
             except ArchiveError as exc:
                 problems.append(f"dump {ref}: {exc}")
-        for mid in summary.get("covered_ids", []):
+        for mid in [summary["covered_last"]] if summary.get("covered_last") else []:
             if mid not in by_id:
                 problems.append(f"covered id {mid} not in history")
             if mid not in dumped:

@@ -577,7 +577,9 @@ def test_damaged_summary_lists_keep_their_good_items() -> None:
     state = {"summary": {"text": "earlier", "covered_ids": ["a", None], "dump_refs": [good, 5]}}
     result = build_checked(manager(), ledger_history(), state=state)
     assert result.state["summary"]["dump_refs"] == [good]
-    assert result.state["summary"]["covered_ids"] == ["a"]
+    # An old ledger's covered ids migrate to the newest good one and their count.
+    assert result.state["summary"]["covered_last"] == "a"
+    assert result.state["summary"]["covered"] == 1
     lines = repair_decision(result).detail["ledger"]
     assert any("['summary']['dump_refs']" in line and "others are kept" in line for line in lines)
 

@@ -45,7 +45,7 @@ from langgraph_ctx import ContextMemory
 from langgraph_ctx._effects import run_plan
 from langgraph_ctx.archive import Archive, encode_message
 from langgraph_ctx.errors import ArchiveError
-from langgraph_ctx.memory import REPORT_KEY, full_history
+from langgraph_ctx.memory import REPORT_KEY, all_dump_refs, full_history
 from langgraph_ctx.messages import repair_messages, validate_messages
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
@@ -131,7 +131,7 @@ class ThreadCheck:
         live = {m.id: m for m in values.get("messages", [])}
         summary = ledger.get("summary") or {}
         hint = ledger.get("hint") or {}
-        refs = list(summary.get("dump_refs", [])) + (
+        refs = all_dump_refs(ledger, self.archive) + (
             [hint["dump_ref"]] if hint.get("dump_ref") else []
         )
         dumped = {m.id for ref in refs for m in self.dump(ref)}
@@ -144,7 +144,8 @@ class ThreadCheck:
                     if encode_message(restored) != encode_message(live[mid]):
                         self.problems.append(f"{where}: {kind} {mid} restores other bytes")
         window = ledger.get("window") or {}
-        named = list(summary.get("covered_ids", [])) + list(hint.get("cleared_ids", []))
+        named = [summary["covered_last"]] if summary.get("covered_last") else []
+        named += list(hint.get("cleared_ids", []))
         named += [window[k] for k in ("start_id", "pin_id") if window.get(k)]
         named += [hint["after_id"]] if hint.get("after_id") else []
         for mid in named:

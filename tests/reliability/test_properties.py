@@ -56,7 +56,7 @@ from langgraph_ctx._assembly import is_summary_message
 from langgraph_ctx._effects import run_plan
 from langgraph_ctx.archive import Archive, encode_message
 from langgraph_ctx.errors import ContextWindowExceededError
-from langgraph_ctx.memory import full_history
+from langgraph_ctx.memory import all_dump_refs, full_history
 from langgraph_ctx.messages import get_tag, validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.strategies import Compaction
@@ -127,7 +127,7 @@ def check_failed(exc: ContextWindowExceededError) -> None:
 def archived_ids(state: Mapping[str, Any], archive: Archive) -> dict[str, bytes]:
     """Every message id in the state's insurance dumps, with its bytes (newest dump wins)."""
     found: dict[str, bytes] = {}
-    for ref in (state.get("summary") or {}).get("dump_refs", []):
+    for ref in all_dump_refs(state, archive):
         for m in archive.read(ref):
             found[m.id or ""] = encode_message(m)
     return found
@@ -146,7 +146,8 @@ def check_ledger_ids(
     named = [*(state.get("pruned") or {}), *(state.get("compacted") or {})]
     window = state.get("window") or {}
     named += [window[k] for k in ("start_id", "pin_id") if window.get(k)]
-    named += (state.get("summary") or {}).get("covered_ids", [])
+    last = (state.get("summary") or {}).get("covered_last")
+    named += [last] if last else []
     named += (state.get("hint") or {}).get("cleared_ids", [])
     lost = [mid for mid in named if not known(mid)]
     assert not lost, f"the ledger names messages in neither state nor archive: {lost[:3]}"
@@ -168,12 +169,13 @@ def check_restorable(
         tag = get_tag(m)
         if (tag.get("pruned") or tag.get("compacted")) and archive.lookup(m.id or ""):
             assert encode_message(archive.restore(m.id or "")) == originals[m.id], m.id
-    # Summarized messages are in an insurance dump exactly as the state held them.
+    # The newest summarized message is in an insurance dump exactly as the state held it (a
+    # message the window dropped while its summary was skipped is archived when removed).
     summary = result.state.get("summary") or {}
     dumped = archived_ids(result.state, archive)
-    if summary.get("dump_refs"):
-        for mid in summary.get("covered_ids", []):
-            assert dumped.get(mid) == held.get(mid, originals.get(mid)), mid
+    last = summary.get("covered_last")
+    if (summary.get("dump_refs") or summary.get("dump_index")) and last in held:
+        assert dumped.get(last) == held[last], last
     for mid in prior.removed:
         assert dumped[mid] == originals[mid], mid
     check_ledger_ids(result.state, messages, archive)

@@ -18,7 +18,8 @@ from langchain_core.tools import tool
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx.archive import Archive, StoreBackend
-from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, HistoryTooLongError
+from langgraph_ctx.errors import ConfigError, ContextWindowExceededError
+from langgraph_ctx.ledger import covered_ids
 from langgraph_ctx.messages import get_tag, text_of, validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.report import ContextBudget
@@ -547,11 +548,39 @@ def test_a_system_prompt_over_the_limit_raises() -> None:
     assert "shorten the system prompt" in str(info.value)
 
 
-def test_history_too_long_error() -> None:
+def test_max_messages_limits_what_one_build_examines() -> None:
     messages = make_conversation(3)  # 1 + 3 * 4 messages
-    with pytest.raises(HistoryTooLongError, match="max_messages=10"):
-        ContextManager(context_window_tokens=8000, max_messages=10).build(messages)
-    ContextManager(context_window_tokens=8000, max_messages=13).build(messages)
+    result = ContextManager(context_window_tokens=8000, max_messages=10).build(messages)
+    assert_valid(result)
+    # The base prompt and the newest 10 messages (the orphan result at the cut is repaired).
+    assert result.messages[0].id == "sys"
+    shown = {m.id for m in result.messages}
+    assert not shown & {m.id for m in messages[1:3]}
+    assert messages[-1].id in shown
+    assert result.report.messages_in == len(messages)
+    whole = ContextManager(context_window_tokens=8000, max_messages=13).build(messages)
+    assert [m.id for m in whole.messages] == [m.id for m in messages]
+
+
+def test_a_build_examines_the_window_not_the_whole_thread() -> None:
+    """Once the window starts late, the messages before it are not even looked at."""
+    messages = make_conversation(40, long_output=1500)
+    cm = ContextManager(
+        context_window_tokens=2500,
+        strategies=make_strategies(summarize=True),
+        archive=new_archive(),
+    )
+    first = cm.build(messages)
+    window = first.state["window"]
+    opens = window.get("pin_id") or window["start_id"]  # the pinned task, else the start
+    at = next(i for i, m in enumerate(messages) if m.id == opens)
+    assert at > 20
+    # Garbage before the window (never shown again) is not examined: no error, same prompt.
+    poisoned = [messages[0], *([object()] * (at - 1)), *messages[at:]]
+    again = cm.build(poisoned, state=first.state)  # type: ignore[arg-type]
+    assert [m.id for m in again.messages] == [
+        m.id for m in cm.build(messages, state=first.state).messages
+    ]
 
 
 def test_reserved_output_tokens_shrink_the_limit() -> None:
@@ -576,7 +605,11 @@ async def test_auto_compact_places_an_insured_summary_after_the_base_prompt(mode
     assert isinstance(base, SystemMessage) and base.id == "sys"
     assert isinstance(summary, SystemMessage)
     assert text_of(summary).startswith("<summary>\n<completed>")
-    assert text_of(summary).endswith("</summary>")
+    # After the wrapper, the summary names the dumps the agent can recall what it replaced from.
+    _, _, note = text_of(summary).partition("\n</summary>\n")
+    assert note.startswith("[archived:") and all(
+        f'recall(ref="{ref}")' in note for ref in result.state["summary"]["dump_refs"]
+    )
     assert get_tag(summary)["kind"] == "summary"
     compacted = [d for d in result.report.decisions if d.kind == "auto_compact"]
     assert compacted
@@ -586,8 +619,10 @@ async def test_auto_compact_places_an_insured_summary_after_the_base_prompt(mode
         dumped = archive.read(ref)
         originals = by_id(messages)
         assert dumped == [originals[i] for i in decision.message_ids], "byte-for-byte insurance"
-    covered = result.state["summary"]["covered_ids"]
-    assert result.removable_ids == covered
+    covered = covered_ids(messages, result.state)
+    assert covered and result.removable_ids == covered
+    assert result.state["summary"]["covered"] == len(covered)
+    assert result.state["summary"]["covered_last"] == covered[-1]
     assert not set(covered) & set(by_id(result.messages))
     assert [d.tokens_after for d in compacted][-1] <= result.report.limit
 

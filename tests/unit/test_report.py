@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from langchain_core.exceptions import ContextOverflowError
 
 from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, LangGraphCtxError
-from langgraph_ctx.report import ContextBudget, ContextCostReport, Decision
+from langgraph_ctx.report import ContextBudget, ContextCostReport, Decision, brief_report
 
 tokens = st.integers(0, 10**7)
 fractions = st.floats(0.01, 1.0)
@@ -120,3 +120,32 @@ def test_context_window_exceeded_is_a_context_overflow_carrying_the_report() -> 
         raise error
     assert info.value.report is report  # type: ignore[attr-defined]
     assert info.value.report.kinds()[-1] == "error"  # type: ignore[attr-defined]
+
+
+def test_brief_report_keeps_sizes_and_counts_and_reads_back() -> None:
+    report = ContextCostReport(limit=1000, tokens=800, tokens_in=5000, messages_in=40)
+    ids = [f"m{i}" for i in range(30)]
+    report.record(
+        "compact", tokens_before=5000, tokens_after=800, message_ids=ids, detail={"x": "y" * 999}
+    )
+    full = report.to_dict()
+    brief = brief_report(full)
+    assert {k: brief[k] for k in ("limit", "tokens", "tokens_in", "ok", "error")} == {
+        "limit": 1000,
+        "tokens": 800,
+        "tokens_in": 5000,
+        "ok": True,
+        "error": None,
+    }
+    assert brief["decisions"] == [
+        {
+            "kind": "compact",
+            "attempt": None,
+            "tokens_before": 5000,
+            "tokens_after": 800,
+            "messages": 30,
+        }
+    ]
+    assert len(json.dumps(brief)) * 5 < len(json.dumps(full))
+    again = ContextCostReport.from_dict(brief)
+    assert again.tokens == 800 and again.kinds() == ["compact"] and again.decisions[0].saved == 4200
