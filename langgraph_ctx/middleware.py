@@ -112,11 +112,15 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
             history.insert(0, request.system_message)
         ledger: Any = request.state.get("context_ledger") if request.state else None
         call = self._call(request)
-        key = _BuildKey.of(request, history, call, self.memory.window_for(request.model))
+        # The budget and counter of the model this call goes to (a fallback, a model chosen at
+        # run time), not necessarily the configured one.
+        model = request.model
+        counter = self.memory.counter_for(model)
+        key = _BuildKey.of(request, history, call, self.memory.window_for(model), counter)
         result = self._builds.get(key)
         if result is None:  # a retry or a fallback of this very request reuses its build
             result = yield from self.memory.plan_build(
-                history, ledger, None, tools=call.tools, model=request.model
+                history, ledger, None, tools=call.tools, model=model
             )
             self._builds.put(key, (request.state, history), result)
         try:
@@ -127,7 +131,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
             logger.warning("the provider overflowed (%s); rebuilding for a smaller window", exc)
             try:
                 result = yield from self.memory.plan_build(
-                    history, ledger, None, tools=call.tools, harder=True, model=request.model
+                    history, ledger, None, tools=call.tools, harder=True, model=model
                 )
             except ContextWindowExceededError as err:
                 raise err from exc
@@ -254,16 +258,23 @@ class _BuildKey:
     messages: tuple[int, ...]
     tools: tuple[str, ...]
     window: int
+    counter: int
 
     @classmethod
     def of(
-        cls, request: ModelRequest[Any], history: Sequence[Any], call: _Call, window: int
+        cls,
+        request: ModelRequest[Any],
+        history: Sequence[Any],
+        call: _Call,
+        window: int,
+        counter: Any,
     ) -> _BuildKey:
         return cls(
             state=id(request.state),
             messages=tuple(id(m) for m in history),
             tools=tuple(_tool_name(t) for t in call.tools),
             window=window,
+            counter=id(counter),  # the memory keeps its counters: an id is never reused
         )
 
 
