@@ -245,3 +245,45 @@ def test_unknown_providers_get_the_tokenizer_shaped_estimate() -> None:
     code = "def parse(path: str) -> dict[str, int]:\n    return {'a': 1, 'b': 22}\n"
     assert counter.count_text(code) == 34
     assert counter.count_text("汉字" * 10) == 10  # other scripts split finer
+
+
+# --- overflow errors ------------------------------------------------------------------------
+
+
+def _bad_request(message: str, body: Any, status: int = 400) -> Exception:
+    import httpx
+    import openai
+
+    request = httpx.Request("POST", "http://127.0.0.1:8080/v1/chat/completions")
+    response = httpx.Response(status, request=request)
+    if status == 400:
+        return openai.BadRequestError(message, response=response, body=body)
+    return openai.InternalServerError(message, response=response, body=body)
+
+
+LLAMA_CPP_BODY = {
+    "code": 400,
+    "message": "the request exceeds the available context size, try increasing it",
+    "type": "exceed_context_size_error",
+    "n_prompt_tokens": 4321,
+    "n_ctx": 4096,
+}
+
+
+@pytest.mark.parametrize(
+    ("error", "overflow"),
+    [
+        (_bad_request("Error code: 400 - " + LLAMA_CPP_BODY["message"], LLAMA_CPP_BODY), True),
+        (_bad_request("Error code: 400", {"error": LLAMA_CPP_BODY}), True),  # body only
+        (RuntimeError("the request exceeds the available context size"), True),
+        (_bad_request("This model's maximum context length is 8192 tokens", None), True),
+        (_bad_request("invalid tool schema", {"type": "invalid_request_error"}), False),
+        # A server error mentioning the phrase is not a verdict on the prompt.
+        (_bad_request("maximum context length exceeded", None, status=500), False),
+        (RuntimeError("503 service unavailable"), False),
+    ],
+)
+def test_overflow_errors_are_recognized(error: Exception, overflow: bool) -> None:
+    from langgraph_ctx.errors import is_context_overflow
+
+    assert is_context_overflow(error) is overflow
