@@ -575,7 +575,7 @@ LangChain's own Claude setting; Google documents about 4 characters per Gemini t
 _TOOL_USE_OVERHEAD = {"anthropic": 346}
 
 
-def counter_for_model(model: Any = None) -> TokenCounter:
+def counter_for_model(model: Any = None, *, use_provider_api: bool = False) -> TokenCounter:
     """The counter a chat model gets by default, chosen from the model itself.
 
     OpenAI models (`ls_provider` openai or azure with an OpenAI model name) get the exact
@@ -584,12 +584,19 @@ def counter_for_model(model: Any = None) -> TokenCounter:
     token and billing formulas, which the pipeline calibrates from the provider's real usage.
     No model counts as `gpt-4o`.
 
+    With `use_provider_api=True`, an Anthropic chat model (`ChatAnthropic`) gets a
+    `ProviderCounter`: Anthropic's own count API through the model's
+    `get_num_tokens_from_messages`, cached per message, the approximation when a call fails.
+    It needs a network and the key; other providers keep their default counter (Google's
+    LangChain model counts no message list; OpenAI's is exact offline).
+
     Example:
         >>> type(counter_for_model()).__name__
         'TiktokenCounter'
 
     Args:
         model: A LangChain chat model, a model name, or None.
+        use_provider_api: Count with the provider's own API where its model offers one.
     """
     if model is None:
         return TiktokenCounter("gpt-4o")
@@ -602,7 +609,12 @@ def counter_for_model(model: Any = None) -> TokenCounter:
         return TiktokenCounter(name or "gpt-4o")
     if family == "unknown":
         return ApproximateCounter(provider=family, method="pieces")
-    return ApproximateCounter(provider=family)
+    approximate = ApproximateCounter(provider=family)
+    if use_provider_api and family == "anthropic" and not isinstance(model, str):
+        from langgraph_ctx.provider_count import ProviderCounter
+
+        return ProviderCounter(model, fallback=approximate)
+    return approximate
 
 
 def _family_of_name(name: str) -> str:
