@@ -15,6 +15,11 @@ server's: every reply's `usage.prompt_tokens` next to the report's estimate, and
 the server rejected for overflow (its HTTP 400s; llama-cpp-python answers OpenAI's
 `context_length_exceeded`, llama.cpp's own server "exceeds the available context size":
 `errors.is_context_overflow` knows both).
+
+The server renders prompts with the GGUF's own chat template, which shows each message's
+text and nothing else: no tool schemas, no tool calls. So no schemas are sent (and `recall`
+is not exposed), and each scripted call carries a line of text; the tool calls' arguments
+are the only thing the package counts and the server does not (about 15 tokens a call).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -50,9 +56,9 @@ SYSTEM = "You are a coding agent. Read files with read_file before changing them
 class Drive(AgentMiddleware[Any, Any]):  # type: ignore[type-var]
     """Reads `READS_PER_TURN` files per task, then answers, whatever the small model says.
 
-    The server evaluates and answers every prompt (a short reply, no tool grammar: a grammar
-    over a 49k vocabulary costs seconds per token on a CPU); the reply is then made the
-    scripted step, a `read_file` call or a final answer, keeping its usage and its report.
+    The server evaluates and answers every prompt (a one-token reply: llama-cpp-python 0.2.60
+    samples at seconds per token on a shared CPU); the reply is then made the scripted step,
+    a `read_file` call or a final answer, keeping its usage and its report.
     """
 
     def __init__(self) -> None:
@@ -64,15 +70,19 @@ class Drive(AgentMiddleware[Any, Any]):  # type: ignore[type-var]
         tasks = [str(m.content) for m in request.messages if isinstance(m, HumanMessage)]
         task = next((t for t in reversed(tasks) if t.startswith("Task ")), "")
         done = self.reads.get(task, 0)
-        response = handler(request.override(tool_choice="none"))
+        # No schemas to the server: its GGUF template renders none, so they would be counted
+        # by us and not by it (the agent's tool node still runs read_file).
+        response = handler(request.override(tools=[], tool_choice=None))
         if done < READS_PER_TURN:
             self.reads[task] = done + 1
+            path = f"src/f{sum(self.reads.values())}.py"
             call = {
                 "name": "read_file",
-                "args": {"path": f"src/f{sum(self.reads.values())}.py"},
+                "args": {"path": path},
                 "id": f"call_{uuid.uuid4().hex[:12]}",
             }
-            update: dict[str, Any] = {"content": "", "tool_calls": [call]}
+            # Text along the call: the GGUF's own chat template joins contents as strings.
+            update: dict[str, Any] = {"content": f"Reading {path}.", "tool_calls": [call]}
         else:
             update = {"content": f"I read {done} files; the change is in place."}
         inner = response.model_response if isinstance(response, ExtendedModelResponse) else response
@@ -125,8 +135,6 @@ def start_server(server_python: str, n_ctx: int, log: Path) -> tuple[subprocess.
         "127.0.0.1",
         "--port",
         str(port),
-        "--chat_format",
-        "chatml-function-calling",
         "--n_threads",
         "2",
     ]
@@ -181,7 +189,7 @@ def run(url: str, *, turns: int, n_ctx: int, max_tokens: int) -> list[dict[str, 
         extra_body={"max_tokens": max_tokens},  # llama-cpp-python reads no max_completion_tokens
     )
     memory = ContextMemory(
-        model=model, context_window_tokens=n_ctx, reserved_output_tokens=max(256, max_tokens)
+        model=model, context_window_tokens=n_ctx, reserved_output_tokens=256, expose_recall=False
     )
     agent = create_agent(
         model,
@@ -210,6 +218,9 @@ def figures(reports: Sequence[dict[str, Any]], rejections: int) -> str:
         for r in reports
         if r.get("reported_tokens")
     ]
+    print(  # call by call, on stderr: (estimate, the server's count)
+        [(r["tokens"], r.get("reported_tokens")) for r in reports], file=sys.stderr
+    )
     later = errors[5:] or [float("nan")]
     return (
         f"calls={len(reports)} rejections={rejections} "
@@ -226,20 +237,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--server-python", default=".venv-llama/bin/python")
     parser.add_argument("--turns", type=int, default=10, help="tasks (4 model calls each)")
     parser.add_argument("--n-ctx", type=int, default=4096)
-    parser.add_argument("--max-tokens", type=int, default=8, help="reply length per call")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=1,
+        help="reply length per call (the reply is replaced; sampling is slow on a CPU)",
+    )
     parser.add_argument("--log", type=Path, default=Path(".llama-server.log"))
     args = parser.parse_args(argv)
     if importlib.util.find_spec("langchain_openai") is None:
         msg = "langchain-openai is missing: run `make install` first"
         raise SystemExit(msg)
+    # A `timeout` or Ctrl-C must not leave the server running: SIGTERM unwinds to `finally`.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     process, url = start_server(args.server_python, args.n_ctx, args.log)
     try:
         started = time.monotonic()
         reports = run(url, turns=args.turns, n_ctx=args.n_ctx, max_tokens=args.max_tokens)
         seconds = time.monotonic() - started
     finally:
-        process.terminate()
-        process.wait(timeout=30)
+        process.terminate()  # uvicorn finishes the request in flight first: not for long
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
     log = args.log.read_text(encoding="utf-8", errors="replace")
     rejections = len(re.findall(r'"POST /v1/chat/completions HTTP/1\.1" 400', log))
     print(f"{figures(reports, rejections)} n_ctx={args.n_ctx} seconds={seconds:.0f}")
