@@ -233,10 +233,12 @@ class ContextMemory:
         time) is counted with `counter_for_model(model)` (its provider family and name), one
         counter per family and name, kept for the next calls. A `token_counter=` given to the
         memory counts every call, whatever the model; so does the configured counter for the
-        configured model or a model of the same family and name. Only the configured counter
-        is calibrated from the provider's usage (the ledger holds one ratio per thread).
+        configured model or a model of the same family and name, and so does a memory
+        configured without a model (its counter is the one chosen for every call, as the
+        replay and the demo do). Only the configured counter is calibrated from the
+        provider's usage (the ledger holds one ratio per thread).
         """
-        if model is None or model is self.model or self._explicit_counter:
+        if model is None or self.model is None or model is self.model or self._explicit_counter:
             return self.manager.token_counter
         key = (provider_family(model), model_name_of(model))
         if self.model is not None and key == (

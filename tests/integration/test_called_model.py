@@ -134,6 +134,8 @@ def test_counter_for_follows_the_called_model() -> None:
     assert memory.counter_for(claude.model_copy()) is counter  # one per family and name
     explicit = ContextMemory(model=primary, context_window_tokens=8_000, token_counter=len)
     assert explicit.counter_for(claude) is len  # a counter given by the user counts every call
+    unconfigured = ContextMemory(context_window_tokens=8_000)  # so does the default, no model
+    assert unconfigured.counter_for(claude) is unconfigured.manager.token_counter
 
 
 def test_counting_the_fallback_as_the_primary_overflows_it() -> None:
