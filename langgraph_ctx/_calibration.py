@@ -84,3 +84,8 @@ def remember_prompt(
     """Note the prompt just built so the next build can pair it with its reply."""
     after_id = history[-1].id if history else None
     set_calibration_pending(ledger, after_id=after_id, tokens=tokens, ratio=ratio)
+
+
+def forget_prompt(ledger: ContextLedger) -> None:
+    """Pair no reply with a remembered prompt (the next prompt is counted another way)."""
+    set_calibration_pending(ledger, after_id=None, tokens=0, ratio=current_ratio(ledger))

@@ -105,6 +105,43 @@ class ArchiveAccessError(ArchiveError, PermissionError):
     """A reference points outside the archive namespace the caller may read."""
 
 
+OVERFLOW_PHRASES = (
+    "exceeds the available context size",  # llama.cpp server (HTTP 400)
+    "exceed_context_size_error",  # llama.cpp server's error type
+    "context_length_exceeded",  # OpenAI, and servers copying its error code
+    "maximum context length",  # OpenAI's message; vLLM
+    "prompt is too long",  # Anthropic
+    "exceeds the context window",  # OpenAI Responses API
+    "input tokens exceed the configured limit",  # Azure OpenAI
+)
+"""Lowercase phrases of providers' and servers' errors for a prompt over the context window."""
+
+
+def is_context_overflow(exc: BaseException) -> bool:
+    """Whether `exc` is a provider rejecting a prompt that is over its context window.
+
+    LangChain's integrations raise `ContextOverflowError` for the errors they know. Others
+    pass through as the client's own error: llama.cpp's server, served through
+    `ChatOpenAI(base_url=...)`, answers HTTP 400 "the request exceeds the available context
+    size, try increasing it", which `langchain-openai` leaves an `openai.BadRequestError`.
+    Those are recognized by `OVERFLOW_PHRASES` in the message or the response body, and only
+    on a client error (a status code of 400 or 413, or none).
+
+    Example:
+        >>> is_context_overflow(RuntimeError("the request exceeds the available context size"))
+        True
+        >>> is_context_overflow(RuntimeError("503 service unavailable"))
+        False
+    """
+    if isinstance(exc, ContextOverflowError):
+        return True
+    status = getattr(exc, "status_code", None)
+    if status is not None and status not in (400, 413):
+        return False
+    text = f"{exc} {getattr(exc, 'body', '')}".lower()
+    return any(phrase in text for phrase in OVERFLOW_PHRASES)
+
+
 def shorten(value: Any, limit: int = 80) -> str:
     """`repr(value)` cut to `limit` characters, for showing a bad value in an error message."""
     text = repr(value)

@@ -18,6 +18,7 @@ import heapq
 import itertools
 import logging
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +35,7 @@ from langgraph_ctx._calibration import reported_input_tokens
 from langgraph_ctx._dumps import all_dump_refs as all_dump_refs  # re-exported: public here
 from langgraph_ctx._dumps import plan_all_dump_refs
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
+from langgraph_ctx._providers import model_name_of, provider_family
 from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
 from langgraph_ctx.errors import ArchiveError, ConfigError
 from langgraph_ctx.ledger import (
@@ -45,6 +47,7 @@ from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.rebuild import plan_rebuild
 from langgraph_ctx.report import ContextCostReport, brief_report
 from langgraph_ctx.strategies import Strategy, default_strategies
+from langgraph_ctx.tokens import TokenCounter, counter_for_model
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -84,7 +87,7 @@ class ContextMemory:
         model: The chat model the agent uses; its profile sets the window when no number is
             given, and it picks the token counter (`counter_for_model`: its provider and name).
             A call to another model (a fallback) gets that model's window when it is smaller
-            (`window_for`).
+            (`window_for`) and that model's counter (`counter_for`).
         context_window_tokens: The window in tokens (wins over the model profile).
         reserved_output_tokens: Tokens kept free for the reply.
         strategies: Strategies or configs, run in order; default `default_strategies()`
@@ -150,6 +153,9 @@ class ContextMemory:
         # The archive of graphs whose checkpoints live in this process too (no checkpointer,
         # or an InMemorySaver): it lives exactly as long as what points into it.
         self._local = InMemoryStore()
+        self._explicit_counter = manager_options.get("token_counter") is not None
+        self._counters: dict[tuple[str, str], TokenCounter] = {}
+        self._counters_lock = threading.Lock()
         self.hint_threshold = hint_threshold
         self.remove_summarized = remove_summarized
         self.expose_recall = expose_recall
@@ -227,10 +233,36 @@ class ContextMemory:
             config: The run's config (names the thread's archive); None: the current run's.
             tools: The tools the model is bound to (counted in the budget).
             harder: After a provider overflow: assume a 30% smaller window.
-            model: The model about to be called, when known (`window_for`).
+            model: The model about to be called, when known (`window_for`, `counter_for`).
         """
-        manager = self._manager_for(self.window_for(model), harder)
+        manager = self._manager_for(self.window_for(model), harder, self.counter_for(model))
         return manager.plan(messages, tools=tools, state=ledger, archive=self.archive_for(config))
+
+    def counter_for(self, model: Any = None) -> TokenCounter:
+        """The token counter of a call to `model`: the configured one, or the model's own.
+
+        A call to another model than the configured one (a fallback, a model chosen at run
+        time) is counted with `counter_for_model(model)` (its provider family and name), one
+        counter per family and name, kept for the next calls. A `token_counter=` given to the
+        memory counts every call, whatever the model; so does the configured counter for the
+        configured model or a model of the same family and name, and so does a memory
+        configured without a model (its counter is the one chosen for every call, as the
+        replay and the demo do). Only the configured counter is calibrated from the
+        provider's usage (the ledger holds one ratio per thread).
+        """
+        if model is None or self.model is None or model is self.model or self._explicit_counter:
+            return self.manager.token_counter
+        key = (provider_family(model), model_name_of(model))
+        if self.model is not None and key == (
+            provider_family(self.model),
+            model_name_of(self.model),
+        ):
+            return self.manager.token_counter
+        with self._counters_lock:
+            counter = self._counters.get(key)
+            if counter is None:
+                counter = self._counters[key] = counter_for_model(model)
+        return counter
 
     def window_for(self, model: Any = None) -> int:
         """The window of a call to `model`: the configured one, or the model's when smaller.
@@ -249,18 +281,20 @@ class ContextMemory:
             return own
         return window
 
-    def _manager_for(self, window: int, harder: bool) -> ContextManager:
+    def _manager_for(self, window: int, harder: bool, counter: TokenCounter) -> ContextManager:
         # After a provider overflow our count was too optimistic: assume a 30% smaller window.
         if harder:
             window = int(window * 0.7)
         budget = self.manager.budget
-        if window == budget.context_window_tokens:
+        if window == budget.context_window_tokens and counter is self.manager.token_counter:
             return self.manager
         import copy
         import dataclasses
 
         other = copy.copy(self.manager)
         other.budget = dataclasses.replace(budget, context_window_tokens=window)
+        if counter is not self.manager.token_counter:
+            other.token_counter, other.calibrates = counter, False
         return other
 
     def plan_after_turn(

@@ -3,9 +3,10 @@
 Around every model call it builds the request from the pipeline (system prompt, summary,
 window, placeholders, tools), calls the model, writes the `context_cost` report onto the AI
 message's `response_metadata`, and persists the ledger in the agent state. When the provider
-still answers with a `ContextOverflowError`, it rebuilds against a smaller window and retries
-once before raising `ContextWindowExceededError`. After the agent finishes a turn it runs the
-hint rebuild (DESIGN part 7).
+still rejects the prompt as too long (`errors.is_context_overflow`: LangChain's
+`ContextOverflowError`, or a server's own error such as llama.cpp's), it rebuilds against a
+smaller window and retries once before raising `ContextWindowExceededError`. After the agent
+finishes a turn it runs the hint rebuild (DESIGN part 7).
 """
 
 from __future__ import annotations
@@ -23,13 +24,12 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
 )
-from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
 from langgraph.types import Command
 
 from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
 from langgraph_ctx._render import references_recall
-from langgraph_ctx.errors import ContextWindowExceededError
+from langgraph_ctx.errors import ContextWindowExceededError, is_context_overflow
 from langgraph_ctx.state import ContextAgentState
 
 logger = logging.getLogger(__name__)
@@ -112,28 +112,36 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
             history.insert(0, request.system_message)
         ledger: Any = request.state.get("context_ledger") if request.state else None
         call = self._call(request)
-        key = _BuildKey.of(request, history, call, self.memory.window_for(request.model))
+        # The budget and counter of the model this call goes to (a fallback, a model chosen at
+        # run time), not necessarily the configured one.
+        model = request.model
+        counter = self.memory.counter_for(model)
+        key = _BuildKey.of(request, history, call, self.memory.window_for(model), counter)
         result = self._builds.get(key)
         if result is None:  # a retry or a fallback of this very request reuses its build
             result = yield from self.memory.plan_build(
-                history, ledger, None, tools=call.tools, model=request.model
+                history, ledger, None, tools=call.tools, model=model
             )
             self._builds.put(key, (request.state, history), result)
         try:
             response = yield CallHandler(handler, self._request(request, result, call))
         except ContextWindowExceededError:
             raise
-        except ContextOverflowError as exc:
+        except Exception as exc:
+            if not is_context_overflow(exc):
+                raise
             logger.warning("the provider overflowed (%s); rebuilding for a smaller window", exc)
             try:
                 result = yield from self.memory.plan_build(
-                    history, ledger, None, tools=call.tools, harder=True, model=request.model
+                    history, ledger, None, tools=call.tools, harder=True, model=model
                 )
             except ContextWindowExceededError as err:
                 raise err from exc
             try:
                 response = yield CallHandler(handler, self._request(request, result, call))
-            except ContextOverflowError as again:
+            except Exception as again:
+                if not is_context_overflow(again):
+                    raise
                 report = result.report
                 report.fail(f"the provider still overflowed: {again}")
                 raise ContextWindowExceededError(str(report.error), report) from again
@@ -254,16 +262,23 @@ class _BuildKey:
     messages: tuple[int, ...]
     tools: tuple[str, ...]
     window: int
+    counter: int
 
     @classmethod
     def of(
-        cls, request: ModelRequest[Any], history: Sequence[Any], call: _Call, window: int
+        cls,
+        request: ModelRequest[Any],
+        history: Sequence[Any],
+        call: _Call,
+        window: int,
+        counter: Any,
     ) -> _BuildKey:
         return cls(
             state=id(request.state),
             messages=tuple(id(m) for m in history),
             tools=tuple(_tool_name(t) for t in call.tools),
             window=window,
+            counter=id(counter),  # the memory keeps its counters: an id is never reused
         )
 
 

@@ -29,7 +29,7 @@ from langgraph_ctx._assembly import (
     render_skills,
     split_base,
 )
-from langgraph_ctx._calibration import observe, remember_prompt
+from langgraph_ctx._calibration import forget_prompt, observe, remember_prompt
 from langgraph_ctx._dumps import plan_spill_dump_refs, spill_now
 from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
 from langgraph_ctx._render import RenderCache
@@ -215,6 +215,9 @@ class ContextManager:
             else default_strategies(summarize=False)
         )
         self.token_counter: TokenCounter = token_counter or counter_for_model(model)
+        self.calibrates = True
+        """Scale `token_counter` by the ledger's learned ratio and keep learning it (off for a
+        copy counting another model's call, whose counter the ratio was not learned for)."""
         self.archive = archive
         self.store = store
         self.memory_namespace = memory_namespace
@@ -430,6 +433,13 @@ class ContextManager:
         Exact counters (and custom callables without `with_ratio`) are used as they are.
         """
         with_ratio = getattr(self.token_counter, "with_ratio", None)
+        if not self.calibrates:
+            # Another model's call: learn from the reply to the previous prompt, then forget
+            # it, so that the next reply (to this prompt) is never paired with it.
+            if ledger.get("calibration"):
+                observe(ledger, history)
+                forget_prompt(ledger)
+            return self.token_counter, None
         if not callable(with_ratio):
             return self.token_counter, None
         ratio = observe(ledger, history)

@@ -533,18 +533,23 @@ class ApproximateCounter:
         return self.ratio
 
 
-_PIECE_RE = re.compile(r"[^\W\d_]+|\d|\n|[ \t]+|[^\w\s]|_|\s")
+_PIECE_RE = re.compile(r"[^\W\d_]+|\d|\n|[ \t]+|[^\w\s]+|_|\s")
 
 
 def pieces_estimate(text: str) -> float:
     """A tokenizer-shaped estimate of `text`: what BPE and SentencePiece vocabularies split.
 
     One token per (ASCII) word up to 6 letters and one more per further 6 (a word in another
-    script: one per 2 letters), one per digit, symbol and
-    newline, a tenth per space in a run of spaces (indentation). On the real trajectories'
-    tool outputs its ratio to a real tokenizer varies about half as much as `chars / 4`'s does
-    (coefficient of variation 0.08 against 0.18 for Mistral's SentencePiece, 0.11 against 0.18
-    for OpenAI's o200k), so a calibrated ratio carries from one prompt to the next.
+    script: one per 2 letters), one per digit and newline, a tenth per space in a run of
+    spaces (indentation). A run of ASCII symbols is one token and half a token per further
+    symbol: vocabularies merge the common pairs (`":`, `{"`, `->`, `==`, `**`), so a symbol
+    each over-counted JSON and markup against prose and code. Other symbols (emoji, box
+    drawing) are a token each: byte-level vocabularies split them further. On the real
+    trajectories' tool outputs its ratio to a real tokenizer varies about a third as much as
+    `chars / 4`'s does (coefficient of variation 0.06 against 0.16 for Mistral's
+    SentencePiece, 0.10 against 0.18 for OpenAI's o200k), and a JSON tool schema is counted
+    within 27% of what prose and code are (44% with a token per symbol), so a calibrated
+    ratio carries from one prompt to the next.
     """
     total = 0.0
     for piece in _PIECE_RE.findall(text):
@@ -556,8 +561,10 @@ def pieces_estimate(text: str) -> float:
                 total += max(1.0, len(piece) / 2)
         elif first in " \t":
             total += 0.1 * len(piece) if len(piece) > 1 else 0.0
+        elif len(piece) > 1 and piece.isascii():  # a run of symbols: common pairs merge
+            total += 1 + (len(piece) - 1) / 2
         else:
-            total += 1
+            total += len(piece)
     return total
 
 
@@ -568,7 +575,7 @@ LangChain's own Claude setting; Google documents about 4 characters per Gemini t
 _TOOL_USE_OVERHEAD = {"anthropic": 346}
 
 
-def counter_for_model(model: Any = None) -> TokenCounter:
+def counter_for_model(model: Any = None, *, use_provider_api: bool = False) -> TokenCounter:
     """The counter a chat model gets by default, chosen from the model itself.
 
     OpenAI models (`ls_provider` openai or azure with an OpenAI model name) get the exact
@@ -577,12 +584,19 @@ def counter_for_model(model: Any = None) -> TokenCounter:
     token and billing formulas, which the pipeline calibrates from the provider's real usage.
     No model counts as `gpt-4o`.
 
+    With `use_provider_api=True`, an Anthropic chat model (`ChatAnthropic`) gets a
+    `ProviderCounter`: Anthropic's own count API through the model's
+    `get_num_tokens_from_messages`, cached per message, the approximation when a call fails.
+    It needs a network and the key; other providers keep their default counter (Google's
+    LangChain model counts no message list; OpenAI's is exact offline).
+
     Example:
         >>> type(counter_for_model()).__name__
         'TiktokenCounter'
 
     Args:
         model: A LangChain chat model, a model name, or None.
+        use_provider_api: Count with the provider's own API where its model offers one.
     """
     if model is None:
         return TiktokenCounter("gpt-4o")
@@ -595,7 +609,12 @@ def counter_for_model(model: Any = None) -> TokenCounter:
         return TiktokenCounter(name or "gpt-4o")
     if family == "unknown":
         return ApproximateCounter(provider=family, method="pieces")
-    return ApproximateCounter(provider=family)
+    approximate = ApproximateCounter(provider=family)
+    if use_provider_api and family == "anthropic" and not isinstance(model, str):
+        from langgraph_ctx.provider_count import ProviderCounter
+
+        return ProviderCounter(model, fallback=approximate)
+    return approximate
 
 
 def _family_of_name(name: str) -> str:

@@ -22,6 +22,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import ApproximateCounter, ContextMemory
+from langgraph_ctx.errors import is_context_overflow
 from langgraph_ctx.memory import REPORT_KEY
 from tests.local_server import OVERFLOW_MESSAGE, LocalChatServer, count_prompt
 
@@ -88,12 +89,41 @@ def local_model(server: LocalChatServer) -> ChatOpenAI:
 
 def test_the_server_rejects_like_llama_cpp(server: LocalChatServer) -> None:
     model = local_model(server)
-    with pytest.raises(openai.BadRequestError, match=OVERFLOW_MESSAGE):
+    with pytest.raises(openai.BadRequestError, match=OVERFLOW_MESSAGE) as rejection:
         model.invoke([HumanMessage("word " * 6_000)])
+    assert is_context_overflow(rejection.value)  # langchain-openai does not recognize it
     reply = model.invoke([HumanMessage("hello")])
     tokens = count_prompt([{"role": "user", "content": "hello"}], [])
     assert reply.usage_metadata is not None and reply.usage_metadata["input_tokens"] == tokens
     assert server.rejected and server.prompt_tokens == [tokens]
+
+
+def test_a_llama_cpp_rejection_is_retried_smaller(server: LocalChatServer) -> None:
+    """A window set too large: the server rejects, the middleware rebuilds 30% smaller."""
+    rules = "\n".join(
+        f"Rule {i}: keep `f{i}(x)` returning {{'k{i}': [x, {i}]}}." for i in range(80)
+    )
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return f"# {path}\n" + "def main():\n    return 0\n" * 20
+
+    model = local_model(server)
+    memory = ContextMemory(model=model, context_window_tokens=6_000, reserved_output_tokens=256)
+    agent = create_agent(
+        model,
+        [read_file],
+        system_prompt=rules,
+        middleware=[memory.middleware()],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "too-large"}}
+    for turn in range(4):
+        agent.invoke({"messages": [HumanMessage(f"Task {turn}: fix module {turn}.")]}, config)
+    assert server.rejected, "the window given was larger than the server's"
+    assert len(server.prompt_tokens) == 4 * (READS_PER_TURN + 1)  # every call was answered
+    assert max(server.prompt_tokens) <= N_CTX
 
 
 @pytest.mark.trajectories

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import math
 import struct
 import warnings
@@ -243,5 +244,102 @@ def test_unknown_providers_get_the_tokenizer_shaped_estimate() -> None:
     counter = counter_for_model("llama-3.1-8b")
     assert isinstance(counter, ApproximateCounter) and counter.method == "pieces"
     code = "def parse(path: str) -> dict[str, int]:\n    return {'a': 1, 'b': 22}\n"
-    assert counter.count_text(code) == 34
+    assert counter.count_text(code) == 31  # `):`, `->`, `]:`, `{'`, ... 1.5 each
     assert counter.count_text("汉字" * 10) == 10  # other scripts split finer
+
+
+# --- overflow errors ------------------------------------------------------------------------
+
+
+def _bad_request(message: str, body: Any, status: int = 400) -> Exception:
+    import httpx
+    import openai
+
+    request = httpx.Request("POST", "http://127.0.0.1:8080/v1/chat/completions")
+    response = httpx.Response(status, request=request)
+    if status == 400:
+        return openai.BadRequestError(message, response=response, body=body)
+    return openai.InternalServerError(message, response=response, body=body)
+
+
+LLAMA_CPP_BODY = {
+    "code": 400,
+    "message": "the request exceeds the available context size, try increasing it",
+    "type": "exceed_context_size_error",
+    "n_prompt_tokens": 4321,
+    "n_ctx": 4096,
+}
+
+
+@pytest.mark.parametrize(
+    ("error", "overflow"),
+    [
+        (_bad_request("Error code: 400 - " + LLAMA_CPP_BODY["message"], LLAMA_CPP_BODY), True),
+        (_bad_request("Error code: 400", {"error": LLAMA_CPP_BODY}), True),  # body only
+        (RuntimeError("the request exceeds the available context size"), True),
+        (_bad_request("This model's maximum context length is 8192 tokens", None), True),
+        (_bad_request("invalid tool schema", {"type": "invalid_request_error"}), False),
+        # A server error mentioning the phrase is not a verdict on the prompt.
+        (_bad_request("maximum context length exceeded", None, status=500), False),
+        (RuntimeError("503 service unavailable"), False),
+    ],
+)
+def test_overflow_errors_are_recognized(error: Exception, overflow: bool) -> None:
+    from langgraph_ctx.errors import is_context_overflow
+
+    assert is_context_overflow(error) is overflow
+
+
+# --- the pieces estimate against a real tokenizer -----------------------------------------
+
+CODE_AND_DATA = {
+    "python": "\n".join(
+        f"def f{i}(x, y=None):\n    if x == {i}: return {{'k{i}': [x, {i}], 'y': y}}  # {i}\n"
+        f"    raise ValueError(f'bad {{x!r}}')"
+        for i in range(40)
+    ),
+    "json": json.dumps(
+        [{"id": i, "name": f"item-{i}", "tags": ["a", "b"], "ok": True} for i in range(40)],
+        indent=2,
+    ),
+    "json_compact": json.dumps(
+        [{"id": i, "name": f"item-{i}", "price": i * 1.5} for i in range(60)]
+    ),
+    "markdown": "\n".join(
+        f"## Part {i}\n- **bold** `code_{i}` -- see [x](http://x.org/{i})." for i in range(40)
+    ),
+    "shell": "\n".join(
+        f"$ grep -rn 'foo_{i}' src/ | head -n {i} && echo \"${{i}}\" >> /tmp/l{i}"
+        for i in range(40)
+    ),
+    "tool_schema": json.dumps(
+        {
+            "name": "read_file",
+            "description": "Read a file of the repository.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        }
+    ),
+    "prose": "The quick brown fox jumps over the lazy dog while the manual explains it. " * 40,
+}
+
+
+def test_symbol_runs_are_estimated_like_words_and_code() -> None:
+    """Against a real SentencePiece tokenizer (Mistral's), code, JSON, markup and prose are
+    estimated at about the same ratio: one calibrated ratio fits them all. A token per symbol
+    over-counted JSON and markup (`":`, `{"`, `**`, `--` are single tokens)."""
+    pytest.importorskip("sentencepiece")
+    from langgraph_ctx.tokens import pieces_estimate
+    from tests.local_server import tokenizer
+
+    ratios = {
+        name: pieces_estimate(text) / len(tokenizer().encode(text))
+        for name, text in CODE_AND_DATA.items()
+    }
+    schema = ratios.pop("tool_schema")
+    mean = sum(ratios.values()) / len(ratios)
+    assert all(abs(r / mean - 1) <= 0.1 for r in ratios.values()), ratios
+    # A tool schema is mostly symbol runs: still over-counted, +27% (a token per symbol: +38%).
+    assert schema / mean <= 1.3, (schema, ratios)
+    # `{"` 1.5, `a` 1, `":` 1.5, ` ` 0, `[` 1, `1` 1, `]}` 1.5; a non-ASCII symbol is 1 each.
+    assert pieces_estimate('{"a": [1]}') == 7.5
+    assert pieces_estimate("──") == 2
