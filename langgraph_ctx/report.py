@@ -24,6 +24,7 @@ DecisionKind = Literal[
     "repair",
     "skip",
     "error",
+    "prepare",
 ]
 
 

@@ -1,0 +1,458 @@
+"""Summaries prepared ahead: the summarizer runs while the agent works, not in its model call.
+
+`SlidingWindow(summarize=True)` summarizes what leaves the window once the prompt passes the
+trigger (0.9 of the limit), and the model call that passed it waits for the summarizer: seconds
+with a real model. With `SlidingWindow(prepare_at=0.85)` (what
+`ContextManager(prepare_summaries=True)` sets) the work moves ahead:
+
+1. **Prepare.** A build whose prompt passes `prepare_at` but not the trigger works out, on a
+   scratch copy of the view, the span the next summary will cover: a dry run of the window's
+   shrink, cut deeper by the growth expected until the trigger (`slack_tokens`). It records
+   the span in the ledger (`ahead`: where the window will start, the pinned task, a digest of
+   the span and of the summary it folds into, the newest message when it started) and yields a
+   `PrepareSummary` effect: the sync driver starts a worker thread, the async driver an
+   asyncio task, each running the summarizer's own plan. One preparation runs per thread at a
+   time, keyed by thread, so a manager shared by many threads never mixes them.
+2. **Take.** A build that passes the trigger while the ledger names a span that is still valid
+   (same messages, same content, same previous summary: the digest) moves the window to the
+   recorded start and summarizes exactly that span: with the prepared outcome (`AwaitPrepared`,
+   waiting a bounded time for one still running), else by calling the summarizer as without
+   preparation. The ledger, not timing, decides the span, so the prompt is the same either
+   way for the same summarizer answers. What is still over the window's goal then is cut and
+   folded in as before (a second, rarely needed, summarizer call).
+
+A record that no longer matches, a preparation lost with its process (the outcome lives in
+memory, the record in the ledger: after a restart the span is summarized when the trigger is
+reached, or prepared again), or no record at all: the build summarizes as it always did. The
+insurance dump is written before the summary replaces the messages, and `redact` applies, on
+the prepared path exactly as on the other (both run through `summarize_span`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage
+
+from langgraph_ctx._effects import (
+    AwaitPrepared,
+    Plan,
+    PrepareSummary,
+    Resources,
+    arun_plan,
+    run_plan,
+)
+from langgraph_ctx.ledger import AheadEntry, set_ahead
+
+if TYPE_CHECKING:
+    from langgraph_ctx.archive import Archive
+    from langgraph_ctx.summarize import SummaryOutcome
+    from langgraph_ctx.view import PromptView
+
+SummarizePlan = Callable[[list[BaseMessage], "str | None"], Plan[Any]]
+"""A summarizer's plan factory: `(messages, previous) -> Plan[SummaryOutcome]`."""
+
+
+def span_digest(previous: str | None, messages: Sequence[BaseMessage]) -> str:
+    """A digest of a span and of the running summary it folds into.
+
+    Two spans get one digest only when every message has the same id, type and content (tool
+    calls and names included) and the previous summary is the same text.
+    """
+    h = hashlib.sha256(json.dumps(previous or "").encode())
+    for m in messages:
+        row = [
+            m.id,
+            m.type,
+            m.content,
+            getattr(m, "tool_calls", None),
+            getattr(m, "tool_call_id", None),
+            m.name,
+        ]
+        h.update(json.dumps(row, sort_keys=True, default=str, ensure_ascii=False).encode())
+    return h.hexdigest()[:32]
+
+
+def thread_key(archive: Archive | None, history: Sequence[BaseMessage]) -> str:
+    """The thread a build is for: its archive's user and thread, else its first message id."""
+    if archive is not None:
+        return json.dumps(["archive", archive.user_id, archive.thread_id])
+    first = history[0].id if history else None
+    return json.dumps(["first", first])
+
+
+# --- background preparation (the one stateful part) ---------------------------------------
+
+
+@dataclass(eq=False)
+class _Prep:
+    digest: str
+    done: threading.Event = field(default_factory=threading.Event)
+    outcome: Any = None
+    task: asyncio.Task[None] | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+
+
+class SummaryPreparer:
+    """Keeps the summaries being prepared in the background, one per thread.
+
+    Holds outcomes in memory only: a preparation lost with its process just means the span is
+    summarized when the trigger is reached. Thread-safe; shared by every thread of a manager.
+
+    Args:
+        max_threads: Threads whose preparation is kept at most (the oldest are forgotten).
+    """
+
+    def __init__(self, *, max_threads: int = 1024) -> None:
+        self.max_threads = max_threads
+        self._preps: OrderedDict[str, _Prep] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _claim(self, effect: PrepareSummary) -> _Prep | None:
+        """A new preparation for `effect`, or None when one exists or another still runs."""
+        with self._lock:
+            prep = self._preps.get(effect.key)
+            if prep is not None and (prep.digest == effect.digest or not prep.done.is_set()):
+                return None  # the same span, or the thread's other preparation still runs
+            prep = _Prep(effect.digest)
+            self._preps[effect.key] = prep
+            self._preps.move_to_end(effect.key)
+            while len(self._preps) > self.max_threads:
+                self._preps.popitem(last=False)
+            return prep
+
+    def start(self, effect: PrepareSummary) -> bool:
+        """Start the preparation in a daemon worker thread (sync driver)."""
+        prep = self._claim(effect)
+        if prep is None:
+            return False
+
+        def work() -> None:
+            try:
+                prep.outcome = run_plan(effect.summarize(list(effect.messages), effect.previous))
+            except Exception:  # a failed preparation is a missing one: summarized at the trigger
+                prep.outcome = None
+            finally:
+                prep.done.set()
+
+        threading.Thread(target=work, name="langgraph_ctx-prepare", daemon=True).start()
+        return True
+
+    async def astart(self, effect: PrepareSummary) -> bool:
+        """Start the preparation as an asyncio task of the running loop (async driver)."""
+        prep = self._claim(effect)
+        if prep is None:
+            return False
+
+        async def work() -> None:
+            try:
+                prep.outcome = await arun_plan(
+                    effect.summarize(list(effect.messages), effect.previous)
+                )
+            except Exception:  # a failed preparation is a missing one
+                prep.outcome = None
+            finally:
+                prep.done.set()
+
+        loop = asyncio.get_running_loop()
+        # An empty context: the task outlives the model call that started it, so it must not
+        # report into that call's run (callbacks, stream writers) after the call ended.
+        prep.loop = loop
+        prep.task = contextvars.Context().run(loop.create_task, work())
+        return True
+
+    def _ready(self, effect: AwaitPrepared) -> _Prep | None:
+        with self._lock:
+            prep = self._preps.get(effect.key)
+        return prep if prep is not None and prep.digest == effect.digest else None
+
+    def _take(self, effect: AwaitPrepared, prep: _Prep) -> SummaryOutcome | None:
+        with self._lock:
+            if self._preps.get(effect.key) is prep:
+                del self._preps[effect.key]
+        return prep.outcome  # type: ignore[no-any-return]
+
+    def wait(self, effect: AwaitPrepared) -> SummaryOutcome | None:
+        """The prepared outcome, waiting up to `effect.timeout`; None when there is none."""
+        prep = self._ready(effect)
+        if prep is None:
+            return None
+        if not prep.done.is_set():
+            loop = prep.loop
+            if loop is not None and loop.is_running() and _loop_of_this_thread(loop):
+                return None  # its task cannot run while this thread blocks its loop
+            if not prep.done.wait(effect.timeout):
+                return None
+        return self._take(effect, prep)
+
+    async def await_prepared(self, effect: AwaitPrepared) -> SummaryOutcome | None:
+        """Async `wait`."""
+        prep = self._ready(effect)
+        if prep is None:
+            return None
+        if not prep.done.is_set():
+            try:
+                if prep.task is not None and prep.loop is asyncio.get_running_loop():
+                    await asyncio.wait_for(asyncio.shield(prep.task), effect.timeout)
+                else:  # started by a sync build (or another loop): wait off the loop
+                    await asyncio.wait_for(asyncio.to_thread(prep.done.wait), effect.timeout)
+            except asyncio.TimeoutError:
+                return None
+        return self._take(effect, prep) if prep.done.is_set() else None
+
+    def pending(self, key: str) -> str | None:
+        """The digest of the thread's preparation (running or ready), if any."""
+        with self._lock:
+            prep = self._preps.get(key)
+        return prep.digest if prep is not None else None
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait until every preparation started in a worker thread ended (tests, shutdown)."""
+        with self._lock:
+            preps = list(self._preps.values())
+        return all(p.done.wait(timeout) for p in preps if p.task is None)
+
+
+def _loop_of_this_thread(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class AheadBinding:
+    """The preparer as one build of one thread uses it (`Resources.ahead`)."""
+
+    preparer: SummaryPreparer
+    """Where preparations live."""
+    key: str
+    """The thread (`thread_key`)."""
+    summarize: SummarizePlan
+    """The summarizer's plan factory."""
+    wait_seconds: float | None
+    """Longest wait at the trigger for a preparation still running (`None`: until it ends)."""
+
+    def plan_start(
+        self, digest: str, messages: Sequence[BaseMessage], previous: str | None
+    ) -> Plan[bool]:
+        """Start preparing `messages` (idempotent); the plan returns whether it started."""
+        started = yield PrepareSummary(
+            self.preparer, self.key, digest, self.summarize, tuple(messages), previous
+        )
+        return bool(started)
+
+    def plan_outcome(
+        self, digest: str, messages: list[BaseMessage], previous: str | None, note: dict[str, Any]
+    ) -> Plan[Any]:
+        """The prepared outcome of `digest`, else the summarizer's (`note["ahead"]` says which)."""
+        outcome = yield AwaitPrepared(self.preparer, self.key, digest, self.wait_seconds)
+        if outcome is not None:
+            note["ahead"] = "prepared"
+            return outcome
+        note["ahead"] = "not ready: summarized now"
+        return (yield from self.summarize(messages, previous))
+
+
+# --- the decisions (pure, on the view) ------------------------------------------------------
+
+
+def slack_tokens(view: PromptView, prepare_at: float) -> int:
+    """Tokens the prompt may grow between the preparation and the trigger."""
+    return max(0, int((view.budget.trigger - prepare_at) * view.budget.limit))
+
+
+def _previous(view: PromptView) -> str | None:
+    return (view.ledger.get("summary") or {}).get("text")
+
+
+def _span(view: PromptView, entry: AheadEntry) -> tuple[int, list[BaseMessage]] | None:
+    """Where the recorded start is now, and what moving the window there drops (conversation).
+
+    None when the record's start is not ahead of the window in the history any more.
+    """
+    from langgraph_ctx.strategies.summaries import conversation_of
+
+    start_id, pin_id = entry.get("start_id"), entry.get("pin_id")
+    history = view.history
+    at = next((i for i in range(view.start + 1, len(history)) if history[i].id == start_id), None)
+    if at is None:
+        return None
+    indices = view.window_indices()
+    pin = next((i for i in indices if i < at and history[i].id == pin_id), None)
+    if pin_id is not None and pin is None:
+        return None
+    span = conversation_of([history[i] for i in indices if i < at and i != pin])
+    return at, span
+
+
+def _valid(view: PromptView) -> tuple[AheadEntry, int, list[BaseMessage]] | None:
+    entry = view.ledger.get("ahead")
+    if not entry:
+        return None
+    found = _span(view, entry)
+    if found is None or not found[1]:
+        return None
+    at, span = found
+    if span_digest(_previous(view), span) != entry.get("digest"):
+        return None
+    return entry, at, span
+
+
+def plan_prepare(view: PromptView, *, prepare_at: float, pruners: Sequence[Any]) -> Plan[None]:
+    """Under the trigger but over `prepare_at`: record the next span and start preparing it."""
+    ahead = view.resources.ahead
+    if ahead is None or view.resources.summarize is None:
+        return
+    if view.tokens <= int(view.budget.limit * prepare_at):
+        return
+    valid = _valid(view)
+    if valid is not None:  # recorded already: (re)start it, e.g. after a restart
+        entry, _, span = valid
+        yield from ahead.plan_start(entry["digest"], span, _previous(view))
+        return
+    found = _dry_run(view, prepare_at, pruners)
+    if found is None:
+        set_ahead(view.ledger, None)
+        return
+    start_id, pin_id, span = found
+    digest = span_digest(_previous(view), span)
+    newest = view.history[-1].id if view.history else None
+    set_ahead(
+        view.ledger,
+        {
+            "start_id": start_id,
+            "pin_id": pin_id,
+            "digest": digest,
+            "count": len(span),
+            "started": newest,
+        },
+    )
+    yield from ahead.plan_start(digest, span, _previous(view))
+    view.record(
+        "prepare",
+        view.tokens,
+        message_ids=[m.id or "" for m in span],
+        detail={"messages": len(span), "start_id": start_id, "digest": digest},
+    )
+
+
+def _dry_run(
+    view: PromptView, prepare_at: float, pruners: Sequence[Any]
+) -> tuple[str, str | None, list[BaseMessage]] | None:
+    """Shrink a scratch copy of the view as the window will at the trigger, a little deeper.
+
+    Pruning runs without I/O (placeholders without references cost about the same). Returns
+    the window's start and pinned task after it, and the conversation that left.
+    """
+    from langgraph_ctx.strategies.summaries import conversation_of
+    from langgraph_ctx.strategies.window import summary_goal
+
+    scratch = _scratch(view)
+    scratch.edits_started = True  # as at the trigger: pruning and shrinking are due
+
+    def prune() -> Plan[None]:
+        for pruner in pruners:
+            yield from pruner.apply(scratch)
+
+    if not _no_io(prune()):
+        return None
+    goal = summary_goal(scratch) - slack_tokens(view, prepare_at)
+    dropped: list[BaseMessage] = []
+    while scratch.tokens > goal:
+        step = scratch.shrink_once()
+        if step is None:
+            break
+        dropped.extend(step)
+        if not _no_io(prune()):
+            return None
+    span = conversation_of(dropped)
+    if not span:
+        return None
+    pin = scratch.history[scratch.pin].id if scratch.pin is not None else None
+    return scratch.history[scratch.start].id or "", pin, span
+
+
+def _no_io(plan: Plan[None]) -> bool:
+    """Drive an I/O-free plan; False when it asked for I/O after all."""
+    try:
+        plan.send(None)
+    except StopIteration:
+        return True
+    plan.close()
+    return False
+
+
+def _scratch(view: PromptView) -> PromptView:
+    """A copy of `view` whose edits touch nothing of the original (ledger, report, scans)."""
+    import copy
+
+    scratch = copy.copy(view)
+    ledger: Any = dict(view.ledger)
+    ledger["pruned"] = dict(view.ledger["pruned"])
+    ledger["compacted"] = dict(view.ledger["compacted"])
+    scratch.ledger = ledger
+    scratch.report = copy.copy(view.report)
+    scratch.report.decisions = list(view.report.decisions)
+    scratch.resume = dict(view.resume)
+    scratch.protected_ids = set(view.protected_ids)
+    scratch.static_fragments = list(view.static_fragments)
+    scratch.resources = Resources()
+    scratch._attempts = dict(view._attempts)
+    return scratch
+
+
+def take_prepared(
+    view: PromptView, *, pruners: Sequence[Any]
+) -> Plan[tuple[list[BaseMessage], SummarizePlan | None, dict[str, Any]]]:
+    """At the trigger: move the window to the recorded start when the record is still valid.
+
+    Returns the messages that left, the plan factory that summarizes them (the prepared
+    outcome or the summarizer's) and a note for the report; the factory is None when the
+    record does not apply (the window then shrinks and summarizes as without preparation).
+    """
+    from langgraph_ctx.strategies.summaries import conversation_of
+
+    note: dict[str, Any] = {}
+    ahead: AheadBinding | None = view.resources.ahead
+    valid = _valid(view)
+    if view.ledger.get("ahead") and valid is None:
+        note["ahead"] = "stale: the span changed"
+    set_ahead(view.ledger, None)
+    if ahead is None or valid is None:
+        return [], None, note
+    entry, at, span = valid
+    pending: list[BaseMessage] = []
+    while view.start < at:
+        before = view.tokens
+        step = view.shrink_once()
+        if step is None:
+            break
+        pending.extend(step)
+        view.record(
+            "shrink",
+            before,
+            message_ids=[m.id or "" for m in step],
+            detail={"messages": len(step), "reason": "prepared summary"},
+        )
+        for pruner in pruners:
+            yield from pruner.apply(view)
+    pin = view.history[view.pin].id if view.pin is not None else None
+    same = [m.id for m in conversation_of(pending)] == [m.id for m in span]
+    if view.start != at or pin != entry.get("pin_id") or not same:
+        note["ahead"] = "the window moved otherwise"
+        return pending, None, note
+    digest = entry["digest"]
+
+    def summarize(messages: list[BaseMessage], prev: str | None) -> Plan[Any]:
+        return ahead.plan_outcome(digest, messages, prev, note)
+
+    return pending, summarize, note
