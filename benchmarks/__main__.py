@@ -10,7 +10,7 @@ import argparse
 import time
 from collections.abc import Callable, Sequence
 
-from benchmarks import cost, pipeline, tokens
+from benchmarks import cost, latency, pipeline, tokens
 from benchmarks._progress import progress
 
 Section = Callable[[argparse.Namespace], None]
@@ -21,6 +21,7 @@ SECTIONS: dict[str, Section] = {
     "compaction": pipeline.run_compaction,
     "summarization": pipeline.run_summarization,
     "cost": cost.run,
+    "latency": latency.run,
 }
 """Section name -> its `run(args)`; sections run in this order when none are named."""
 

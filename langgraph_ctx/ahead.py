@@ -307,24 +307,44 @@ def _valid(view: PromptView) -> tuple[AheadEntry, int, list[BaseMessage]] | None
     return entry, at, span
 
 
+LOOKAHEAD_CALLS = 3
+"""A preparation also starts when the last call's growth, this many times over, would pass the
+trigger: a step that adds much gets its summary prepared earlier."""
+
+
 def plan_prepare(view: PromptView, *, prepare_at: float, pruners: Sequence[Any]) -> Plan[None]:
-    """Under the trigger but over `prepare_at`: record the next span and start preparing it."""
+    """Under the trigger, with the trigger near: record the next span and start preparing it.
+
+    Near means over `prepare_at` of the limit, or within `LOOKAHEAD_CALLS` calls growing as
+    much as the last one did (the ledger's last report gives the previous prompt's size).
+    """
     ahead = view.resources.ahead
     if ahead is None or view.resources.summarize is None:
         return
-    if view.tokens <= int(view.budget.limit * prepare_at):
+    trigger = view.budget.trigger_tokens
+    last = (view.ledger.get("last_report") or {}).get("tokens")
+    growth = view.tokens - last if isinstance(last, int) and last < view.tokens else 0
+    near = view.tokens > int(view.budget.limit * prepare_at)
+    soon = view.tokens + LOOKAHEAD_CALLS * growth > trigger
+    if not (near or soon or view.ledger.get("ahead")):
         return
     valid = _valid(view)
-    if valid is not None:  # recorded already: (re)start it, e.g. after a restart
-        entry, _, span = valid
+    if valid is not None and not _new_turn_since(view, valid[0]):
+        entry, _, span = valid  # recorded already: (re)start it, e.g. after a restart
         yield from ahead.plan_start(entry["digest"], span, _previous(view))
         return
-    found = _dry_run(view, prepare_at, pruners)
+    # Cut deeper by what the prompt will grow until the trigger: then, at the trigger, the
+    # window holds about what it would after a summary made there.
+    deeper = max(slack_tokens(view, prepare_at), trigger - view.tokens)
+    found = _dry_run(view, deeper, pruners)
     if found is None:
         set_ahead(view.ledger, None)
         return
     start_id, pin_id, span = found
     digest = span_digest(_previous(view), span)
+    if valid is not None and valid[0].get("digest") == digest:
+        yield from ahead.plan_start(digest, span, _previous(view))
+        return  # a new turn, but the window will still move to the same start
     newest = view.history[-1].id if view.history else None
     set_ahead(
         view.ledger,
@@ -334,6 +354,7 @@ def plan_prepare(view: PromptView, *, prepare_at: float, pruners: Sequence[Any])
             "digest": digest,
             "count": len(span),
             "started": newest,
+            "tokens": view.report.tokens_in,
         },
     )
     yield from ahead.plan_start(digest, span, _previous(view))
@@ -345,8 +366,25 @@ def plan_prepare(view: PromptView, *, prepare_at: float, pruners: Sequence[Any])
     )
 
 
+def _new_turn_since(view: PromptView, entry: AheadEntry) -> bool:
+    """Whether a user turn began after the preparation started.
+
+    The window then shrinks by whole turns where it moved block by block within the task's
+    turn, so the recorded start may not be where it will move: worked out again.
+    """
+    from langgraph_ctx.messages import is_user_input
+
+    started = entry.get("started")
+    for message in reversed(view.history):
+        if message.id == started:
+            return False
+        if is_user_input(message):
+            return True
+    return False
+
+
 def _dry_run(
-    view: PromptView, prepare_at: float, pruners: Sequence[Any]
+    view: PromptView, deeper: int, pruners: Sequence[Any]
 ) -> tuple[str, str | None, list[BaseMessage]] | None:
     """Shrink a scratch copy of the view as the window will at the trigger, a little deeper.
 
@@ -365,7 +403,7 @@ def _dry_run(
 
     if not _no_io(prune()):
         return None
-    goal = summary_goal(scratch) - slack_tokens(view, prepare_at)
+    goal = summary_goal(scratch) - deeper
     dropped: list[BaseMessage] = []
     while scratch.tokens > goal:
         step = scratch.shrink_once()
@@ -410,15 +448,21 @@ def _scratch(view: PromptView) -> PromptView:
     return scratch
 
 
-def take_prepared(
-    view: PromptView, *, pruners: Sequence[Any]
-) -> Plan[tuple[list[BaseMessage], SummarizePlan | None, dict[str, Any]]]:
-    """At the trigger: move the window to the recorded start when the record is still valid.
+@dataclass
+class Taken:
+    """What `take_prepared` did at the trigger."""
 
-    Returns the messages that left, the plan factory that summarizes them (the prepared
-    outcome or the summarizer's) and a note for the report; the factory is None when the
-    record does not apply (the window then shrinks and summarizes as without preparation).
-    """
+    pending: list[BaseMessage] = field(default_factory=list)
+    """Messages that left the window."""
+    summarize: SummarizePlan | None = None
+    """Summarizes them (the prepared outcome, else the summarizer); None when the record did
+    not apply: the window then shrinks and summarizes as without preparation."""
+    note: dict[str, Any] = field(default_factory=dict)
+    """For the report: `ahead` says whether the prepared summary was used, or why not."""
+
+
+def take_prepared(view: PromptView, *, pruners: Sequence[Any]) -> Plan[Taken]:
+    """At the trigger: move the window to the recorded start when the record is still valid."""
     from langgraph_ctx.strategies.summaries import conversation_of
 
     note: dict[str, Any] = {}
@@ -428,7 +472,7 @@ def take_prepared(
         note["ahead"] = "stale: the span changed"
     set_ahead(view.ledger, None)
     if ahead is None or valid is None:
-        return [], None, note
+        return Taken(note=note)
     entry, at, span = valid
     pending: list[BaseMessage] = []
     while view.start < at:
@@ -449,10 +493,10 @@ def take_prepared(
     same = [m.id for m in conversation_of(pending)] == [m.id for m in span]
     if view.start != at or pin != entry.get("pin_id") or not same:
         note["ahead"] = "the window moved otherwise"
-        return pending, None, note
+        return Taken(pending, None, note)
     digest = entry["digest"]
 
     def summarize(messages: list[BaseMessage], prev: str | None) -> Plan[Any]:
         return ahead.plan_outcome(digest, messages, prev, note)
 
-    return pending, summarize, note
+    return Taken(pending, summarize, note)

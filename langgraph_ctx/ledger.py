@@ -93,6 +93,7 @@ class AheadEntry(TypedDict, total=False):
     digest: str
     count: int
     started: str | None
+    tokens: int
 
 
 class ContextLedger(TypedDict, total=False):
@@ -564,6 +565,7 @@ def _ahead(value: Any, repairs: list[str]) -> Any:
         isinstance(value.get(n), str) for n in ("start_id", "digest")
     )
     ok = ok and all(_optional_str(value.get(n)) for n in ("pin_id", "started"))
+    ok = ok and all(_is_int(value.get(n, 0)) for n in ("count", "tokens"))
     if not ok:
         repairs.append(
             f"ledger['ahead']: malformed {shorten(value)}; dropped (the summary is prepared "

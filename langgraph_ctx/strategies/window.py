@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import Plan
-from langgraph_ctx.ahead import plan_prepare, slack_tokens, take_prepared
+from langgraph_ctx.ahead import plan_prepare, take_prepared
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.strategies.base import check_field_types
 from langgraph_ctx.strategies.pruning import PruneToolOutputs
@@ -52,7 +52,10 @@ class SlidingWindow:
         """Shrink until the prompt is at or under the target."""
         prune_again = [s for s in view.strategies if isinstance(s, PruneToolOutputs)]
         prepare_at = self.prepare_at if self.summarize else None
-        if not view.over_trigger():
+        # With summaries prepared ahead, a prompt that pruning and compaction brought back
+        # under the trigger waits for its summary to be prepared (it fits: no call waits).
+        later = prepare_at is not None and view.tokens <= view.budget.trigger_tokens
+        if not view.over_trigger() or later:
             if prepare_at is not None:
                 yield from plan_prepare(view, prepare_at=prepare_at, pruners=prune_again)
             return
@@ -66,16 +69,20 @@ class SlidingWindow:
         goal = summary_goal(view) if auto else view.goal
         summarized = False
         if prepare_at is not None:
-            pending, prepared, note = yield from take_prepared(view, pruners=prune_again)
-            if prepared is not None:
-                yield from summarize_span(view, pending, kind="auto_compact", summarize=prepared)
-                _annotate(view, note)
-                # The span was cut deeper for the growth until the trigger: within that of
-                # the goal, the rest stays in the window rather than cost a summarizer call.
+            taken = yield from take_prepared(view, pruners=prune_again)
+            pending = taken.pending
+            if taken.summarize is not None:
+                yield from summarize_span(
+                    view, pending, kind="auto_compact", summarize=taken.summarize
+                )
+                _annotate(view, taken.note)
+                # The span was cut deeper for the growth until the trigger; what came since
+                # stays in the window (up to half way to the trigger) rather than cost a
+                # second summarizer call in this model call.
                 summarized, pending = True, []
-                goal = final_goal + slack_tokens(view, prepare_at)
-            elif note:
-                view.record("skip", view.tokens, detail={"reason": note["ahead"]})
+                goal = max(final_goal, (final_goal + view.budget.trigger_tokens) // 2)
+            elif taken.note:
+                view.record("skip", view.tokens, detail={"reason": taken.note["ahead"]})
         while view.tokens > goal:
             before = view.tokens
             dropped = view.shrink_once()
