@@ -383,6 +383,18 @@ def _new_turn_since(view: PromptView, entry: AheadEntry) -> bool:
     return False
 
 
+def accept_tokens(view: PromptView, prepare_at: float) -> int:
+    """What the window may keep after taking a prepared summary: up to the preparation mark.
+
+    The span was cut deeper for the growth expected until the trigger; what came since stays
+    in the window rather than cost a second summarizer call inside the model call. A
+    preparation that started early (a large step foreseen) leaves more: the next summary then
+    comes sooner, prepared as well.
+    """
+    final_goal = min(view.goal, view.budget.summary_target_tokens)
+    return max(final_goal, view.budget.trigger_tokens - slack_tokens(view, prepare_at))
+
+
 def _dry_run(
     view: PromptView, deeper: int, pruners: Sequence[Any]
 ) -> tuple[str, str | None, list[BaseMessage]] | None:

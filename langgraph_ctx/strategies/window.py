@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import Plan
-from langgraph_ctx.ahead import plan_prepare, take_prepared
+from langgraph_ctx.ahead import accept_tokens, plan_prepare, take_prepared
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.strategies.base import check_field_types
 from langgraph_ctx.strategies.pruning import PruneToolOutputs
@@ -76,11 +76,8 @@ class SlidingWindow:
                     view, pending, kind="auto_compact", summarize=taken.summarize
                 )
                 _annotate(view, taken.note)
-                # The span was cut deeper for the growth until the trigger; what came since
-                # stays in the window (up to half way to the trigger) rather than cost a
-                # second summarizer call in this model call.
                 summarized, pending = True, []
-                goal = max(final_goal, (final_goal + view.budget.trigger_tokens) // 2)
+                goal = accept_tokens(view, prepare_at)  # what came since the preparation stays
             elif taken.note:
                 view.record("skip", view.tokens, detail={"reason": taken.note["ahead"]})
         while view.tokens > goal:
