@@ -10,7 +10,8 @@ the pipeline adds before the model can be called, a summarizer call included.
 Four runs go side by side, sync and async with `prepare_summaries` off and on, concurrently (the
 summarizer and the pacing sleep, so the runs barely share the CPU): the table gives p50 / p95 /
 max over every call, the calls that landed a summary, how many waited for the summarizer, and
-the summarizer input tokens (what preparing ahead costs).
+the summarizer input tokens. A second table gives what preparing ahead costs on the cost
+section's workloads (effective cost, prepare off and on, instant summarizer).
 """
 
 from __future__ import annotations
@@ -216,5 +217,99 @@ def run(args: argparse.Namespace) -> None:
             "from a preparation (the others were summarized in the call).",
             f"goal: p95 under {GOAL * 1000:.0f} ms with prepare on -> "
             + ("met" if met else "MISSED"),
+        ],
+    )
+    run_cost(args)
+
+
+# --- what preparing costs ------------------------------------------------------------------
+
+
+def _replay_cost(spec: Any, runs: list[Any], prepare: bool) -> dict[str, float]:
+    """Effective cost of `langgraph-ctx defaults` over `runs`, with or without preparing.
+
+    The summarizer is the cost section's (instant): which span each summary covers is decided
+    by the ledger, not by timing, so the figures do not depend on the machine.
+    """
+    from benchmarks.cost import _model
+    from benchmarks.pipeline import Ours
+    from benchmarks.replay import replay
+    from langgraph_ctx.report import ContextBudget
+
+    totals = {"cost": 0.0, "input": 0.0, "calls": 0.0, "facts": 0.0, "facts_total": 0.0}
+    budget = ContextBudget(context_window_tokens=spec.window, reserved_output_tokens=spec.reserved)
+    for _, messages, facts in runs:
+        model = _model(spec.limit, facts)
+        system = Ours(
+            "langgraph-ctx defaults",
+            strategies=default_strategies(),
+            archive=True,
+            model=model,
+            budget=budget,
+        )
+        system.manager = ContextManager(
+            budget=budget,
+            strategies=default_strategies(),
+            token_counter=counter(),
+            archive=system.archive,
+            summarizer=Summarizer(model=model, timeout_seconds=None),
+            prepare_summaries=prepare,
+        )
+        result = replay(system, messages, limit=spec.limit, facts=list(facts))
+        if system.manager.preparer is not None:  # a preparation still running is paid for too
+            system.manager.preparer.join(60)
+        result.summarizer_calls = len(model.calls)
+        result.summarizer_input_tokens = model.input_tokens()
+        totals["cost"] += result.effective_cost
+        totals["input"] += result.summarizer_input_tokens
+        totals["calls"] += result.summarizer_calls
+        totals["facts"] += result.facts_visible
+        totals["facts_total"] += len(facts)
+    return totals
+
+
+def run_cost(args: argparse.Namespace) -> None:
+    """Print what `prepare_summaries=True` costs on the cost section's workloads."""
+    from benchmarks.cost import QUICK, WORKLOADS
+
+    specs = [QUICK] if args.quick else list(WORKLOADS.values())
+    rows = []
+    for spec in specs:
+        runs = spec.load()
+        if not runs:
+            continue
+        progress(f"latency cost: {spec.name}")
+        off, on = _replay_cost(spec, runs, False), _replay_cost(spec, runs, True)
+        facts = (
+            f"{int(off['facts'])} / {int(on['facts'])} of {int(on['facts_total'])}"
+            if on["facts_total"]
+            else "-"
+        )
+        rows.append(
+            [
+                spec.name,
+                fmt_int(round(off["cost"])),
+                fmt_int(round(on["cost"])),
+                f"{(on['cost'] / off['cost'] - 1) * 100:+.1f}%",
+                f"{fmt_int(int(off['input']))} / {fmt_int(int(on['input']))}",
+                f"{int(off['calls'])} / {int(on['calls'])}",
+                facts,
+            ]
+        )
+    print_table(
+        "What preparing summaries ahead costs (langgraph-ctx defaults, prepare off vs on)",
+        [
+            "workload",
+            "eff. cost off",
+            "eff. cost on",
+            "change",
+            "summ. input",
+            "summ. calls",
+            "facts kept",
+        ],
+        rows,
+        notes=[
+            "effective cost as in the cost section (uncached + 0.1 x cache-reusable + summarizer"
+            " input), same SummaryModel; preparations still running at the end are counted.",
         ],
     )

@@ -342,10 +342,12 @@ def plan_prepare(view: PromptView, *, prepare_at: float, pruners: Sequence[Any])
         return
     start_id, pin_id, span = found
     digest = span_digest(_previous(view), span)
-    if valid is not None and valid[0].get("digest") == digest:
-        yield from ahead.plan_start(digest, span, _previous(view))
-        return  # a new turn, but the window will still move to the same start
     newest = view.history[-1].id if view.history else None
+    if valid is not None and valid[0].get("digest") == digest:
+        # A new turn, but the window will still move to the same start: checked up to here.
+        set_ahead(view.ledger, {**valid[0], "started": newest})
+        yield from ahead.plan_start(digest, span, _previous(view))
+        return
     set_ahead(
         view.ledger,
         {
