@@ -5,21 +5,24 @@ trigger (0.9 of the limit), and the model call that passed it waits for the summ
 with a real model. With `SlidingWindow(prepare_at=0.85)` (what
 `ContextManager(prepare_summaries=True)` sets) the work moves ahead:
 
-1. **Prepare.** A build whose prompt passes `prepare_at` but not the trigger works out, on a
-   scratch copy of the view, the span the next summary will cover: a dry run of the window's
-   shrink, cut deeper by the growth expected until the trigger (`slack_tokens`). It records
-   the span in the ledger (`ahead`: where the window will start, the pinned task, a digest of
-   the span and of the summary it folds into, the newest message when it started) and yields a
-   `PrepareSummary` effect: the sync driver starts a worker thread, the async driver an
+1. **Prepare.** A build whose prompt is under the trigger but near it (over `prepare_at`, or
+   within `LOOKAHEAD_CALLS` calls growing like the last one) works out, on a scratch copy of
+   the view, the span the next summary will cover: a dry run of the window's shrink, cut
+   deeper by the growth expected until the trigger. It records the span in the ledger
+   (`ahead`: where the window will start, the pinned task, a digest of the span and of the
+   summary it folds into, the newest message and the prompt's size when it started) and yields
+   a `PrepareSummary` effect: the sync driver starts a worker thread, the async driver an
    asyncio task, each running the summarizer's own plan. One preparation runs per thread at a
-   time, keyed by thread, so a manager shared by many threads never mixes them.
-2. **Take.** A build that passes the trigger while the ledger names a span that is still valid
+   time, keyed by thread, so a manager shared by many threads never mixes them. A new user
+   turn, or a span that changed (an edit, a removal), makes the next build work it out again.
+2. **Take.** A build over the trigger (after pruning and compaction: a prompt they bring back
+   under it waits for its prepared summary) whose ledger names a span that is still valid
    (same messages, same content, same previous summary: the digest) moves the window to the
    recorded start and summarizes exactly that span: with the prepared outcome (`AwaitPrepared`,
    waiting a bounded time for one still running), else by calling the summarizer as without
    preparation. The ledger, not timing, decides the span, so the prompt is the same either
-   way for the same summarizer answers. What is still over the window's goal then is cut and
-   folded in as before (a second, rarely needed, summarizer call).
+   way for the same summarizer answers. What came since the preparation stays in the window
+   up to `accept_tokens`; only beyond that is more cut and folded in the call, as before.
 
 A record that no longer matches, a preparation lost with its process (the outcome lives in
 memory, the record in the ledger: after a restart the span is summarized when the trigger is
@@ -312,6 +315,10 @@ LOOKAHEAD_CALLS = 3
 trigger: a step that adds much gets its summary prepared earlier."""
 
 
+LOOKAHEAD_SHARE = 0.2
+"""The earliest a preparation starts: this share of the limit before the trigger."""
+
+
 def plan_prepare(view: PromptView, *, prepare_at: float, pruners: Sequence[Any]) -> Plan[None]:
     """Under the trigger, with the trigger near: record the next span and start preparing it.
 
@@ -325,14 +332,24 @@ def plan_prepare(view: PromptView, *, prepare_at: float, pruners: Sequence[Any])
     last = (view.ledger.get("last_report") or {}).get("tokens")
     growth = view.tokens - last if isinstance(last, int) and last < view.tokens else 0
     near = view.tokens > int(view.budget.limit * prepare_at)
-    soon = view.tokens + LOOKAHEAD_CALLS * growth > trigger
+    # Never earlier than `LOOKAHEAD_SHARE` of the limit before the trigger: what came since
+    # the preparation stays in the window, so an early one makes the next summary come early.
+    reach = min(LOOKAHEAD_CALLS * growth, int(LOOKAHEAD_SHARE * view.budget.limit))
+    soon = view.tokens + reach > trigger
     if not (near or soon or view.ledger.get("ahead")):
         return
     valid = _valid(view)
-    if valid is not None and not _new_turn_since(view, valid[0]):
-        entry, _, span = valid  # recorded already: (re)start it, e.g. after a restart
-        yield from ahead.plan_start(entry["digest"], span, _previous(view))
-        return
+    if valid is not None:
+        entry, at, span = valid
+        newest = view.history[-1].id if view.history else None
+        if _new_turn_since(view, entry):
+            if not _reachable(view, entry, at, span):
+                valid = None  # the window will not move there any more: worked out again
+            else:  # checked up to here
+                set_ahead(view.ledger, {**entry, "started": newest})
+        if valid is not None:  # recorded already: (re)start it, e.g. after a restart
+            yield from ahead.plan_start(entry["digest"], span, _previous(view))
+            return
     # Cut deeper by what the prompt will grow until the trigger: then, at the trigger, the
     # window holds about what it would after a summary made there.
     deeper = max(slack_tokens(view, prepare_at), trigger - view.tokens)
@@ -343,11 +360,6 @@ def plan_prepare(view: PromptView, *, prepare_at: float, pruners: Sequence[Any])
     start_id, pin_id, span = found
     digest = span_digest(_previous(view), span)
     newest = view.history[-1].id if view.history else None
-    if valid is not None and valid[0].get("digest") == digest:
-        # A new turn, but the window will still move to the same start: checked up to here.
-        set_ahead(view.ledger, {**valid[0], "started": newest})
-        yield from ahead.plan_start(digest, span, _previous(view))
-        return
     set_ahead(
         view.ledger,
         {
@@ -395,6 +407,26 @@ def accept_tokens(view: PromptView, prepare_at: float) -> int:
     """
     final_goal = min(view.goal, view.budget.summary_target_tokens)
     return max(final_goal, view.budget.trigger_tokens - slack_tokens(view, prepare_at))
+
+
+def _reachable(view: PromptView, entry: AheadEntry, at: int, span: list[BaseMessage]) -> bool:
+    """Whether the window, shrunk on a scratch copy, stops where the record says.
+
+    At the recorded start, pinning the recorded task, with exactly the span leaving: what
+    taking the prepared summary at the trigger needs.
+    """
+    from langgraph_ctx.strategies.summaries import conversation_of
+
+    scratch = _scratch(view)
+    dropped: list[BaseMessage] = []
+    while scratch.start < at:
+        step = scratch.shrink_once()
+        if step is None:
+            return False
+        dropped.extend(step)
+    pin = scratch.history[scratch.pin].id if scratch.pin is not None else None
+    same = [m.id for m in conversation_of(dropped)] == [m.id for m in span]
+    return scratch.start == at and pin == entry.get("pin_id") and same
 
 
 def _dry_run(
