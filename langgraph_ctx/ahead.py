@@ -72,16 +72,44 @@ def span_digest(previous: str | None, messages: Sequence[BaseMessage]) -> str:
     """
     h = hashlib.sha256(json.dumps(previous or "").encode())
     for m in messages:
-        row = [
-            m.id,
-            m.type,
-            m.content,
-            getattr(m, "tool_calls", None),
-            getattr(m, "tool_call_id", None),
-            m.name,
-        ]
-        h.update(json.dumps(row, sort_keys=True, default=str, ensure_ascii=False).encode())
+        h.update(_message_digest(m))
     return h.hexdigest()[:32]
+
+
+_DIGESTS: OrderedDict[int, tuple[BaseMessage, Any, bytes]] = OrderedDict()
+_DIGESTS_LOCK = threading.Lock()
+_DIGESTS_MAX = 4096
+
+
+def _message_digest(m: BaseMessage) -> bytes:
+    """One message's digest, cached by object.
+
+    A build near the trigger checks its recorded span on every call, and most of the span's
+    messages are the same objects as in the last call. The cache holds the message itself (so
+    an object id is never reused while cached) and its content object: content assigned anew
+    is digested again.
+    """
+    key = id(m)
+    with _DIGESTS_LOCK:
+        hit = _DIGESTS.get(key)
+    if hit is not None and hit[0] is m and hit[1] is m.content:
+        return hit[2]
+    row = [
+        m.id,
+        m.type,
+        m.content,
+        getattr(m, "tool_calls", None),
+        getattr(m, "tool_call_id", None),
+        m.name,
+    ]
+    text = json.dumps(row, sort_keys=True, default=str, ensure_ascii=False)
+    digest = hashlib.sha256(text.encode()).digest()
+    with _DIGESTS_LOCK:
+        _DIGESTS[key] = (m, m.content, digest)
+        _DIGESTS.move_to_end(key)
+        while len(_DIGESTS) > _DIGESTS_MAX:
+            _DIGESTS.popitem(last=False)
+    return digest
 
 
 def thread_key(archive: Archive | None, history: Sequence[BaseMessage]) -> str:
