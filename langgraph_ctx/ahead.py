@@ -15,8 +15,7 @@ with a real model. With `SlidingWindow(prepare_at=0.85)` (what
    asyncio task, each running the summarizer's own plan. One preparation runs per thread at a
    time, keyed by thread, so a manager shared by many threads never mixes them. A new user
    turn, or a span that changed (an edit, a removal), makes the next build work it out again.
-2. **Take.** A build over the trigger (after pruning and compaction: a prompt they bring back
-   under it waits for its prepared summary) whose ledger names a span that is still valid
+2. **Take.** A build over the trigger whose ledger names a span that is still valid
    (same messages, same content, same previous summary: the digest) moves the window to the
    recorded start and summarizes exactly that span: with the prepared outcome (`AwaitPrepared`,
    waiting a bounded time for one still running), else by calling the summarizer as without
@@ -425,16 +424,16 @@ def _new_turn_since(view: PromptView, entry: AheadEntry) -> bool:
     return False
 
 
-def accept_tokens(view: PromptView, prepare_at: float) -> int:
-    """What the window may keep after taking a prepared summary: up to the preparation mark.
+def accept_tokens(view: PromptView) -> int:
+    """What the window may keep after taking a prepared summary: half way to the trigger.
 
     The span was cut deeper for the growth expected until the trigger; what came since stays
-    in the window rather than cost a second summarizer call inside the model call. A
-    preparation that started early (a large step foreseen) leaves more: the next summary then
-    comes sooner, prepared as well.
+    in the window up to this rather than cost a second summarizer call inside the model call.
+    Beyond it the window cuts on and folds the rest in the call, as without preparing: keeping
+    more makes the next summary come sooner, which costs more than it saves.
     """
     final_goal = min(view.goal, view.budget.summary_target_tokens)
-    return max(final_goal, view.budget.trigger_tokens - slack_tokens(view, prepare_at))
+    return max(final_goal, (final_goal + view.budget.trigger_tokens) // 2)
 
 
 def _reachable(view: PromptView, entry: AheadEntry, at: int, span: list[BaseMessage]) -> bool:

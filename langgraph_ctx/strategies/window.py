@@ -52,10 +52,7 @@ class SlidingWindow:
         """Shrink until the prompt is at or under the target."""
         prune_again = [s for s in view.strategies if isinstance(s, PruneToolOutputs)]
         prepare_at = self.prepare_at if self.summarize else None
-        # With summaries prepared ahead, a prompt that pruning and compaction brought back
-        # under the trigger waits for its summary to be prepared (it fits: no call waits).
-        later = prepare_at is not None and view.tokens <= view.budget.trigger_tokens
-        if not view.over_trigger() or later:
+        if not view.over_trigger():
             if prepare_at is not None:
                 yield from plan_prepare(view, prepare_at=prepare_at, pruners=prune_again)
             return
@@ -77,7 +74,7 @@ class SlidingWindow:
                 )
                 _annotate(view, taken.note)
                 summarized, pending = True, []
-                goal = accept_tokens(view, prepare_at)  # what came since the preparation stays
+                goal = accept_tokens(view)  # what came since the preparation stays
             elif taken.note:
                 view.record("skip", view.tokens, detail={"reason": taken.note["ahead"]})
         while view.tokens > goal:
