@@ -346,11 +346,14 @@ LOOKAHEAD_SHARE = 0.2
 """The earliest a preparation starts: this share of the limit before the trigger."""
 
 
-def plan_prepare(view: PromptView, *, prepare_at: float, pruners: Sequence[Any]) -> Plan[None]:
+def plan_prepare(
+    view: PromptView, *, prepare_at: float, pruners: Sequence[Any], now: bool = False
+) -> Plan[None]:
     """Under the trigger, with the trigger near: record the next span and start preparing it.
 
     Near means over `prepare_at` of the limit, or within `LOOKAHEAD_CALLS` calls growing as
-    much as the last one did (the ledger's last report gives the previous prompt's size).
+    much as the last one did (the ledger's last report gives the previous prompt's size);
+    `now` prepares whatever the size (see `plan_defer`).
     """
     ahead = view.resources.ahead
     if ahead is None or view.resources.summarize is None:
@@ -363,7 +366,7 @@ def plan_prepare(view: PromptView, *, prepare_at: float, pruners: Sequence[Any])
     # the preparation stays in the window, so an early one makes the next summary come early.
     reach = min(LOOKAHEAD_CALLS * growth, int(LOOKAHEAD_SHARE * view.budget.limit))
     soon = view.tokens + reach > trigger
-    if not (near or soon or view.ledger.get("ahead")):
+    if not (now or near or soon or view.ledger.get("ahead")):
         return
     valid = _valid(view)
     if valid is not None:
@@ -405,6 +408,48 @@ def plan_prepare(view: PromptView, *, prepare_at: float, pruners: Sequence[Any])
         message_ids=[m.id or "" for m in span],
         detail={"messages": len(span), "start_id": start_id, "digest": digest},
     )
+
+
+DEFER_CALLS = 2
+"""Calls a summary due at the trigger may wait for its preparation (see `plan_defer`)."""
+
+
+def plan_defer(view: PromptView, *, prepare_at: float, pruners: Sequence[Any]) -> Plan[bool]:
+    """The prompt passed the trigger but earlier strategies brought it back under: wait?
+
+    A step that jumps over the trigger (a large output, compacted on arrival) would make the
+    window cut and summarize in this call. Instead the span is recorded and prepared now, and
+    the cut waits up to `DEFER_CALLS` calls while the prompt stays under the trigger (each
+    call counts down in the ledger, so the decision is data, not timing). Returns whether the
+    cut waits; when it does not, the window takes the recorded span as at the trigger.
+    """
+    if view.resources.ahead is None or view.resources.summarize is None:
+        return False
+    valid = _valid(view)
+    if valid is None:
+        yield from plan_prepare(view, prepare_at=prepare_at, pruners=pruners, now=True)
+        entry = view.ledger.get("ahead")
+        if not entry:
+            return False
+        set_ahead(view.ledger, {**entry, "due": DEFER_CALLS})
+        return True
+    entry = valid[0]
+    due = int(entry.get("due", DEFER_CALLS))
+    if due <= 0:
+        return False
+    set_ahead(view.ledger, {**entry, "due": due})
+    yield from plan_prepare(view, prepare_at=prepare_at, pruners=pruners)
+    return True
+
+
+def count_down(view: PromptView) -> bool:
+    """One call less for a deferred cut; whether it is due in this call (see `plan_defer`)."""
+    entry = view.ledger.get("ahead")
+    if not entry or "due" not in entry:
+        return False
+    due = int(entry["due"]) - 1
+    set_ahead(view.ledger, {**entry, "due": max(0, due)})
+    return due <= 0
 
 
 def _new_turn_since(view: PromptView, entry: AheadEntry) -> bool:

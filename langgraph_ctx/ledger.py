@@ -94,6 +94,7 @@ class AheadEntry(TypedDict, total=False):
     count: int
     started: str | None
     tokens: int
+    due: int
 
 
 class ContextLedger(TypedDict, total=False):
@@ -565,7 +566,7 @@ def _ahead(value: Any, repairs: list[str]) -> Any:
         isinstance(value.get(n), str) for n in ("start_id", "digest")
     )
     ok = ok and all(_optional_str(value.get(n)) for n in ("pin_id", "started"))
-    ok = ok and all(_is_int(value.get(n, 0)) for n in ("count", "tokens"))
+    ok = ok and all(_is_int(value.get(n, 0)) for n in ("count", "tokens", "due"))
     if not ok:
         repairs.append(
             f"ledger['ahead']: malformed {shorten(value)}; dropped (the summary is prepared "

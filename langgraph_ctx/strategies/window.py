@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import Plan
-from langgraph_ctx.ahead import accept_tokens, plan_prepare, take_prepared
+from langgraph_ctx.ahead import (
+    accept_tokens,
+    count_down,
+    plan_defer,
+    plan_prepare,
+    take_prepared,
+)
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.strategies.base import check_field_types
 from langgraph_ctx.strategies.pruning import PruneToolOutputs
@@ -53,11 +59,18 @@ class SlidingWindow:
         prune_again = [s for s in view.strategies if isinstance(s, PruneToolOutputs)]
         prepare_at = self.prepare_at if self.summarize else None
         if not view.over_trigger():
-            if prepare_at is not None:
-                yield from plan_prepare(view, prepare_at=prepare_at, pruners=prune_again)
-            return
-        if view.tokens <= view.goal:
+            if prepare_at is None:
+                return
+            due = count_down(view)  # a cut deferred at the trigger is due now
+            yield from plan_prepare(view, prepare_at=prepare_at, pruners=prune_again)
+            if not due or view.tokens <= view.goal:
+                return
+        elif view.tokens <= view.goal:
             return  # earlier strategies (pruning, compaction) were enough
+        if prepare_at is not None and view.tokens <= view.budget.trigger_tokens:
+            waits = yield from plan_defer(view, prepare_at=prepare_at, pruners=prune_again)
+            if waits:
+                return
         auto = self.summarize
         pending: list[BaseMessage] = []
         # What leaves is summarized: cut to the (lower) summary target, leaving room for the
