@@ -18,9 +18,9 @@ from tests.conftest import run
 from tests.fakes import scripted
 from tests.unit.test_ahead import SlowSummarizer
 
-DELAY = 1.0
+DELAY = 0.6
 """Seconds each summarizer call takes."""
-PACE = 0.2
+PACE = 0.3
 """Seconds each tool call takes (the agent's own work between two model calls)."""
 STEPS = 36
 
