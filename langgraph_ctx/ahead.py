@@ -21,7 +21,10 @@ with a real model. With `SlidingWindow(prepare_at=0.85)` (what
    waiting a bounded time for one still running), else by calling the summarizer as without
    preparation. The ledger, not timing, decides the span, so the prompt is the same either
    way for the same summarizer answers. What came since the preparation stays in the window
-   up to `accept_tokens`; only beyond that is more cut and folded in the call, as before.
+   up to `accept_tokens`; only beyond that is more cut and folded in the call, as before. A
+   prompt that jumped over the trigger but that pruning and compaction brought back under it
+   does not cut in that call: its span is recorded and prepared, and the cut waits up to
+   `DEFER_CALLS` calls, counted down in the ledger (`plan_defer`).
 
 A record that no longer matches, a preparation lost with its process (the outcome lives in
 memory, the record in the ledger: after a restart the span is summarized when the trigger is
