@@ -10,7 +10,7 @@ import argparse
 import time
 from collections.abc import Callable, Sequence
 
-from benchmarks import cost, pipeline, scale, tokens
+from benchmarks import cost, latency, pipeline, scale, tokens
 from benchmarks._progress import progress
 
 Section = Callable[[argparse.Namespace], None]
@@ -22,6 +22,7 @@ SECTIONS: dict[str, Section] = {
     "summarization": pipeline.run_summarization,
     "cost": cost.run,
     "scale": scale.run,
+    "latency": latency.run,
 }
 """Section name -> its `run(args)`; sections run in this order when none are named."""
 

@@ -99,6 +99,42 @@ class CallHandler(Effect):
     request: Any
 
 
+@dataclass(frozen=True, slots=True)
+class PrepareSummary(Effect):
+    """Start summarizing `messages` in the background (`preparer.start` or `astart`).
+
+    Sync drivers start a worker thread, async drivers an asyncio task; returns whether a
+    preparation started (one runs per thread at a time; the same span is not started twice).
+    """
+
+    preparer: Any
+    """The `SummaryPreparer` that keeps the preparation."""
+    key: str
+    """The thread the span belongs to."""
+    digest: str
+    """Names the span and the summary it folds into (`langgraph_ctx.ahead.span_digest`)."""
+    summarize: Callable[[list[BaseMessage], str | None], Plan[Any]]
+    """The summarizer's plan factory, run in the background."""
+    messages: tuple[BaseMessage, ...]
+    """The span to summarize."""
+    previous: str | None
+    """The running summary to fold into."""
+
+
+@dataclass(frozen=True, slots=True)
+class AwaitPrepared(Effect):
+    """The prepared `SummaryOutcome` of `digest`, waiting up to `timeout` s; None if none."""
+
+    preparer: Any
+    """The `SummaryPreparer` that keeps the preparation."""
+    key: str
+    """The thread the span belongs to."""
+    digest: str
+    """The span wanted (see `PrepareSummary.digest`)."""
+    timeout: float | None
+    """Longest wait for a preparation still running; `None` waits until it ends."""
+
+
 @dataclass(kw_only=True)
 class Resources:
     """What a build may use for I/O, as plan factories (None when not configured)."""
@@ -113,6 +149,8 @@ class Resources:
         None
     )
     """Update entity state from recent messages; the plan returns the new values."""
+    ahead: Any = None
+    """The thread's `AheadBinding` when summaries are prepared ahead (`langgraph_ctx.ahead`)."""
 
 
 def _timed_out(timeout: float | None) -> TimeoutError:
@@ -225,6 +263,8 @@ _DISPATCH: dict[type[Effect], tuple[_Sync, _Async]] = {
         lambda e: e.store.asearch(e.namespace, query=e.query, limit=e.limit),
     ),
     CallHandler: (lambda e: e.handler(e.request), _acall_handler),
+    PrepareSummary: (lambda e: e.preparer.start(e), lambda e: e.preparer.astart(e)),
+    AwaitPrepared: (lambda e: e.preparer.wait(e), lambda e: e.preparer.await_prepared(e)),
 }
 
 

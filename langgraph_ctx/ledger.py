@@ -88,6 +88,23 @@ class CalibrationEntry(TypedDict, total=False):
     pending: dict[str, Any] | None
 
 
+class AheadEntry(TypedDict, total=False):
+    """A summary being prepared ahead of the trigger (see `langgraph_ctx.ahead`).
+
+    The span is what leaves the window when it moves to `start_id` (keeping `pin_id`); `digest`
+    hashes the previous summary and the span's messages, so a prepared summary is used only
+    for exactly what it was made from.
+    """
+
+    start_id: str
+    pin_id: str | None
+    digest: str
+    count: int
+    started: str | None
+    tokens: int
+    due: int
+
+
 class ContextLedger(TypedDict, total=False):
     """The JSON-able record the pipeline persists (all keys optional)."""
 
@@ -99,6 +116,7 @@ class ContextLedger(TypedDict, total=False):
     entities: EntitiesEntry | None
     last_report: dict[str, Any] | None
     calibration: CalibrationEntry | None
+    ahead: AheadEntry | None
 
 
 LEDGER_KEYS = (
@@ -110,6 +128,7 @@ LEDGER_KEYS = (
     "entities",
     "last_report",
     "calibration",
+    "ahead",
 )
 
 
@@ -124,6 +143,7 @@ def empty_ledger() -> ContextLedger:
         entities=None,
         last_report=None,
         calibration=None,
+        ahead=None,
     )
 
 
@@ -423,6 +443,11 @@ def set_calibration_pending(
     ledger["calibration"] = entry
 
 
+def set_ahead(ledger: ContextLedger, entry: AheadEntry | None) -> None:
+    """Record the summary being prepared ahead (None: nothing is)."""
+    ledger["ahead"] = entry
+
+
 # --- shape checks (one per ledger key) ---------------------------------------------------
 
 
@@ -610,6 +635,21 @@ def _calibration(value: Any, repairs: list[str]) -> Any:
     return value
 
 
+def _ahead(value: Any, repairs: list[str]) -> Any:
+    ok = isinstance(value, Mapping) and all(
+        isinstance(value.get(n), str) for n in ("start_id", "digest")
+    )
+    ok = ok and all(_optional_str(value.get(n)) for n in ("pin_id", "started"))
+    ok = ok and all(_is_int(value.get(n, 0)) for n in ("count", "tokens", "due"))
+    if not ok:
+        repairs.append(
+            f"ledger['ahead']: malformed {shorten(value)}; dropped (the summary is prepared "
+            "again, or made when the trigger is reached)"
+        )
+        return None
+    return value
+
+
 _REPAIRS: dict[str, Callable[[Any, list[str]], Any]] = {
     "pruned": _pruned,
     "compacted": _compacted,
@@ -619,4 +659,5 @@ _REPAIRS: dict[str, Callable[[Any, list[str]], Any]] = {
     "entities": _entities,
     "last_report": _last_report,
     "calibration": _calibration,
+    "ahead": _ahead,
 }

@@ -26,6 +26,7 @@ DecisionKind = Literal[
     "repair",
     "skip",
     "error",
+    "prepare",
 ]
 
 

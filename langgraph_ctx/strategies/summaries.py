@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,17 +18,29 @@ if TYPE_CHECKING:
     from langgraph_ctx.view import PromptView
 
 
-def summarize_span(view: PromptView, dropped: Sequence[BaseMessage], *, kind: Any) -> Plan[bool]:
+def conversation_of(dropped: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """What a summary of `dropped` covers: not a previous summary, not a repair's stand-in.
+
+    Error results the pipeline made up for unanswered calls are not history: not summarized,
+    not dumped.
+    """
+    return [m for m in dropped if not is_summary_message(m) and not get_tag(m).get("repair")]
+
+
+def summarize_span(
+    view: PromptView,
+    dropped: Sequence[BaseMessage],
+    *,
+    kind: Any,
+    summarize: Callable[[list[BaseMessage], str | None], Plan[Any]] | None = None,
+) -> Plan[bool]:
     """Insurance dump, then a running summary of `dropped` folded into the ledger.
 
     Nothing is summarized when only a previous summary would be; the report says why.
+    `summarize` replaces the resources' summarizer plan (a summary prepared ahead).
     Returns whether a summary was written.
     """
-    # Error results the pipeline made up for unanswered calls are not history: not summarized,
-    # not dumped.
-    conversation = [
-        m for m in dropped if not is_summary_message(m) and not get_tag(m).get("repair")
-    ]
+    conversation = conversation_of(dropped)
     if not conversation:
         reason = "only the previous summary would be summarized"
         view.record("skip", view.tokens, detail={"reason": reason})
@@ -43,7 +55,7 @@ def summarize_span(view: PromptView, dropped: Sequence[BaseMessage], *, kind: An
             detail={"reason": "the kept window alone is over the trigger"},
         )
         return False
-    summarize = view.resources.summarize
+    summarize = summarize or view.resources.summarize
     if summarize is None:
         view.record(kind, view.tokens, detail={"skipped": "no summarizer configured"})
         return False

@@ -8,6 +8,14 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import Plan
+from langgraph_ctx.ahead import (
+    accept_tokens,
+    count_down,
+    plan_defer,
+    plan_prepare,
+    take_prepared,
+)
+from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.strategies.base import check_field_types
 from langgraph_ctx.strategies.pruning import PruneToolOutputs
 from langgraph_ctx.strategies.summaries import summarize_span
@@ -25,28 +33,63 @@ class SlidingWindow:
     and folded into the running summary at the first shrink that fits; the window then cuts
     to the budget's lower `summary_target`, so the summary is rare and the prompt stays short.
     When even the newest turn does not fit the limit, its task gives way to a short note.
+
+    With `prepare_at` the next summary is prepared in the background once the prompt passes
+    that share of the limit, and taken when the trigger is reached (`langgraph_ctx.ahead`).
     """
 
     summarize: bool = False
     """Summarize what leaves the window (auto-compaction)."""
+    prepare_at: float | None = None
+    """With `summarize`: share of the limit from which the next summary is prepared in the
+    background, below the budget's `trigger` (e.g. 0.85 under 0.9); None makes it when the
+    trigger is reached. Takes effect in a `ContextManager` (it keeps the preparations)."""
 
     def __post_init__(self) -> None:
         check_field_types(self)
+        if self.prepare_at is not None and not 0 < self.prepare_at < 1:
+            msg = (
+                f"SlidingWindow(prepare_at={self.prepare_at!r}): prepare_at must be between 0 "
+                "and the budget's trigger (e.g. 0.85 under trigger=0.9), or None"
+            )
+            raise ConfigError(msg)
 
     def apply(self, view: PromptView) -> Plan[None]:
         """Shrink until the prompt is at or under the target."""
-        if not view.over_trigger() or view.tokens <= view.goal:
-            return  # earlier strategies (pruning, compaction) were enough
-        auto = self.summarize
         prune_again = [s for s in view.strategies if isinstance(s, PruneToolOutputs)]
+        prepare_at = self.prepare_at if self.summarize else None
+        if not view.over_trigger():
+            if prepare_at is None:
+                return
+            due = count_down(view)  # a cut deferred at the trigger is due now
+            yield from plan_prepare(view, prepare_at=prepare_at, pruners=prune_again)
+            if not due or view.tokens <= view.goal:
+                return
+        elif view.tokens <= view.goal:
+            return  # earlier strategies (pruning, compaction) were enough
+        if prepare_at is not None and view.tokens <= view.budget.trigger_tokens:
+            waits = yield from plan_defer(view, prepare_at=prepare_at, pruners=prune_again)
+            if waits:
+                return
+        auto = self.summarize
         pending: list[BaseMessage] = []
         # What leaves is summarized: cut to the (lower) summary target, leaving room for the
         # summary that will land, so one summarizer call usually suffices.
         final_goal = min(view.goal, view.budget.summary_target_tokens) if auto else view.goal
-        # The reserve never takes more than half the goal: in a small window the summary gets
-        # cut to fit instead of the window being emptied to make room for it.
-        goal = final_goal - (min(_summary_reserve(view), final_goal // 2) if auto else 0)
+        goal = summary_goal(view) if auto else view.goal
         summarized = False
+        if prepare_at is not None:
+            taken = yield from take_prepared(view, pruners=prune_again)
+            pending = taken.pending
+            if taken.summarize is not None:
+                yield from summarize_span(
+                    view, pending, kind="auto_compact", summarize=taken.summarize
+                )
+                _annotate(view, taken.note)
+                summarized, pending = True, []
+                goal = accept_tokens(view)  # what came since the preparation stays
+            elif taken.note:
+                view.record("skip", view.tokens, detail={"reason": taken.note["ahead"]})
         while view.tokens > goal:
             before = view.tokens
             dropped = view.shrink_once()
@@ -71,6 +114,23 @@ class SlidingWindow:
             yield from summarize_span(view, pending, kind="auto_compact")
         if view.tokens > view.budget.limit:
             view.drop_task()
+
+
+def summary_goal(view: PromptView) -> int:
+    """Where a summarizing window cuts to first: the summary target less room for the summary.
+
+    The reserve never takes more than half the goal: in a small window the summary gets cut to
+    fit instead of the window being emptied to make room for it.
+    """
+    final_goal = min(view.goal, view.budget.summary_target_tokens)
+    return final_goal - min(_summary_reserve(view), final_goal // 2)
+
+
+def _annotate(view: PromptView, note: dict[str, object]) -> None:
+    """Say on the summary's decision whether the prepared summary was used."""
+    decision = view.report.decisions[-1] if view.report.decisions else None
+    if decision is not None and decision.kind == "auto_compact" and note.get("ahead"):
+        decision.detail["ahead"] = note["ahead"]
 
 
 def _summary_reserve(view: PromptView) -> int:

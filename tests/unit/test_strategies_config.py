@@ -129,7 +129,7 @@ def test_unknown_field_names_the_allowed_ones() -> None:
     assert "['keep', 'min_char']" in text and "'compaction'" in text
     for field in ("min_chars", "keep_last", "keep_errors", "preview_chars", "exclude_tools"):
         assert field in text
-    with pytest.raises(ConfigError, match=r"allowed: \['summarize'\]"):
+    with pytest.raises(ConfigError, match=r"allowed: \['prepare_at', 'summarize'\]"):
         strategies_from_config({"type": "sliding_window", "stage": 10})
 
 

@@ -1,0 +1,303 @@
+"""Summaries prepared ahead (`langgraph_ctx.ahead`): taken at the trigger, never mixed up."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+import time
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.store.memory import InMemoryStore
+from pydantic import PrivateAttr
+
+from langgraph_ctx import ContextManager
+from langgraph_ctx.ahead import SummaryPreparer, span_digest
+from langgraph_ctx.archive import Archive, StoreBackend
+from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.messages import text_of
+from langgraph_ctx.pipeline import BuildResult
+from langgraph_ctx.strategies import SlidingWindow, default_strategies
+from langgraph_ctx.summarize import Summarizer
+from tests.conftest import call
+
+DELAY = 0.4
+
+
+class SlowSummarizer(BaseChatModel):
+    """Answers a four-section summary naming a digest of its input, after `delay` seconds."""
+
+    delay: float = DELAY
+    _inputs: list[str] = PrivateAttr(default_factory=list)
+    _lock: Any = PrivateAttr(default_factory=threading.Lock)
+
+    @property
+    def _llm_type(self) -> str:
+        return "slow-summary"
+
+    @property
+    def inputs(self) -> list[str]:
+        return self._inputs
+
+    def _answer(self, messages: list[BaseMessage]) -> ChatResult:
+        text = text_of(messages[-1])
+        with self._lock:
+            self._inputs.append(text)
+        tag = hashlib.sha256(text.encode()).hexdigest()[:12]
+        body = (
+            f"<completed>\n- summarized input {tag}\n</completed>\n"
+            "<remaining>\n- carry on\n</remaining>\n<current_state>\n- fine\n</current_state>\n"
+            "<notes>\n</notes>"
+        )
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(body))])
+
+    def _generate(self, messages: list[BaseMessage], *a: Any, **k: Any) -> ChatResult:
+        time.sleep(self.delay)
+        return self._answer(messages)
+
+    async def _agenerate(self, messages: list[BaseMessage], *a: Any, **k: Any) -> ChatResult:
+        await asyncio.sleep(self.delay)
+        return self._answer(messages)
+
+
+def _manager(
+    model: SlowSummarizer, *, thread: str = "t", prepare: bool = True, **options: Any
+) -> ContextManager:
+    # One token per message: a 40-message window, trigger at 36, preparing from 34 (or
+    # three calls of growth before the trigger).
+    return ContextManager(
+        context_window_tokens=40,
+        token_counter=len,
+        strategies=default_strategies(),
+        archive=Archive(StoreBackend(InMemoryStore()), thread_id=thread),
+        summarizer=Summarizer(model=model),
+        prepare_summaries=prepare,
+        **options,
+    )
+
+
+def _step(prefix: str, k: int, text: str | None = None) -> list[BaseMessage]:
+    call_id = f"{prefix}c{k}"
+    return [
+        AIMessage("", id=f"{prefix}ai{k}", tool_calls=[{"name": "ls", "args": {}, "id": call_id}]),
+        ToolMessage(
+            text or f"{prefix} output {k}", tool_call_id=call_id, name="ls", id=f"{prefix}t{k}"
+        ),
+    ]
+
+
+def _start(prefix: str = "") -> list[BaseMessage]:
+    return [SystemMessage("Be brief.", id="sys"), HumanMessage(f"{prefix} task", id=f"{prefix}h")]
+
+
+def _kinds(result: BuildResult) -> dict[str, Any]:
+    return {d.kind: d for d in result.report.decisions}
+
+
+async def _settle(manager: ContextManager, mode: str) -> None:
+    """Let the background preparation finish (a worker thread, or a task of this loop)."""
+    assert manager.preparer is not None
+    if mode == "sync":
+        assert manager.preparer.join(5)
+    else:
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            with manager.preparer._lock:
+                preps = list(manager.preparer._preps.values())
+            if all(p.done.is_set() for p in preps):
+                return
+
+
+async def _grow_until(
+    manager: ContextManager,
+    messages: list[BaseMessage],
+    state: Any,
+    kind: str,
+    mode: str,
+    prefix: str = "",
+) -> tuple[BuildResult, Any, float]:
+    """Add tool steps, building after each, until a build records `kind`."""
+    k = sum(isinstance(m, ToolMessage) for m in messages)
+    for _ in range(60):
+        messages += _step(prefix, k)
+        k += 1
+        started = time.perf_counter()
+        result = await call(manager, "build", messages, state=state, mode=mode)
+        took = time.perf_counter() - started
+        state = result.state
+        if kind in _kinds(result):
+            return result, state, took
+    raise AssertionError(f"no {kind} decision")
+
+
+def test_prepare_at_is_checked() -> None:
+    with pytest.raises(ConfigError, match="below the budget's trigger"):
+        ContextManager(
+            context_window_tokens=1_000,
+            strategies=[SlidingWindow(summarize=True, prepare_at=0.95)],
+        )
+    with pytest.raises(ConfigError, match="between 0 and the budget's trigger"):
+        SlidingWindow(summarize=True, prepare_at=1.5)
+    with pytest.raises(ConfigError, match="needs a window that summarizes"):
+        ContextManager(context_window_tokens=1_000, prepare_summaries=True)
+    manager = ContextManager(
+        context_window_tokens=1_000, strategies=default_strategies(), prepare_summaries=True
+    )
+    window = next(s for s in manager.strategies if isinstance(s, SlidingWindow))
+    assert window.prepare_at == 0.85 and manager.preparer is not None
+    assert ContextManager(context_window_tokens=1_000).preparer is None
+
+
+async def test_the_trigger_takes_the_prepared_summary_without_waiting(mode: str) -> None:
+    model = SlowSummarizer()
+    manager = _manager(model)
+    messages = _start()
+    prepared, state, _ = await _grow_until(manager, messages, None, "prepare", mode)
+    entry = state["ahead"]
+    assert entry["digest"] == _kinds(prepared)["prepare"].detail["digest"]
+    await _settle(manager, mode)
+    assert len(model.inputs) == 1  # summarized in the background
+    result, state, took = await _grow_until(manager, messages, state, "auto_compact", mode)
+    decision = _kinds(result)["auto_compact"]
+    assert decision.detail["ahead"] == "prepared" and decision.detail["dump_ref"]
+    assert took < DELAY / 2 and len(model.inputs) == 1  # no summarizer call in the build
+    assert state["ahead"] is None
+    assert len(decision.message_ids) == entry["count"]
+
+
+async def test_the_same_prompt_with_the_preparation_lost_on_restart(mode: str) -> None:
+    model = SlowSummarizer()
+    manager = _manager(model)
+    messages = _start()
+    _, state, _ = await _grow_until(manager, messages, None, "prepare", mode)
+    await _settle(manager, mode)
+    # The same state, a new process: the ledger names the span, the outcome is gone.
+    restarted = _manager(SlowSummarizer(), prepare=True)
+    messages += _step("", 100)
+    overflow = [*messages, *(m for k in range(101, 104) for m in _step("", k))]
+    warm = await call(manager, "build", overflow, state=state, mode=mode)
+    cold = await call(restarted, "build", overflow, state=state, mode=mode)
+    assert _kinds(warm)["auto_compact"].detail["ahead"] == "prepared"
+    assert _kinds(cold)["auto_compact"].detail["ahead"] == "not ready: summarized now"
+    assert [text_of(m) for m in warm.messages] == [text_of(m) for m in cold.messages]
+    assert warm.state["summary"]["text"] == cold.state["summary"]["text"]
+
+
+async def test_a_changed_span_is_not_used(mode: str) -> None:
+    model = SlowSummarizer()
+    manager = _manager(model)
+    messages = _start()
+    _, state, _ = await _grow_until(manager, messages, None, "prepare", mode)
+    await _settle(manager, mode)
+    at = next(i for i, m in enumerate(messages) if m.id == "t2")
+    messages[at] = ToolMessage("EDITED output", tool_call_id="c2", name="ls", id="t2")
+    overflow = [*messages, *(m for k in range(101, 104) for m in _step("", k))]
+    result = await call(manager, "build", overflow, state=state, mode=mode)
+    kinds = _kinds(result)
+    assert kinds["skip"].detail["reason"] == "stale: the span changed"
+    assert "ahead" not in kinds["auto_compact"].detail
+    assert "EDITED output" in model.inputs[-1] and len(model.inputs) == 2
+    assert result.state["ahead"] is None
+
+
+async def test_an_edit_before_the_trigger_prepares_again(mode: str) -> None:
+    model = SlowSummarizer()
+    manager = _manager(model)
+    messages = _start()
+    first, state, _ = await _grow_until(manager, messages, None, "prepare", mode)
+    await _settle(manager, mode)
+    at = next(i for i, m in enumerate(messages) if m.id == "t2")
+    messages[at] = ToolMessage("EDITED output", tool_call_id="c2", name="ls", id="t2")
+    again = await call(manager, "build", messages, state=state, mode=mode)
+    assert _kinds(again)["prepare"].detail["digest"] != _kinds(first)["prepare"].detail["digest"]
+    await _settle(manager, mode)
+    assert "EDITED output" in model.inputs[-1] and len(model.inputs) == 2
+
+
+def test_a_shared_manager_keeps_threads_apart() -> None:
+    model = SlowSummarizer(delay=0.2)
+    manager = _manager(model)
+    states: dict[str, Any] = {}
+    histories = {p: _start(p) for p in ("a", "b")}
+    for prefix in histories:  # both threads reach the preparation, one after the other
+        archive = Archive(StoreBackend(InMemoryStore()), thread_id=prefix)
+        k = 0
+        while "prepare" not in states.get(prefix, {}).get("kinds", ()):
+            histories[prefix] += _step(prefix, k)
+            k += 1
+            result = manager.build(
+                histories[prefix], state=states.get(prefix, {}).get("state"), archive=archive
+            )
+            states[prefix] = {
+                "state": result.state,
+                "kinds": _kinds(result),
+                "archive": archive,
+                "k": k,
+            }
+    assert manager.preparer is not None and manager.preparer.join(5)
+    assert len(model.inputs) == 2
+    for prefix, other in (("a", "b"), ("b", "a")):
+        entry = states[prefix]["state"]["ahead"]
+        k = states[prefix]["k"]
+        overflow = [*histories[prefix], *(m for j in range(k, k + 4) for m in _step(prefix, j))]
+        result = manager.build(
+            overflow, state=states[prefix]["state"], archive=states[prefix]["archive"]
+        )
+        decision = _kinds(result)["auto_compact"]
+        assert decision.detail["ahead"] == "prepared"
+        assert entry["start_id"].startswith(prefix)
+        assert all(i.startswith(prefix) for i in decision.message_ids)
+        assert f"{other} output" not in result.state["summary"]["text"]
+    assert len(model.inputs) == 2
+
+
+def test_the_preparer_runs_one_preparation_per_thread() -> None:
+    from langgraph_ctx._effects import AwaitPrepared, PrepareSummary, run_plan
+
+    started = threading.Event()
+    release = threading.Event()
+
+    def plan(messages: list[BaseMessage], previous: str | None) -> Any:
+        started.set()
+        release.wait(5)
+        return f"summary of {len(messages)}"
+        yield  # a plan
+
+    preparer = SummaryPreparer()
+    one = (HumanMessage("x", id="x"),)
+    assert preparer.start(PrepareSummary(preparer, "t", "d1", plan, one, None))
+    assert started.wait(5)
+    assert not preparer.start(PrepareSummary(preparer, "t", "d2", plan, one, None))  # busy
+    assert preparer.start(PrepareSummary(preparer, "u", "d2", plan, one, None))  # other thread
+    assert run_plan(_wait(AwaitPrepared(preparer, "t", "d2", 0.01))) is None  # not this span
+    assert run_plan(_wait(AwaitPrepared(preparer, "t", "d1", 0.01))) is None  # still running
+    release.set()
+    assert run_plan(_wait(AwaitPrepared(preparer, "t", "d1", 5))) == "summary of 1"
+    assert preparer.pending("t") is None  # taken once
+    assert span_digest(None, one) != span_digest("previous", one)
+
+
+def _wait(effect: Any) -> Any:
+    return (yield effect)
+
+
+async def test_redaction_and_the_dump_apply_to_the_prepared_summary(mode: str) -> None:
+    model = SlowSummarizer()
+    archive = Archive(StoreBackend(InMemoryStore()), thread_id="r")
+    manager = _manager(model, redact=lambda text: text.replace("SECRET", "***"))
+    manager.archive = archive
+    messages = _start()
+    messages += _step("", 0, "the key is SECRET")
+    _, state, _ = await _grow_until(manager, messages, None, "prepare", mode)
+    await _settle(manager, mode)
+    result, _, _ = await _grow_until(manager, messages, state, "auto_compact", mode)
+    decision = _kinds(result)["auto_compact"]
+    assert decision.detail["ahead"] == "prepared"
+    assert all("SECRET" not in text for text in model.inputs)
+    dumped = archive.read(decision.detail["dump_ref"])
+    texts = [text_of(m) for m in dumped]
+    assert "the key is ***" in texts and not any("SECRET" in t for t in texts)
