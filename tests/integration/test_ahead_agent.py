@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import asdict
 from typing import Any
 
 from langchain.agents import create_agent
@@ -12,7 +13,6 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import ContextMemory
-from langgraph_ctx.memory import REPORT_KEY
 from langgraph_ctx.summarize import Summarizer
 from tests.conftest import run
 from tests.fakes import scripted
@@ -56,23 +56,20 @@ def _agent(prepare: bool) -> tuple[Any, list[float], list[float], SlowSummarizer
     agent = create_agent(
         model, [work], middleware=[memory.middleware()], checkpointer=InMemorySaver()
     )
-    return agent, called, finished, summarizer
+    return agent, called, finished, summarizer, memory
 
 
 async def _run(prepare: bool, mode: str) -> tuple[list[float], list[dict[str, Any]]]:
-    agent, called, finished, _ = _agent(prepare)
+    agent, called, finished, _, memory = _agent(prepare)
     config = {"configurable": {"thread_id": uuid.uuid4().hex}}
     task = {"messages": [HumanMessage("Work through the steps.")]}
-    state = await run(mode, agent.invoke, agent.ainvoke, task, config)
+    await run(mode, agent.invoke, agent.ainvoke, task, config)
     # The time from a tool's end to the next model call: what the build added.
     waits = [c - f for c, f in zip(called[1:], finished, strict=False)]
-    summaries = [
-        d
-        for m in state["messages"]
-        if isinstance(m, AIMessage)
-        for d in m.response_metadata[REPORT_KEY]["decisions"]
-        if d["kind"] == "auto_compact"
-    ]
+    # Each AI message carries a brief report; the full ones (with each decision's detail)
+    # are in the ledger of the thread's checkpoints.
+    reports = await memory.aget_reports(agent, config)
+    summaries = [asdict(d) for r in reports for d in r.decisions if d.kind == "auto_compact"]
     return waits, summaries
 
 
