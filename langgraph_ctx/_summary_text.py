@@ -201,7 +201,9 @@ def _compact_json(value: Any) -> str:
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1] + "…" if limit > 0 else ""
 
 
 def _clip_middle(text: str, limit: int) -> str:
@@ -379,11 +381,9 @@ def _fit(sections: Mapping[str, _Section], max_chars: int) -> str:
         sections[name].omitted += 1
         sizes[name] -= len(dropped) + 1
     excess = rendered_length() - max_chars
-    if excess > 0:  # only the task and the open request are left: cut the longer one's middle
-        name, index = max(
-            ((n, i) for n in SUMMARY_SECTIONS for i in range(len(sections[n].lines))),
-            key=lambda at: len(sections[at[0]].lines[at[1]]),
-        )
+    left = [(n, i) for n in SUMMARY_SECTIONS for i in range(len(sections[n].lines))]
+    if excess > 0 and left:  # only the task and the open request are left: cut the longer one
+        name, index = max(left, key=lambda at: len(sections[at[0]].lines[at[1]]))
         line = sections[name].lines[index]
         cut = excess + 40  # room for the marker
         keep = max((len(line) - cut) // 2, 40)
@@ -391,7 +391,7 @@ def _fit(sections: Mapping[str, _Section], max_chars: int) -> str:
         if omitted > 0:
             marker = f" … [{omitted} characters omitted] … "
             sections[name].lines[index] = line[:keep] + marker + line[-keep:]
-    text = _render(sections)
+    text = _render(sections)  # over `max_chars` only when the bound is below the empty sections
     return text if len(text) <= max_chars else _clip(text, max_chars)
 
 

@@ -679,3 +679,16 @@ def test_manager_gives_its_token_counter_to_the_summarizer_it_builds() -> None:
     own = _Summarizer(model=model, token_counter=count_tokens)
     manager = ContextManager(context_window_tokens=8_000, token_counter=words, summarizer=own)
     assert manager.summarizer is own  # a Summarizer given whole is the user's choice
+
+
+@pytest.mark.parametrize("max_chars", [0, 20, 80, 120])
+def test_fallback_summary_below_its_own_skeleton_is_clipped_not_an_error(max_chars: int) -> None:
+    # Found by the messy-history property test at a 300-token window: when every droppable
+    # line is gone and no request is left to cut, the four empty sections alone can be longer
+    # than the bound; the summary is then clipped to it (never a crash).
+    span = [
+        AIMessage("", tool_calls=[{"name": "read", "args": {}, "id": "c1"}], id="a1"),
+        ToolMessage("", tool_call_id="c1", id="t1"),
+    ]
+    text = fallback_summary(span, max_chars=max_chars)
+    assert len(text) <= max_chars
