@@ -23,7 +23,7 @@ from collections.abc import Callable
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 Policy = Callable[[list[dict[str, Any]], list[dict[str, Any]]], dict[str, Any]]
 
@@ -83,29 +83,26 @@ def count_prompt(messages: list[dict[str, Any]], tools: list[dict[str, Any]]) ->
     return 1 + len(tokenizer().encode(render_prompt(messages, tools)))
 
 
-class LocalChatServer:
-    """The server; `url` is the `base_url` to give `ChatOpenAI`.
+class JsonServer:
+    """A JSON-over-HTTP server on 127.0.0.1 in a thread; `with` starts and stops it.
 
-    Args:
-        policy: Writes each reply (an OpenAI assistant message dict) from the request.
-        n_ctx: The context size; longer prompts are rejected like llama.cpp does.
+    Subclasses answer POSTs to `route` (a path suffix) in `answer(request) -> (status, body)`;
+    other paths get `not_found`.
     """
 
-    def __init__(self, policy: Policy, *, n_ctx: int = 4096) -> None:
-        self.policy, self.n_ctx = policy, n_ctx
-        self.prompt_tokens: list[int] = []
-        """The real size of every prompt answered."""
-        self.rejected: list[int] = []
-        """The real size of every prompt rejected for overflow."""
+    route = "/"
+    not_found: ClassVar[dict[str, Any]] = {"error": {"code": 404, "message": "not found"}}
+
+    def __init__(self) -> None:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
-    def url(self) -> str:
-        """`http://127.0.0.1:<port>/v1`."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+    def root(self) -> str:
+        """`http://127.0.0.1:<port>`."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def __enter__(self) -> LocalChatServer:
+    def __enter__(self) -> Any:
         tokenizer()  # load before the first request
         self._thread.start()
         return self
@@ -115,7 +112,59 @@ class LocalChatServer:
         self._server.server_close()
         self._thread.join(timeout=5)
 
-    def _answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """The status and JSON body for a request to `route`."""
+        raise NotImplementedError
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                request = json.loads(self.rfile.read(length) or b"{}")
+                if not self.path.rstrip("/").endswith(server.route):
+                    status, body = 404, server.not_found
+                else:
+                    status, body = server.answer(request)
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                return
+
+        return Handler
+
+
+class LocalChatServer(JsonServer):
+    """The server; `url` is the `base_url` to give `ChatOpenAI`.
+
+    Args:
+        policy: Writes each reply (an OpenAI assistant message dict) from the request.
+        n_ctx: The context size; longer prompts are rejected like llama.cpp does.
+    """
+
+    route = "/chat/completions"
+
+    def __init__(self, policy: Policy, *, n_ctx: int = 4096) -> None:
+        self.policy, self.n_ctx = policy, n_ctx
+        self.prompt_tokens: list[int] = []
+        """The real size of every prompt answered."""
+        self.rejected: list[int] = []
+        """The real size of every prompt rejected for overflow."""
+        super().__init__()
+
+    @property
+    def url(self) -> str:
+        """`http://127.0.0.1:<port>/v1`."""
+        return f"{self.root}/v1"
+
+    def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """A chat completion, or llama.cpp's 400 for a prompt over `n_ctx`."""
         messages, tools = request.get("messages") or [], request.get("tools") or []
         tokens = count_prompt(messages, tools)
         if tokens > self.n_ctx:
@@ -149,26 +198,3 @@ class LocalChatServer:
                 "total_tokens": tokens + completion,
             },
         }
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                request = json.loads(self.rfile.read(length) or b"{}")
-                if not self.path.rstrip("/").endswith("/chat/completions"):
-                    status, body = 404, {"error": {"code": 404, "message": "not found"}}
-                else:
-                    status, body = server._answer(request)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:  # quiet
-                return
-
-        return Handler
