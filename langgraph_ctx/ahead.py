@@ -472,17 +472,10 @@ def take_prepared(view: PromptView, *, pruners: Sequence[Any]) -> Plan[Taken]:
     entry, at, span = valid
     pending: list[BaseMessage] = []
     while view.start < at:
-        before = view.tokens
-        step = view.shrink_once()
+        step = view.shrink_recorded(reason="prepared summary")
         if step is None:
             break
         pending.extend(step)
-        view.record(
-            "shrink",
-            before,
-            message_ids=[m.id or "" for m in step],
-            detail={"messages": len(step), "reason": "prepared summary"},
-        )
         for pruner in pruners:
             yield from pruner.apply(view)
     pin = view.history[view.pin].id if view.pin is not None else None

@@ -445,6 +445,19 @@ class PromptView:
         }
         return self.cost(replace_text(message, compacted_text(message.id or "", entry))) + 40
 
+    def shrink_recorded(self, **detail: Any) -> list[BaseMessage] | None:
+        """`shrink_once`, recorded as a `shrink` decision (its messages, `detail` added)."""
+        before = self.tokens
+        step = self.shrink_once()
+        if step is not None:
+            self.record(
+                "shrink",
+                before,
+                message_ids=[m.id or "" for m in step],
+                detail={"messages": len(step), **detail},
+            )
+        return step
+
     def shrink_once(self) -> list[BaseMessage] | None:
         """Move the window start forward by one turn, or one block within the last turn.
 

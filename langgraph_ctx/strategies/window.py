@@ -91,17 +91,10 @@ class SlidingWindow:
             elif taken.note:
                 view.record("skip", view.tokens, detail={"reason": taken.note["ahead"]})
         while view.tokens > goal:
-            before = view.tokens
-            dropped = view.shrink_once()
+            dropped = view.shrink_recorded()
             if dropped is None:
                 break
             pending.extend(dropped)
-            view.record(
-                "shrink",
-                before,
-                message_ids=[m.id or "" for m in dropped],
-                detail={"messages": len(dropped)},
-            )
             for pruner in prune_again:
                 yield from pruner.apply(view)
             if auto and not summarized and view.tokens <= goal and pending:
