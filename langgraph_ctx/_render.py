@@ -6,6 +6,7 @@ ledger entries and messages; `Workspace` decides when each is shown.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -137,6 +138,47 @@ RECALL_CALL = 'recall(ref="'
 def references_recall(messages: Sequence[BaseMessage]) -> bool:
     """Whether a placeholder in `messages` tells the model to call `recall`."""
     return any(RECALL_CALL in text_of(m) for m in messages)
+
+
+_RECALL_SENTENCES = (
+    # How `compacted_text`, `pruned_text` and `recall_note` name recall, and what each says
+    # instead when the call binds no `recall` tool (the reference stays, for the record).
+    (re.compile(r'Call recall\(ref="([^"]*)"\) to read the full output\.'), r"Archived as \1."),
+    (re.compile(r'call recall\(ref="([^"]*)"\) to read it back'), r"archived as \1"),
+    (re.compile(r'recall\(ref="([^"]*)"\)'), r"\1"),
+)
+
+
+def without_recall_calls(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """`messages` with the placeholders and summary notes no longer telling to call `recall`.
+
+    For a call that binds no `recall` tool (a middleware dropped it): only the package's own
+    pieces change (placeholders, the summary message, the `[archived: ...]` line of a merged
+    summary), never what a user or a tool wrote.
+    """
+    out: list[BaseMessage] = []
+    for message in messages:
+        tag = get_tag(message)
+        ours = tag.get("pruned") or tag.get("compacted") or tag.get("kind") == "summary"
+        text = text_of(message)
+        if RECALL_CALL not in text or not (ours or isinstance(message, SystemMessage)):
+            out.append(message)
+            continue
+        if ours:
+            new = _unrecall(text)
+        else:  # a base system prompt: only the merged summary's note is ours
+            new = "\n".join(
+                _unrecall(line) if line.startswith("[archived: ") else line
+                for line in text.split("\n")
+            )
+        out.append(message.model_copy(update={"content": new}) if new != text else message)
+    return out
+
+
+def _unrecall(text: str) -> str:
+    for pattern, replacement in _RECALL_SENTENCES:
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def pruned_text(message_id: str, entry: Mapping[str, Any]) -> str:

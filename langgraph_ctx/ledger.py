@@ -105,6 +105,22 @@ class AheadEntry(TypedDict, total=False):
     due: int
 
 
+class CalledEntry(TypedDict, total=False):
+    """What the calls the model actually received taught (see `langgraph_ctx._guard`).
+
+    Middleware inside `ContextMiddleware` may change a request after the build: add a system
+    prompt or tools, drop tools, call another model. The guard counts what the model received;
+    the next builds leave room for it.
+    """
+
+    added: int
+    """Tokens the inner middleware added to the last call of the built-for model (>= 0)."""
+    window: int | None
+    """The smallest window a model was called with, when smaller than the configured one."""
+    recall_unbound: bool
+    """The last call received no `recall` tool: placeholders must not tell the model to call it."""
+
+
 class ContextLedger(TypedDict, total=False):
     """The JSON-able record the pipeline persists (all keys optional)."""
 
@@ -117,6 +133,7 @@ class ContextLedger(TypedDict, total=False):
     last_report: dict[str, Any] | None
     calibration: CalibrationEntry | None
     ahead: AheadEntry | None
+    called: CalledEntry | None
 
 
 LEDGER_KEYS = (
@@ -129,6 +146,7 @@ LEDGER_KEYS = (
     "last_report",
     "calibration",
     "ahead",
+    "called",
 )
 
 
@@ -144,6 +162,7 @@ def empty_ledger() -> ContextLedger:
         last_report=None,
         calibration=None,
         ahead=None,
+        called=None,
     )
 
 
@@ -451,6 +470,11 @@ def set_ahead(ledger: ContextLedger, entry: AheadEntry | None) -> None:
 # --- shape checks (one per ledger key) ---------------------------------------------------
 
 
+def set_called(ledger: ContextLedger | dict[str, Any], entry: CalledEntry | None) -> None:
+    """Record what the model calls received (see `CalledEntry`); None forgets it."""
+    ledger["called"] = entry
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -650,6 +674,22 @@ def _ahead(value: Any, repairs: list[str]) -> Any:
     return value
 
 
+def _called(value: Any, repairs: list[str]) -> Any:
+    window = value.get("window") if isinstance(value, Mapping) else None
+    ok = (
+        isinstance(value, Mapping) and _is_int(value.get("added", 0)) and value.get("added", 0) >= 0
+    )
+    ok = ok and (window is None or (_is_int(window) and window > 0))
+    ok = ok and isinstance(value.get("recall_unbound", False), bool)
+    if not ok:
+        repairs.append(
+            f"ledger['called']: malformed {shorten(value)}; dropped (learned again from the "
+            "next call)"
+        )
+        return None
+    return value
+
+
 _REPAIRS: dict[str, Callable[[Any, list[str]], Any]] = {
     "pruned": _pruned,
     "compacted": _compacted,
@@ -660,4 +700,5 @@ _REPAIRS: dict[str, Callable[[Any, list[str]], Any]] = {
     "last_report": _last_report,
     "calibration": _calibration,
     "ahead": _ahead,
+    "called": _called,
 }

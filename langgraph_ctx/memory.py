@@ -218,6 +218,7 @@ class ContextMemory:
         tools: Sequence[Any] | None = None,
         harder: bool = False,
         model: Any = None,
+        window: int | None = None,
     ) -> Plan[BuildResult]:
         """The pipeline build for one model call of a thread.
 
@@ -234,8 +235,11 @@ class ContextMemory:
             tools: The tools the model is bound to (counted in the budget).
             harder: After a provider overflow: assume a 30% smaller window.
             model: The model about to be called, when known (`window_for`, `counter_for`).
+            window: The window to build for; None: `window_for(model)`. The middleware passes
+                less when what the model receives is more than the build (see `_guard`).
         """
-        manager = self._manager_for(self.window_for(model), harder, self.counter_for(model))
+        window = self.window_for(model) if window is None else window
+        manager = self._manager_for(window, harder, self.counter_for(model))
         return manager.plan(messages, tools=tools, state=ledger, archive=self.archive_for(config))
 
     def counter_for(self, model: Any = None) -> TokenCounter:

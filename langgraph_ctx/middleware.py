@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -28,8 +28,10 @@ from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, Syste
 from langgraph.types import Command
 
 from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
-from langgraph_ctx._render import references_recall
+from langgraph_ctx._guard import CallGuard, CallRefused, effective_window, learned, tool_name
+from langgraph_ctx._render import references_recall, without_recall_calls
 from langgraph_ctx.errors import ContextWindowExceededError, is_context_overflow
+from langgraph_ctx.ledger import set_called
 from langgraph_ctx.state import ContextAgentState
 
 logger = logging.getLogger(__name__)
@@ -80,20 +82,28 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
     # --- one plan, two drivers -------------------------------------------------------------
 
     def _request(
-        self, request: ModelRequest[Any], result: BuildResult, call: _Call
+        self,
+        request: ModelRequest[Any],
+        result: BuildResult,
+        call: _Call,
+        called: Mapping[str, Any],
     ) -> ModelRequest[Any]:
         messages: list[Any] = list(result.messages)
+        tools = [t for t in result.tools if tool_name(t) not in call.counted_only]
+        if called.get("recall_unbound"):
+            # A middleware inside drops `recall`: placeholders name the archive without
+            # telling the model to call it; `recall` is still offered, should it stay bound.
+            messages = without_recall_calls(messages)
+        elif call.added_recall and not references_recall(result.messages):
+            tools = [t for t in tools if t is not self.tools[0]]
         first = messages[0] if messages else None
         system = messages.pop(0) if isinstance(first, SystemMessage) else None
-        tools = [t for t in result.tools if _tool_name(t) not in call.counted_only]
-        if call.added_recall and not references_recall(result.messages):
-            tools = [t for t in tools if t is not self.tools[0]]
         return request.override(system_message=system, messages=messages, tools=tools)
 
     def _call(self, request: ModelRequest[Any]) -> _Call:
         """What the model will receive, as far as the build must count it."""
         tools = list(request.tools)
-        names = {_tool_name(t) for t in tools}
+        names = {tool_name(t) for t in tools}
         # `recall` stays bound while a placeholder tells the model to call it, whatever an
         # outer middleware (a tool selector) left in the request.
         added = bool(self.tools) and self.tools[0].name not in names
@@ -102,7 +112,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         structured = _structured_output_tools(request.response_format)
         return _Call(
             tools=[*tools, *structured],
-            counted_only=frozenset(_tool_name(t) for t in structured) - names,
+            counted_only=frozenset(tool_name(t) for t in structured) - names,
             added_recall=added,
         )
 
@@ -113,42 +123,87 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         ledger: Any = request.state.get("context_ledger") if request.state else None
         call = self._call(request)
         # The budget and counter of the model this call goes to (a fallback, a model chosen at
-        # run time), not necessarily the configured one.
+        # run time), not necessarily the configured one, less what middleware inside ours
+        # added to the calls so far (`_guard`).
         model = request.model
         counter = self.memory.counter_for(model)
-        key = _BuildKey.of(request, history, call, self.memory.window_for(model), counter)
+        configured = self.memory.window_for(model)
+        called = learned((ledger or {}).get("called"), None, configured)
+        key = _BuildKey.of(request, history, call, effective_window(called, configured), counter)
         result = self._builds.get(key)
         if result is None:  # a retry or a fallback of this very request reuses its build
-            result = yield from self.memory.plan_build(
-                history, ledger, None, tools=call.tools, model=model
-            )
+            result = yield from self._build(history, ledger, call, model, called)
             self._builds.put(key, (request.state, history), result)
-        try:
-            response = yield CallHandler(handler, self._request(request, result, call))
-        except ContextWindowExceededError:
-            raise
-        except Exception as exc:
-            if not is_context_overflow(exc):
+        harder = refused = False
+        while True:
+            sent = self._request(request, result, call, called)
+            guard = CallGuard(
+                self.memory, model, result.messages, call.tools, self._sent_recall(sent)
+            )
+            try:
+                response = yield CallHandler(guard.around(handler), sent)
+                break
+            except ContextWindowExceededError:
                 raise
-            logger.warning("the provider overflowed (%s); rebuilding for a smaller window", exc)
-            try:
-                result = yield from self.memory.plan_build(
-                    history, ledger, None, tools=call.tools, harder=True, model=model
-                )
-            except ContextWindowExceededError as err:
-                raise err from exc
-            try:
-                response = yield CallHandler(handler, self._request(request, result, call))
-            except Exception as again:
-                if not is_context_overflow(again):
+            except Exception as exc:
+                refusal = exc if isinstance(exc, CallRefused) else guard.refusal
+                if refusal is not None:
+                    # A middleware inside changed the request past the called model's budget
+                    # or dropped `recall` (a fallback may then have failed otherwise): learn
+                    # what the model receives and build for it, once.
+                    if refused:
+                        _fail(result, f"the model still receives more than it can: {refusal}", exc)
+                    refused, failure = True, exc
+                    called = learned(called, refusal.received, configured)
+                elif not is_context_overflow(exc):
                     raise
-                report = result.report
-                report.fail(f"the provider still overflowed: {again}")
-                raise ContextWindowExceededError(str(report.error), report) from again
+                elif harder:
+                    _fail(result, f"the provider still overflowed: {exc}", exc)
+                else:
+                    logger.warning(
+                        "the provider overflowed (%s); rebuilding for a smaller window", exc
+                    )
+                    harder, failure = True, exc
+            try:
+                result = yield from self._build(history, ledger, call, model, called, harder)
+            except ContextWindowExceededError as err:
+                if not refused or not called["added"]:
+                    raise err from failure
+                window = min(configured, called["window"] or configured)
+                msg = (
+                    f"middleware inside ContextMiddleware adds {called['added']:,} tokens to "
+                    f"each model call, which leaves too little of the called model's window "
+                    f"({window:,} tokens) for the conversation; make it add less, or call a "
+                    "model with a larger window"
+                )
+                raise ContextWindowExceededError(msg, err.report) from failure
         self._builds.drop(key)
+        called = learned(called, guard.last, configured)
+        if guard.last is not None and guard.last.added != 0:  # the request changed inside
+            result.report.received_tokens = guard.last.tokens
         state_messages = list((request.state or {}).get("messages") or [])
         removals, ledger = yield from self.memory.plan_removals(state_messages, result, None)
+        set_called(ledger, called if called != learned(None, None, configured) else None)
         return _with_report(response, result, ledger, removals)
+
+    def _build(
+        self,
+        history: list[BaseMessage],
+        ledger: Any,
+        call: _Call,
+        model: Any,
+        called: Mapping[str, Any],
+        harder: bool = False,
+    ) -> Plan[BuildResult]:
+        window = effective_window(called, self.memory.window_for(model))
+        return self.memory.plan_build(
+            history, ledger, None, tools=call.tools, harder=harder, model=model, window=window
+        )
+
+    def _sent_recall(self, sent: ModelRequest[Any]) -> str | None:
+        """The name of `recall` when `sent` binds it (the guard then checks it stays bound)."""
+        recall = self.tools[0] if self.tools else None
+        return recall.name if recall is not None and recall in sent.tools else None
 
     def wrap_model_call(
         self,
@@ -175,6 +230,13 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         """Async twin of `after_agent`."""
         plan = self.memory.plan_after_turn(state["messages"], state.get("context_ledger"), None)
         return await arun_plan(plan) or None
+
+
+def _fail(result: BuildResult, why: str, cause: BaseException) -> NoReturn:
+    """Fail the build: its report says why and travels on `ContextWindowExceededError`."""
+    report = result.report
+    report.fail(why)
+    raise ContextWindowExceededError(str(report.error), report) from cause
 
 
 def _with_report(
@@ -218,13 +280,6 @@ class _Call:
     """Tools counted but added by the agent itself (structured output), not by the request."""
     added_recall: bool
     """`recall` was not in the request: it is bound only while the prompt references it."""
-
-
-def _tool_name(tool: Any) -> str:
-    if isinstance(tool, dict):
-        function = tool.get("function")
-        return str((function or tool).get("name", "")) if isinstance(function or tool, dict) else ""
-    return str(getattr(tool, "name", None) or getattr(tool, "__name__", ""))
 
 
 def _structured_output_tools(response_format: Any) -> list[Any]:
@@ -276,7 +331,7 @@ class _BuildKey:
         return cls(
             state=id(request.state),
             messages=tuple(id(m) for m in history),
-            tools=tuple(_tool_name(t) for t in call.tools),
+            tools=tuple(tool_name(t) for t in call.tools),
             window=window,
             counter=id(counter),  # the memory keeps its counters: an id is never reused
         )

@@ -57,7 +57,7 @@ from langgraph_ctx.strategies import (
     default_strategies,
     strategies_from_config,
 )
-from langgraph_ctx.tokens import TokenCounter, counter_for_model
+from langgraph_ctx.tokens import TokenCounter, count_tool_tokens, counter_for_model
 from langgraph_ctx.view import PromptView, SummaryPlacement
 
 if TYPE_CHECKING:
@@ -358,7 +358,7 @@ class ContextManager:
             ledger=ledger,
             budget=self.budget,
             counter=counter,
-            tool_tokens=self._count_tools(tools_out, counter),
+            tool_tokens=count_tool_tokens(counter, tools_out),
             static_fragments=fragments + list(injections or ()),
             memory_items=items[: self.memory_search_limit],
             resources=resources,
@@ -519,17 +519,6 @@ class ContextManager:
         if skipped:  # e.g. an archive write failed, so nothing could be compacted away
             advice += f" Skipped on the way: {'; '.join(dict.fromkeys(skipped))}."
         return advice
-
-    def _count_tools(self, tools: list[Any], counter: TokenCounter) -> int:
-        if not tools:
-            return 0
-        count_tools = getattr(counter, "count_tools", None)
-        if callable(count_tools):
-            return int(count_tools(tools))
-        from langchain_core.utils.function_calling import convert_to_openai_tool
-
-        schemas = json.dumps([convert_to_openai_tool(t) for t in tools], sort_keys=True)
-        return counter([SystemMessage(schemas)]) - counter([])
 
     def _search_memory(self, history: list[BaseMessage]) -> Plan[list[str]]:
         if self.store is None or self.memory_search_limit == 0:

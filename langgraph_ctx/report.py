@@ -152,6 +152,10 @@ class ContextCostReport:
     reported_tokens: int | None = None
     """The provider's own count of this prompt (`usage_metadata["input_tokens"]` of the
     reply), once the reply is in; compare with `tokens`, the package's estimate."""
+    received_tokens: int | None = None
+    """What the model received, counted at the call, when a middleware inside
+    `ContextMiddleware` changed the request after the build (added a system prompt or tools,
+    dropped tools, called another model); None when the model received the build as is."""
     ok: bool = True
     """False when the build raised (the report then travels on the error)."""
     error: str | None = None
@@ -235,6 +239,7 @@ BRIEF_KEYS = (
     "messages_out",
     "calibration_ratio",
     "reported_tokens",
+    "received_tokens",
     "ok",
     "error",
 )

@@ -30,7 +30,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
 from langgraph_ctx._encodings import encoding_name_for_model, get_encoding
@@ -318,6 +318,24 @@ def checked_count(counter: TokenCounter, messages: Sequence[BaseMessage]) -> int
 
 _counters: dict[str, TiktokenCounter] = {}
 _counters_lock = threading.Lock()
+
+
+def count_tool_tokens(counter: TokenCounter, tools: Sequence[Any]) -> int:
+    """Tokens of `tools`' schemas: the counter's `count_tools`, else their JSON as a message.
+
+    Args:
+        counter: Any token counter (a plain callable counts the schemas' JSON).
+        tools: Tools or schemas, in any form `convert_to_openai_tool` accepts.
+    """
+    if not tools:
+        return 0
+    count_tools = getattr(counter, "count_tools", None)
+    if callable(count_tools):
+        return int(count_tools(list(tools)))
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    schemas = json.dumps([convert_to_openai_tool(t) for t in tools], sort_keys=True)
+    return counter([SystemMessage(schemas)]) - counter([])
 
 
 def get_counter(model: str = "gpt-4o") -> TiktokenCounter:

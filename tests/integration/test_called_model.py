@@ -9,6 +9,7 @@ characters per token, and the Claude one rejects a prompt over its window.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import uuid
 from typing import Any
@@ -82,25 +83,40 @@ def models() -> tuple[ProviderModel, ProviderModel]:
     return primary, fallback
 
 
-def run(primary: ProviderModel, fallback: ProviderModel, **memory_options: Any) -> None:
-    """Eight turns of reading a file and answering."""
+def run(
+    primary: ProviderModel,
+    fallback: ProviderModel,
+    order: str = "ours_last",
+    use_async: bool = False,
+    **memory_options: Any,
+) -> None:
+    """Eight turns of reading a file and answering.
+
+    Ours last, it sees the request the fallback middleware sends to each model; ours first,
+    the fallback middleware swaps the model inside it and the call guard counts each call as
+    the called model receives it (`langgraph_ctx._guard`).
+    """
     memory = ContextMemory(
         model=primary,
         summarizer=ScriptedChatModel(fallback=SUMMARY),
         strategies=make_strategies(summarize=True, compaction=Compaction(keep_last=1)),
         **memory_options,
     )
+    stack = [ModelFallbackMiddleware(fallback), memory.middleware()]
     agent = create_agent(
         primary,
         [read_file],
         system_prompt="You read files for the user.",
-        # Ours last: it sees the request the fallback middleware sends to each model.
-        middleware=[ModelFallbackMiddleware(fallback), memory.middleware()],
+        middleware=stack if order == "ours_last" else stack[::-1],
         checkpointer=InMemorySaver(),
     )
     config: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 80}
     for turn in range(8):
-        agent.invoke({"messages": [HumanMessage(f"Turn {turn}: what does a.txt say?")]}, config)
+        turn_input = {"messages": [HumanMessage(f"Turn {turn}: what does a.txt say?")]}
+        if use_async:
+            asyncio.run(agent.ainvoke(turn_input, config))
+        else:
+            agent.invoke(turn_input, config)
 
 
 def billed(model: ProviderModel) -> list[int]:
@@ -111,10 +127,14 @@ def billed(model: ProviderModel) -> list[int]:
     ]
 
 
-def test_every_call_fits_the_called_models_window() -> None:
+@pytest.mark.parametrize(
+    ("order", "use_async"), [("ours_last", False), ("ours_first", False), ("ours_first", True)]
+)
+def test_every_call_fits_the_called_models_window(order: str, use_async: bool) -> None:
     primary, fallback = models()
-    run(primary, fallback)
-    assert len(fallback.prompts) >= 8 and len(primary.prompts) >= 8  # both served the run
+    run(primary, fallback, order, use_async)
+    # Both served the run (ours first, a refused fallback call is retried from the primary).
+    assert len(fallback.prompts) >= 5 and len(primary.prompts) >= 8
     assert fallback.rejected == []
     assert max(billed(fallback)) <= FALLBACK_WINDOW
     assert max(billed(fallback)) > FALLBACK_WINDOW * 0.6  # the run pressed on its window

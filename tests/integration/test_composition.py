@@ -279,9 +279,12 @@ def check_calls(outcome: Outcome) -> list[str]:
     for reply in outcome.history:
         report = reply.response_metadata.get(REPORT_KEY) if isinstance(reply, AIMessage) else None
         if report and reply.usage_metadata:
+            # With a middleware inside ours that changed the request, the report says what the
+            # model received, counted at the call (`received_tokens`).
+            counted = report.get("received_tokens") or report["tokens"]
             received = reply.usage_metadata["input_tokens"]
-            if received > report["tokens"]:
-                problems.append(f"{reply.id}: received {received} > counted {report['tokens']}")
+            if received > counted:
+                problems.append(f"{reply.id}: received {received} > counted {counted}")
     calls = 0
     for m in outcome.models:
         window = m.profile["max_input_tokens"] if m.profile else 0
@@ -313,16 +316,12 @@ def baseline_summaries() -> int:
 
 CHANGES_THE_REQUEST = {"todo_list", "dynamic_prompt", "model_fallback_smaller", "tool_selector"}
 """Middleware that changes the request (system prompt, tools, model) after the build when it is
-placed inside ours: the build cannot count what it never sees. The README says to put
-`ContextMiddleware` last; these cases pin that the other order is really unsafe."""
+placed inside ours. The build cannot count what it never sees; the call guard counts what the
+model receives and the next builds leave room for it (`langgraph_ctx._guard`)."""
 
 
 def orders(name: str) -> list[Any]:
-    unsafe = pytest.mark.xfail(
-        strict=True, reason="changes the request inside ContextMiddleware: put ours last"
-    )
-    first = pytest.param(name, "ours_first", marks=unsafe if name in CHANGES_THE_REQUEST else ())
-    return [first, pytest.param(name, "ours_last")]
+    return [pytest.param(name, "ours_first"), pytest.param(name, "ours_last")]
 
 
 @pytest.mark.parametrize(("name", "order"), [p for name in CASES for p in orders(name)])
@@ -331,7 +330,21 @@ def test_composition(name: str, order: str, baseline_summaries: int) -> None:
     assert check_calls(outcome) == []
     if name in ("model_retry", "model_fallback"):  # the retried build is not made again
         assert len(outcome.summarizer.prompts) <= baseline_summaries
-    if name == "tool_selector":  # the selector keeps read_file only; recall stays bound
+    if name == "tool_selector" and order == "ours_last":
+        # The selector keeps read_file only; ours, outside it, binds recall again.
         assert references_recall(outcome)
+    if name == "tool_selector" and order == "ours_first":
+        # Ours cannot bind what a middleware inside drops: the placeholders name the archive
+        # without telling the model to call recall (`check_calls` checks no prompt does).
+        assert not references_recall(outcome)
+        assert any(
+            "[compacted tool output]" in text_of(x)
+            for m in outcome.models
+            for p in m.prompts
+            for x in p
+        )
+    if name in CHANGES_THE_REQUEST and order == "ours_first":
+        called = outcome.state["context_ledger"].get("called")
+        assert called, "the guard learned what the model receives"
     if name == "response_format":
         assert outcome.state["structured_response"] == Answer(text="hello")

@@ -16,13 +16,14 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import PrivateAttr
 
 from langgraph_ctx import ContextManager
-from langgraph_ctx.ahead import SummaryPreparer, span_digest
+from langgraph_ctx.ahead import DEFER_CALLS, SummaryPreparer, span_digest
 from langgraph_ctx.archive import Archive, StoreBackend
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.pipeline import BuildResult
 from langgraph_ctx.strategies import SlidingWindow, default_strategies
 from langgraph_ctx.summarize import Summarizer
+from langgraph_ctx.tokens import get_counter
 from tests.conftest import call
 
 DELAY = 0.4
@@ -301,3 +302,58 @@ async def test_redaction_and_the_dump_apply_to_the_prepared_summary(mode: str) -
     dumped = archive.read(decision.detail["dump_ref"])
     texts = [text_of(m) for m in dumped]
     assert "the key is ***" in texts and not any("SECRET" in t for t in texts)
+
+
+def _tokens_manager(model: SlowSummarizer) -> ContextManager:
+    """Real token counts (gpt-4o), so compaction brings a large output back under the trigger."""
+    return ContextManager(
+        context_window_tokens=3_000,
+        token_counter=get_counter("gpt-4o"),
+        strategies=default_strategies(),
+        archive=Archive(StoreBackend(InMemoryStore()), thread_id="t"),
+        summarizer=Summarizer(model=model),
+        prepare_summaries=True,
+    )
+
+
+def _log_step(k: int, *, large: bool = False) -> list[BaseMessage]:
+    """A tool step of about 140 tokens, or one of about 2,400 (`large`)."""
+    words = " ".join(f"w{i}" for i in range(60))
+    return _step("", k, f"log line {k} " * 600 if large else f"log line {k} {words}")
+
+
+async def test_a_jump_over_the_trigger_defers_the_cut_to_the_prepared_summary(mode: str) -> None:
+    """`plan_defer`: a large output jumps over the trigger and compaction brings the prompt
+    back under it; the cut waits (counted down in the ledger) and takes the prepared summary.
+    """
+    model = SlowSummarizer(delay=0.05)
+    manager = _tokens_manager(model)
+    messages, state = _start(), None
+    for k in range(5):  # well under the point where summaries are prepared
+        messages += _log_step(k)
+        state = (await call(manager, "build", messages, state=state, mode=mode)).state
+    messages += _log_step(5, large=True)
+    jumped = await call(manager, "build", messages, state=state, mode=mode)
+    kinds = _kinds(jumped)
+    trigger = manager.budget.trigger_tokens
+    assert jumped.report.tokens_in > trigger >= jumped.report.tokens
+    assert "compact" in kinds and "prepare" in kinds and "auto_compact" not in kinds
+    state = jumped.state
+    assert state["ahead"]["due"] == DEFER_CALLS
+    span = state["ahead"]["count"]
+    await _settle(manager, mode)
+    cut = None
+    for k in range(6, 6 + DEFER_CALLS):  # the cut waits at most DEFER_CALLS calls
+        messages += _log_step(k)
+        result = await call(manager, "build", messages, state=state, mode=mode)
+        state = result.state
+        if "auto_compact" in _kinds(result):
+            cut = result
+            break
+        assert state["ahead"]["due"] < DEFER_CALLS
+    assert cut is not None, "the deferred cut came due"
+    decision = _kinds(cut)["auto_compact"]
+    assert decision.detail["ahead"] == "prepared"
+    assert len(decision.message_ids) == span
+    assert len(model.inputs) == 1  # summarized once, in the background
+    assert state["ahead"] is None

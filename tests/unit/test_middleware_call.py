@@ -6,7 +6,8 @@ from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from pydantic import BaseModel
 
 from langgraph_ctx import ContextMemory
-from langgraph_ctx.middleware import _structured_output_tools, _tool_name
+from langgraph_ctx._guard import tool_name
+from langgraph_ctx.middleware import _structured_output_tools
 from tests.fakes import scripted
 
 
@@ -31,4 +32,4 @@ def test_the_structured_output_tool_is_counted() -> None:
     assert _structured_output_tools(None) == []
     for response_format in (ToolStrategy(Answer), ProviderStrategy(Answer), Answer):
         [tool] = _structured_output_tools(response_format)
-        assert _tool_name(tool) == "Answer"
+        assert tool_name(tool) == "Answer"
