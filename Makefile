@@ -43,7 +43,7 @@ $(BOUNDS_STAMP): tests/lowest-versions.txt pyproject.toml
 	$(PYTHON) -m venv $(BOUNDS_VENV)
 	$(BOUNDS_VENV)/bin/python -m pip install --quiet -r tests/lowest-versions.txt \
 		pytest pytest-asyncio hypothesis aiosqlite rich "psycopg[binary]" psycopg-pool \
-		langgraph-checkpoint-postgres==3.0.0
+		langgraph-checkpoint-postgres==3.0.0 langchain-anthropic==1.3.2
 	$(BOUNDS_VENV)/bin/python -m pip install --quiet --no-deps -e .
 	touch $(BOUNDS_STAMP)
 
@@ -54,7 +54,8 @@ test_bounds: $(BOUNDS_STAMP)  ## a venv with the lowest declared versions (tests
 		print({p: v(p) for p in ('langchain-core', 'langchain', 'langgraph')})"
 	$(BOUNDS_VENV)/bin/python -m pytest -q -p no:cacheprovider -o addopts="" \
 		tests/unit/test_imports.py tests/integration/test_deploy.py \
-		tests/integration/test_ui_history.py
+		tests/integration/test_ui_history.py tests/integration/test_composition.py \
+		tests/unit/test_guard.py
 
 test_integration: $(STAMP)  ## only the tests that need PostgreSQL (set LANGGRAPH_CTX_TEST_POSTGRES_URI)
 	$(BIN)/python -m pytest -m postgres $(TEST)

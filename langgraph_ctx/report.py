@@ -239,11 +239,13 @@ BRIEF_KEYS = (
     "messages_out",
     "calibration_ratio",
     "reported_tokens",
-    "received_tokens",
     "ok",
     "error",
 )
 """The report fields a brief report keeps as they are."""
+
+BRIEF_IF_SET = ("received_tokens",)
+"""Report fields a brief report keeps only when they are set (most builds leave them None)."""
 
 
 def brief_report(report: Mapping[str, Any]) -> dict[str, Any]:
@@ -256,6 +258,7 @@ def brief_report(report: Mapping[str, Any]) -> dict[str, Any]:
     for every build of a thread). `ContextCostReport.from_dict` reads a brief report too.
     """
     brief = {key: report[key] for key in BRIEF_KEYS if key in report}
+    brief.update({key: report[key] for key in BRIEF_IF_SET if report.get(key) is not None})
     brief["decisions"] = [
         {
             "kind": d.get("kind"),

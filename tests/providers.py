@@ -10,6 +10,7 @@ empty or whitespace-only text block for Anthropic). A test that asserts
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -55,7 +56,10 @@ def openai_problems(messages: Sequence[BaseMessage]) -> list[str]:
 
 def anthropic_problems(messages: Sequence[BaseMessage]) -> list[str]:
     """What the Anthropic messages API rejects in `messages`, as its converter sends them."""
-    _, payload = _format_messages(list(messages), model="claude-sonnet-4-5")
+    # Newer converters take the model (its features change the payload); older ones do not.
+    takes_model = "model" in inspect.signature(_format_messages).parameters
+    options = {"model": "claude-sonnet-4-5"} if takes_model else {}
+    _, payload = _format_messages(list(messages), **options)
     problems: list[str] = []
     if not payload or payload[0]["role"] != "user":
         problems.append("anthropic: the first message is not a user message")
