@@ -16,6 +16,7 @@ from typing import Any
 import openai
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRequest, dynamic_prompt
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
@@ -181,3 +182,38 @@ def test_long_agent_run_fits_and_the_estimate_converges(
     assert sum(e <= 0.05 for e in later) >= 0.8 * len(later), errors
     assert later[-1] <= 0.15, errors
     assert max(server.prompt_tokens) > N_CTX * 0.5  # the run did press on the window
+
+
+def test_middleware_inside_ours_is_counted_at_the_call(server: LocalChatServer) -> None:
+    """Ours first: a `dynamic_prompt` inside it adds house rules to the system prompt after the
+    build; the call guard counts what `ChatOpenAI` sends the server (its own message and tool
+    format) and the next builds leave room for it. (`TodoListMiddleware` does the same with
+    2,000 tokens of prompt and tool schema, too many for a 4k window either way.)"""
+    rules = "\n".join(f"Rule {i}: answer in the style of module {i}." for i in range(110))
+
+    @dynamic_prompt
+    def house_rules(request: ModelRequest[Any]) -> str:
+        return f"{request.system_prompt or ''}\n{rules}"
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return f"# {path}\n" + "def main():\n    return 0\n" * 110
+
+    model = local_model(server)
+    memory = ContextMemory(model=model, context_window_tokens=N_CTX, reserved_output_tokens=256)
+    agent = create_agent(
+        model,
+        [read_file],
+        system_prompt="You are a coding agent.",
+        middleware=[memory.middleware(), house_rules],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "inside"}}
+    for turn in range(6):
+        agent.invoke({"messages": [HumanMessage(f"Task {turn}: fix module {turn}.")]}, config)
+    assert server.rejected == []
+    assert len(server.prompt_tokens) == 6 * (READS_PER_TURN + 1)  # every call was answered
+    assert max(server.prompt_tokens) > N_CTX * 0.6  # the run pressed on the window
+    called = agent.get_state(config).values["context_ledger"]["called"]
+    assert called["added"] > 1_000  # the rules
