@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
+from langchain.agents.middleware import ModelRequest, dynamic_prompt
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.checkpoint.memory import InMemorySaver
@@ -43,7 +44,19 @@ class JsonModel(ScriptedChatModel):
         return self | RunnableLambda(lambda m: json.loads(str(m.content)))
 
 
-def make_agent() -> tuple[Any, ScriptedChatModel, ScriptedChatModel]:
+@dynamic_prompt
+def house_rules(request: ModelRequest[Any]) -> str:
+    """A prompt written inside ContextMiddleware: the call guard watches the stream's model runs."""
+    return "Answer plainly. " * 20
+
+
+@pytest.fixture(params=["alone", "with_middleware_inside"])
+def inside(request: pytest.FixtureRequest) -> list[Any]:
+    """Ours alone, or ours first with a `dynamic_prompt` inside it (the call guard active)."""
+    return [] if request.param == "alone" else [house_rules]
+
+
+def make_agent(inside: list[Any]) -> tuple[Any, ScriptedChatModel, ScriptedChatModel]:
     summarizer = ScriptedChatModel(fallback=SUMMARY, disable_streaming=False)
     extractor = JsonModel(fallback='{"destination": "EXTRACTTOKEN"}', disable_streaming=False)
     memory = ContextMemory(
@@ -53,7 +66,9 @@ def make_agent() -> tuple[Any, ScriptedChatModel, ScriptedChatModel]:
         extractor=EntityExtractor(model=extractor, schema=Trip),
     )
     model = ScriptedChatModel(fallback=AGENT, disable_streaming=False)
-    agent = create_agent(model, [], middleware=[memory.middleware()], checkpointer=InMemorySaver())
+    agent = create_agent(
+        model, [], middleware=[memory.middleware(), *inside], checkpointer=InMemorySaver()
+    )
     return agent, summarizer, extractor
 
 
@@ -76,8 +91,8 @@ def check(streamed: list[str], summarizer: ScriptedChatModel, extractor: Scripte
     assert joined.count("AGENTTOKEN") == TURNS  # the agent's own tokens, once per turn
 
 
-async def test_messages_stream_mode(mode: str) -> None:
-    agent, summarizer, extractor = make_agent()
+async def test_messages_stream_mode(mode: str, inside: list[Any]) -> None:
+    agent, summarizer, extractor = make_agent(inside)
     cfg, streamed = config(), []
     for turn in turns():
         if mode == "sync":
@@ -89,8 +104,8 @@ async def test_messages_stream_mode(mode: str) -> None:
     check(streamed, summarizer, extractor)
 
 
-async def test_event_stream_v2() -> None:
-    agent, summarizer, extractor = make_agent()
+async def test_event_stream_v2(inside: list[Any]) -> None:
+    agent, summarizer, extractor = make_agent(inside)
     cfg, streamed = config(), []
     for turn in turns():
         async for event in agent.astream_events(turn, cfg, version="v2"):
@@ -100,8 +115,8 @@ async def test_event_stream_v2() -> None:
 
 
 @pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
-async def test_event_stream_v3(mode: str) -> None:
-    agent, summarizer, extractor = make_agent()
+async def test_event_stream_v3(mode: str, inside: list[Any]) -> None:
+    agent, summarizer, extractor = make_agent(inside)
     cfg, streamed = config(), []
     with warnings.catch_warnings():
         for turn in turns():
