@@ -57,6 +57,8 @@ class Received:
     """The called model's window."""
     added: int | None
     """Tokens over what the build sent (the built-for model only; None for another model)."""
+    unchanged: bool
+    """The built-for model received no more than the build, in the window it was built for."""
     recall_bound: bool
     """The call binds the `recall` tool (True when the agent has none to bind)."""
     names_recall: bool
@@ -70,7 +72,7 @@ class Received:
     @property
     def refused(self) -> bool:
         """Whether the call must not reach the provider."""
-        return self.tokens > self.limit or self.recall_unbound
+        return (self.tokens > self.limit and not self.unchanged) or self.recall_unbound
 
 
 class CallRefused(Exception):
@@ -109,6 +111,7 @@ class CallGuard(BaseCallbackHandler):
         sent: The messages the build sent, system message first.
         sent_tools: The tools the build sent (bound or counted).
         recall_tool: The name of the `recall` tool, or None when the agent has none.
+        ratio: The calibration ratio the build counted with (its report's), if any.
     """
 
     raise_error = True
@@ -121,8 +124,12 @@ class CallGuard(BaseCallbackHandler):
         sent: Sequence[BaseMessage],
         sent_tools: Sequence[Any],
         recall_tool: str | None,
+        ratio: float | None = None,
     ) -> None:
         self.memory = memory
+        counter = memory.counter_for(model)
+        with_ratio = getattr(counter, "with_ratio", None)
+        self.built_counter = with_ratio(ratio) if ratio and callable(with_ratio) else counter
         self.model = model
         self.models: list[Any] = [model]
         self.sent, self.sent_tools = sent, sent_tools
@@ -162,20 +169,29 @@ class CallGuard(BaseCallbackHandler):
         """The call to one of `models` (ambiguous: the smallest window) with this prompt."""
         windows = {id(m): self.memory.window_for(m) for m in models}
         called = min(models, key=lambda m: windows[id(m)])
+        window = windows[id(called)]
         counter = self.memory.counter_for(called)
+        built = any(m is self.model for m in models) and counter is self.memory.counter_for(
+            self.model
+        )
+        if built:  # counted as the build counted: with the thread's calibration ratio
+            counter = self.built_counter
         tokens = counter(list(prompt)) + _tool_tokens(counter, tools, self.sent_tools)
-        added = None
-        if any(m is self.model for m in models) and counter is self.memory.counter_for(self.model):
+        added, unchanged = None, False
+        if built:
             sent = counter(list(self.sent)) + count_tool_tokens(counter, self.sent_tools)
             added = max(0, tokens - sent)
+            # The build fits its own window by its own count; a call that adds nothing to it
+            # is never refused on counting noise (a message formatted for the run's tracing).
+            unchanged = tokens <= sent and window >= self.memory.window_for(self.model)
         names = {tool_name(t) for t in tools}
-        window = windows[id(called)]
         reserved = self.memory.manager.budget.reserved_output_tokens
         return Received(
             tokens=tokens,
             limit=max(0, window - reserved),
             window=window,
             added=added,
+            unchanged=unchanged,
             recall_bound=self.recall_tool is None or self.recall_tool in names,
             names_recall=references_recall(prompt),
         )

@@ -138,7 +138,12 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         while True:
             sent = self._request(request, result, call, called)
             guard = CallGuard(
-                self.memory, model, result.messages, call.tools, self._sent_recall(sent)
+                self.memory,
+                model,
+                result.messages,
+                call.tools,
+                self._sent_recall(sent),
+                ratio=result.report.calibration_ratio,
             )
             try:
                 response = yield CallHandler(guard.around(handler), sent)

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langgraph_ctx import ContextMemory
+from langgraph_ctx import ApproximateCounter, ContextMemory
 from langgraph_ctx._guard import CallGuard, CallRefused, effective_window, learned
 from langgraph_ctx._render import (
     compacted_text,
@@ -166,3 +166,29 @@ def test_a_middleware_inside_ours_that_adds_more_than_the_window_is_a_clear_erro
     with pytest.raises(ContextWindowExceededError) as raised:
         run_padded(words=5_000)
     assert isinstance(raised.value.__cause__, CallRefused) or "receives" in str(raised.value)
+
+
+def test_a_calibrated_build_is_not_refused_when_nothing_inside_changes_it() -> None:
+    """A provider that counts 0.7x our raw estimate: the build, scaled by the learned ratio,
+    fills more raw tokens than the limit; the guard counts as the build did (same ratio) and
+    never refuses a call nothing changed."""
+    counter = ApproximateCounter(provider="anthropic")
+    model = agent_model(3_000)
+    model.usage_counter, model.usage_scale = counter, 0.7
+    memory = ContextMemory(model=model, token_counter=counter)
+    agent = create_agent(
+        model,
+        [read_file],
+        system_prompt="You read files.",
+        middleware=[memory.middleware()],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t"}}
+    for turn in range(8):
+        agent.invoke({"messages": [HumanMessage(f"turn {turn}: read a")]}, config)
+    ledger = agent.get_state(config).values["context_ledger"]
+    assert ledger["calibration"]["ratio"] == pytest.approx(0.7, rel=0.05)
+    assert ledger.get("called") is None  # nothing refused, nothing learned
+    sent = zip(model.prompts, model.prompt_tools, strict=True)
+    raw = [counter(p) + counter.count_tools(t) for p, t in sent]
+    assert max(raw) > 3_000  # raw estimates over the window: the ratio let the build grow
