@@ -86,6 +86,19 @@ def remember_prompt(
     set_calibration_pending(ledger, after_id=after_id, tokens=tokens, ratio=ratio)
 
 
+def received_prompt(ledger: ContextLedger | dict[str, Any], tokens: int) -> None:
+    """The model received `tokens` (counted at the call), not the build's estimate.
+
+    A middleware inside `ContextMiddleware` may add to the prompt after the build; the reply's
+    usage counts what the model received, so that is what it is paired with (else the ratio
+    would learn the middleware's additions as a counting error).
+    """
+    pending = (ledger.get("calibration") or {}).get("pending")
+    if pending and pending.get("after_id"):
+        ratio = float(pending.get("ratio", 1.0))
+        set_calibration_pending(ledger, after_id=pending["after_id"], tokens=tokens, ratio=ratio)  # type: ignore[arg-type]
+
+
 def forget_prompt(ledger: ContextLedger) -> None:
     """Pair no reply with a remembered prompt (the next prompt is counted another way)."""
     set_calibration_pending(ledger, after_id=None, tokens=0, ratio=current_ratio(ledger))

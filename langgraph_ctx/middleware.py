@@ -27,6 +27,7 @@ from langchain.agents.middleware.types import (
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
 from langgraph.types import Command
 
+from langgraph_ctx._calibration import received_prompt
 from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
 from langgraph_ctx._guard import CallGuard, CallRefused, effective_window, learned, tool_name
 from langgraph_ctx._render import references_recall, without_recall_calls
@@ -184,10 +185,13 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
                 raise ContextWindowExceededError(msg, err.report) from failure
         self._builds.drop(key)
         called = learned(called, guard.last, configured)
-        if guard.last is not None and guard.last.added != 0:  # the request changed inside
-            result.report.received_tokens = guard.last.tokens
+        received = guard.last.tokens if guard.last is not None and guard.last.added else None
+        if received is not None:  # the request changed inside: the report says what was sent
+            result.report.received_tokens = received
         state_messages = list((request.state or {}).get("messages") or [])
         removals, ledger = yield from self.memory.plan_removals(state_messages, result, None)
+        if received is not None:  # the reply's usage is of what the model received
+            received_prompt(ledger, received)
         set_called(ledger, called if called != learned(None, None, configured) else None)
         return _with_report(response, result, ledger, removals)
 

@@ -215,5 +215,17 @@ def test_middleware_inside_ours_is_counted_at_the_call(server: LocalChatServer) 
     assert server.rejected == []
     assert len(server.prompt_tokens) == 6 * (READS_PER_TURN + 1)  # every call was answered
     assert max(server.prompt_tokens) > N_CTX * 0.6  # the run pressed on the window
-    called = agent.get_state(config).values["context_ledger"]["called"]
-    assert called["added"] > 1_000  # the rules
+    values = agent.get_state(config).values
+    assert values["context_ledger"]["called"]["added"] > 1_000  # the rules
+    # Calibration pairs the server's count with what it received (rules included), not with
+    # the build: the estimate of the received prompt converges on the server's count.
+    reports = [
+        m.response_metadata[REPORT_KEY]
+        for m in memory.get_full_history(agent, config)
+        if isinstance(m, AIMessage) and REPORT_KEY in m.response_metadata
+    ]
+    errors = [
+        abs(r["received_tokens"] - r["reported_tokens"]) / r["reported_tokens"] for r in reports[3:]
+    ]
+    assert max(errors) <= 0.1, errors
+    assert reports[-1]["calibration_ratio"] < 1.3  # not the rules learned as counting error
