@@ -80,6 +80,10 @@ def attach_report(message: AIMessage, report: Mapping[str, Any]) -> AIMessage:
     return message.model_copy(update={"response_metadata": metadata})
 
 
+_OWN_COUNTER_FAMILIES = ("anthropic", "google")
+"""Provider families a memory without a model counts with their own counter (`counter_for`)."""
+
+
 class ContextMemory:
     """The checkpointer-aware context component.
 
@@ -249,14 +253,18 @@ class ContextMemory:
         time) is counted with `counter_for_model(model)` (its provider family and name), one
         counter per family and name, kept for the next calls. A `token_counter=` given to the
         memory counts every call, whatever the model; so does the configured counter for the
-        configured model or a model of the same family and name, and so does a memory
-        configured without a model (its counter is the one chosen for every call, as the
-        replay and the demo do). Only the configured counter is calibrated from the
-        provider's usage (the ledger holds one ratio per thread).
+        configured model or a model of the same family and name. A memory configured without
+        a model counts a call to a Claude or Gemini model with that provider's counter (never
+        OpenAI's tokenizer for them, which under-counts Claude by about 20%), and any other
+        call with its default counter (the demo and the replay rely on that for their fake
+        models). Only the configured counter is calibrated from the provider's usage (the
+        ledger holds one ratio per thread).
         """
-        if model is None or self.model is None or model is self.model or self._explicit_counter:
+        if model is None or model is self.model or self._explicit_counter:
             return self.manager.token_counter
         key = (provider_family(model), model_name_of(model))
+        if self.model is None and key[0] not in _OWN_COUNTER_FAMILIES:
+            return self.manager.token_counter
         if self.model is not None and key == (
             provider_family(self.model),
             model_name_of(self.model),

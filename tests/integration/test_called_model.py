@@ -23,6 +23,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import ApproximateCounter, Compaction, ContextMemory, TiktokenCounter
 from langgraph_ctx.errors import ContextWindowExceededError
+from langgraph_ctx.memory import REPORT_KEY
 from tests.conftest import make_strategies
 from tests.fakes import ScriptedChatModel
 
@@ -154,8 +155,11 @@ def test_counter_for_follows_the_called_model() -> None:
     assert memory.counter_for(claude.model_copy()) is counter  # one per family and name
     explicit = ContextMemory(model=primary, context_window_tokens=8_000, token_counter=len)
     assert explicit.counter_for(claude) is len  # a counter given by the user counts every call
-    unconfigured = ContextMemory(context_window_tokens=8_000)  # so does the default, no model
-    assert unconfigured.counter_for(claude) is unconfigured.manager.token_counter
+    # A memory without a model counts Claude with Claude's counter, a fake with its default.
+    unconfigured = ContextMemory(context_window_tokens=8_000)
+    own = unconfigured.counter_for(claude)
+    assert isinstance(own, ApproximateCounter) and own.provider == "anthropic"
+    assert unconfigured.counter_for(ScriptedChatModel()) is unconfigured.manager.token_counter
 
 
 def test_counting_the_fallback_as_the_primary_overflows_it() -> None:
@@ -164,3 +168,36 @@ def test_counting_the_fallback_as_the_primary_overflows_it() -> None:
     with pytest.raises(ContextWindowExceededError, match="still overflowed"):
         run(primary, fallback, token_counter=TiktokenCounter("gpt-4o"))
     assert fallback.rejected, "the fallback's prompts were counted too small"
+
+
+def test_a_memory_without_a_model_counts_claude_as_claude() -> None:
+    """`ContextMemory(context_window_tokens=...)` with no `model=`, in front of a Claude model
+    that bills at 3.3 characters per token and rejects over its window: counted with OpenAI's
+    tokenizer its prompts would be about 20% too small; counted as Claude, none is rejected."""
+    _, claude = models()
+    memory = ContextMemory(
+        context_window_tokens=FALLBACK_WINDOW,
+        summarizer=ScriptedChatModel(fallback=SUMMARY),
+        strategies=make_strategies(summarize=True, compaction=Compaction(keep_last=1)),
+    )
+    agent = create_agent(
+        claude,
+        [read_file],
+        system_prompt="You read files for the user.",
+        middleware=[memory.middleware()],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 80}
+    for turn in range(8):
+        agent.invoke({"messages": [HumanMessage(f"Turn {turn}: what does a.txt say?")]}, config)
+    assert claude.rejected == []
+    assert max(billed(claude)) <= FALLBACK_WINDOW
+    # Each report's count is Claude's (counted as gpt-4o it is about half of what Claude bills).
+    reports = [
+        m.response_metadata[REPORT_KEY]
+        for m in memory.get_full_history(agent, config)
+        if isinstance(m, AIMessage) and REPORT_KEY in m.response_metadata
+    ]
+    assert len(reports) >= 16
+    for report in reports:
+        assert report["tokens"] >= 0.95 * report["reported_tokens"], report
