@@ -16,8 +16,9 @@ from typing import Any
 from hypothesis import given, settings
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from langgraph_ctx._render import references_recall, without_recall_calls
 from langgraph_ctx.errors import ContextWindowExceededError
-from langgraph_ctx.messages import text_of, validate_messages
+from langgraph_ctx.messages import get_tag, text_of, validate_messages
 from langgraph_ctx.pipeline import BuildResult
 from langgraph_ctx.report import ContextBudget
 from langgraph_ctx.tokens import TiktokenCounter
@@ -77,6 +78,19 @@ def _check_result(setup: Setup, result: BuildResult, history: list[BaseMessage])
     shown = [position[m.id] for m in prompt if m.id in position]
     assert shown == sorted(shown) and len(set(shown)) == len(shown)
     json.dumps(result.state)  # JSON-able
+    # A call whose `recall` a middleware dropped gets the same prompt without calls to it:
+    # still valid, no larger, and none of the package's pieces names recall any more.
+    unrecalled = without_recall_calls(prompt)
+    assert validate_messages(unrecalled, provider="all") == []
+    assert [(type(m), m.id) for m in unrecalled] == [(type(m), m.id) for m in prompt]
+    assert RECOUNTS[setup.counter](unrecalled, result.tools) <= result.report.tokens
+    tags = [get_tag(m) for m in unrecalled]
+    ours = [
+        m
+        for m, tag in zip(unrecalled, tags, strict=True)
+        if tag.get("pruned") or tag.get("compacted") or tag.get("kind") == "summary"
+    ]
+    assert not references_recall(ours)
 
 
 def _check_error(exc: ContextWindowExceededError) -> None:
