@@ -20,13 +20,13 @@ the server rejected for overflow (its HTTP 400s, counted on the client's side; l
 answers OpenAI's `context_length_exceeded`, llama.cpp's own server "exceeds the available
 context size": `errors.is_context_overflow` knows both).
 
-llama-cpp-python renders prompts with the GGUF's own chat template, which shows each message's
-text and nothing else: no tool schemas, no tool calls. So by default no schemas are sent (and
-`recall` is not exposed), and each scripted call carries a line of text; the tool calls'
-arguments are then the only thing the package counts and the server does not (about 15 tokens
-a call). `--send-tools` sends the `read_file` schema with every call: `llama-server` renders
-schemas and tool calls into the prompt (its Jinja chat templates), and then both sides count
-them.
+Both servers render prompts with the GGUF's own chat template, which shows each message's
+text and nothing else: no tool schemas, no tool calls (`llama-server` applies it with Jinja,
+and its prompt counts are the same with the schemas sent as without). So by default no schemas
+are sent (and `recall` is not exposed), and each scripted call carries a line of text; the tool
+calls' arguments are then the only thing the package counts and the server does not (about 15
+tokens a call). `--send-tools` sends the `read_file` schema anyway, to see what the server
+makes of it.
 """
 
 from __future__ import annotations
@@ -152,7 +152,8 @@ def python_server_command(server_python: str, gguf: str, n_ctx: int, port: int) 
 def binary_server_command(binary: str, gguf: str, n_ctx: int, port: int) -> list[str]:
     """llama.cpp's own `llama-server`, applying the GGUF's chat template with `--jinja`.
 
-    One slot (`--parallel 1`), so the whole context is the one conversation's.
+    One slot (`--parallel 1`), so the whole context is the one conversation's; the prompt cache
+    evaluates only what is new, and `usage.prompt_tokens` still counts the whole prompt.
     """
     return [
         binary,
