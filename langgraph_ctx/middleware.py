@@ -5,8 +5,11 @@ window, placeholders, tools), calls the model, writes the `context_cost` report 
 message's `response_metadata`, and persists the ledger in the agent state. When the provider
 still rejects the prompt as too long (`errors.is_context_overflow`: LangChain's
 `ContextOverflowError`, or a server's own error such as llama.cpp's), it rebuilds against a
-smaller window and retries once before raising `ContextWindowExceededError`. After the agent
-finishes a turn it runs the hint rebuild (DESIGN part 7).
+smaller window and retries once before raising `ContextWindowExceededError`. Middleware
+placed inside it (after it in `create_agent(middleware=[...])`) may change the request after
+the build; the call guard (`_guard`) counts what the model actually receives, refuses a call
+that cannot fit before the provider sees it, and the next builds leave room for what those
+middleware add. After the agent finishes a turn it runs the hint rebuild (DESIGN part 7).
 """
 
 from __future__ import annotations
