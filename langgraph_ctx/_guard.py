@@ -110,6 +110,7 @@ class CallGuard(BaseCallbackHandler):
         model: The model the build was made for (the request's).
         sent: The messages the build sent, system message first.
         sent_tools: The tools the build sent (bound or counted).
+        sent_tokens: The build's count of `sent` and `sent_tools` (its report's `tokens`).
         recall_tool: The name of the `recall` tool, or None when the agent has none.
         ratio: The calibration ratio the build counted with (its report's), if any.
     """
@@ -123,6 +124,7 @@ class CallGuard(BaseCallbackHandler):
         model: Any,
         sent: Sequence[BaseMessage],
         sent_tools: Sequence[Any],
+        sent_tokens: int,
         recall_tool: str | None,
         ratio: float | None = None,
     ) -> None:
@@ -132,7 +134,7 @@ class CallGuard(BaseCallbackHandler):
         self.built_counter = with_ratio(ratio) if ratio and callable(with_ratio) else counter
         self.model = model
         self.models: list[Any] = [model]
-        self.sent, self.sent_tools = sent, sent_tools
+        self.sent, self.sent_tools, self.sent_tokens = sent, sent_tools, sent_tokens
         self.recall_tool = recall_tool
         self.last: Received | None = None
         """The last agent call received, for the ledger."""
@@ -171,20 +173,16 @@ class CallGuard(BaseCallbackHandler):
         called = min(models, key=lambda m: windows[id(m)])
         window = windows[id(called)]
         counter = self.memory.counter_for(called)
-        built = any(m is self.model for m in models) and counter is self.memory.counter_for(
-            self.model
-        )
-        if built:  # counted as the build counted: with the thread's calibration ratio
-            counter = self.built_counter
-        tokens = counter(list(prompt)) + _tool_tokens(counter, tools, self.sent_tools)
+        names = [tool_name(t) for t in tools]
         added, unchanged = None, False
-        if built:
-            sent = counter(list(self.sent)) + count_tool_tokens(counter, self.sent_tools)
-            added = max(0, tokens - sent)
+        if any(m is self.model for m in models) and counter is self.memory.counter_for(self.model):
+            tokens = self._received_tokens(prompt, tools, names)
+            added = max(0, tokens - self.sent_tokens)
             # The build fits its own window by its own count; a call that adds nothing to it
-            # is never refused on counting noise (a message formatted for the run's tracing).
-            unchanged = tokens <= sent and window >= self.memory.window_for(self.model)
-        names = {tool_name(t) for t in tools}
+            # is never refused on counting noise.
+            unchanged = tokens <= self.sent_tokens and window >= self.memory.window_for(self.model)
+        else:  # another model's call: counted whole, with its own counter
+            tokens = counter(list(prompt)) + _tool_tokens(counter, tools, self.sent_tools)
         reserved = self.memory.manager.budget.reserved_output_tokens
         return Received(
             tokens=tokens,
@@ -195,6 +193,25 @@ class CallGuard(BaseCallbackHandler):
             recall_bound=self.recall_tool is None or self.recall_tool in names,
             names_recall=references_recall(prompt),
         )
+
+    def _received_tokens(
+        self, prompt: Sequence[BaseMessage], tools: Sequence[Any], names: list[str]
+    ) -> int:
+        """What the built-for model receives: the build's count, plus what differs from it.
+
+        Counted as the build counted (the thread's calibration ratio). The messages the build
+        sent arrive as the same objects (LangChain copies only those it reformats for tracing),
+        so only the others are counted: checking a call costs little however long the prompt.
+        """
+        counter = self.built_counter
+        sent_ids, got_ids = {id(m) for m in self.sent}, {id(m) for m in prompt}
+        new = [m for m in prompt if id(m) not in sent_ids]
+        gone = [m for m in self.sent if id(m) not in got_ids]
+        tokens = self.sent_tokens + _message_tokens(counter, new) - _message_tokens(counter, gone)
+        if sorted(names) != sorted(tool_name(t) for t in self.sent_tools):
+            sent_tools = count_tool_tokens(counter, self.sent_tools)
+            tokens += _tool_tokens(counter, tools, self.sent_tools) - sent_tools
+        return tokens
 
     def _called(self, serialized: Mapping[str, Any], metadata: Mapping[str, Any]) -> list[Any]:
         """The known models this run may be (same class, provider and model name)."""
@@ -305,6 +322,11 @@ def _is_internal(metadata: Mapping[str, Any]) -> bool:
     except ImportError:
         return False
     return any(metadata.get(k) == v for k, v in internal_call_metadata().items())
+
+
+def _message_tokens(counter: TokenCounter, messages: Sequence[BaseMessage]) -> int:
+    """What `messages` add to a prompt (without the prompt's own fixed overhead)."""
+    return counter(list(messages)) - counter([]) if messages else 0
 
 
 def _tool_tokens(counter: TokenCounter, tools: Sequence[Any], fallback: Sequence[Any]) -> int:

@@ -145,7 +145,8 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
                 self.memory,
                 model,
                 result.messages,
-                call.tools,
+                result.tools,
+                result.report.tokens,
                 self._sent_recall(sent),
                 ratio=result.report.calibration_ratio,
             )

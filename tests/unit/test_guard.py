@@ -75,7 +75,7 @@ def guard(window: int = 1_000, recall: str | None = "recall") -> CallGuard:
     model = ScriptedChatModel(profile={"max_input_tokens": window})
     memory = ContextMemory(model=model, token_counter=COUNTER)
     sent = [SystemMessage("You help."), HumanMessage("hi")]
-    return CallGuard(memory, model, sent, [], recall)
+    return CallGuard(memory, model, sent, [], COUNTER(sent), recall)
 
 
 def test_the_guard_refuses_a_call_over_the_called_models_budget() -> None:
@@ -192,3 +192,21 @@ def test_a_calibrated_build_is_not_refused_when_nothing_inside_changes_it() -> N
     sent = zip(model.prompts, model.prompt_tools, strict=True)
     raw = [counter(p) + counter.count_tools(t) for p, t in sent]
     assert max(raw) > 3_000  # raw estimates over the window: the ratio let the build grow
+
+
+def test_a_call_is_counted_from_the_build_plus_what_differs() -> None:
+    """The guard counts only the messages that differ from the build (the rest arrive as the
+    same objects): the same total as counting the whole prompt."""
+    g = guard(window=100_000)
+    sent = list(g.sent)
+    assert g.measure([g.model], sent, []).tokens == COUNTER(sent)
+    changed = [SystemMessage("You help. " + "rule " * 300), *sent[1:], HumanMessage("more")]
+    received = g.measure([g.model], changed, [])
+    assert received.tokens == COUNTER(changed)
+    assert received.added == COUNTER(changed) - COUNTER(sent)
+    schema = {
+        "type": "function",
+        "function": {"name": "todo", "description": "Plan.", "parameters": {}},
+    }
+    with_tool = g.measure([g.model], sent, [schema])
+    assert with_tool.tokens == COUNTER(sent) + COUNTER.count_tools([schema])
