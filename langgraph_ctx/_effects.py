@@ -174,11 +174,16 @@ def internal_call_config(config: Any, source: str) -> dict[str, Any]:
     out = dict(config or {})
     tags = list(out.get("tags") or [])
     out["tags"] = tags if INTERNAL_TAG in tags else [*tags, INTERNAL_TAG]
-    out["metadata"] = {**dict(out.get("metadata") or {}), "lc_source": source, **_internal_meta()}
+    out["metadata"] = {
+        **dict(out.get("metadata") or {}),
+        "lc_source": source,
+        **internal_metadata(),
+    }
     return out
 
 
-def _internal_meta() -> dict[str, Any]:
+def internal_metadata() -> dict[str, Any]:
+    """LangChain's metadata marking an internal call (`internal_call_metadata()`), or {}."""
     try:
         from langchain.agents.middleware.internal_call_transformer import (
             internal_call_metadata,

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import contextvars
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,8 @@ from langchain.agents.middleware.types import ModelRequest
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.runnables.config import var_child_runnable_config
 
+from langgraph_ctx._effects import internal_metadata
+from langgraph_ctx._providers import ls_params
 from langgraph_ctx._render import references_recall
 from langgraph_ctx.ledger import CalledEntry
 from langgraph_ctx.tokens import count_tool_tokens
@@ -40,7 +43,7 @@ if TYPE_CHECKING:
     from langgraph_ctx.memory import ContextMemory
     from langgraph_ctx.tokens import TokenCounter
 
-_active: contextvars.ContextVar[CallGuard | None] = contextvars.ContextVar(
+_active_guard: contextvars.ContextVar[CallGuard | None] = contextvars.ContextVar(
     "langgraph_ctx_call_guard", default=None
 )
 
@@ -96,7 +99,7 @@ class GuardedRequest(ModelRequest[Any]):
 
     def override(self, **overrides: Any) -> ModelRequest[Any]:
         """`ModelRequest.override`; a model put in is made known to the guard."""
-        guard = _active.get()
+        guard = _active_guard.get()
         if guard is not None and overrides.get("model") is not None:
             guard.know(overrides["model"])
         return super().override(**overrides)
@@ -236,27 +239,22 @@ class CallGuard(BaseCallbackHandler):
         with self._active():
             return await result
 
-    def _active(self) -> _Activation:
-        return _Activation(self)
-
-
-class _Activation:
-    """Sets the guard as a callback of the current run config, and as the active guard."""
-
-    def __init__(self, guard: CallGuard) -> None:
-        self.guard = guard
-        self.tokens: tuple[Any, Any] | None = None
-
-    def __enter__(self) -> None:
+    @contextmanager
+    def _active(self) -> Iterator[None]:
+        """This guard as a callback of the current run's config, and as the active guard."""
         config = dict(var_child_runnable_config.get() or {})
-        config["callbacks"] = _with_handler(config.get("callbacks"), self.guard)
-        self.tokens = (var_child_runnable_config.set(config), _active.set(self.guard))  # type: ignore[arg-type]
+        config["callbacks"] = _with_handler(config.get("callbacks"), self)
+        config_token = var_child_runnable_config.set(config)  # type: ignore[arg-type]
+        guard_token = _active_guard.set(self)
+        try:
+            yield
+        finally:
+            _active_guard.reset(guard_token)
+            var_child_runnable_config.reset(config_token)
 
-    def __exit__(self, *exc: object) -> None:
-        assert self.tokens is not None
-        config_token, guard_token = self.tokens
-        _active.reset(guard_token)
-        var_child_runnable_config.reset(config_token)
+
+NOTHING_LEARNED: CalledEntry = {"added": 0, "window": None, "recall_unbound": False}
+"""The ledger's `called` before any call taught anything (not stored: None in the ledger)."""
 
 
 def learned(
@@ -269,10 +267,11 @@ def learned(
     as the smallest seen (a fallback model may be called again); `recall` is unbound when the
     call's tools lacked it.
     """
+    old = entry or {}
     new: CalledEntry = {
-        "added": int((entry or {}).get("added", 0)),
-        "window": (entry or {}).get("window"),
-        "recall_unbound": bool((entry or {}).get("recall_unbound", False)),
+        "added": int(old.get("added", 0)),
+        "window": old.get("window"),
+        "recall_unbound": bool(old.get("recall_unbound", False)),
     }
     if received is None:
         return new
@@ -308,20 +307,14 @@ def _guarded(request: Any) -> Any:
 
 
 def _identity(model: Any) -> tuple[Any, Any, Any]:
-    try:
-        params = model._get_ls_params()
-    except Exception:
-        params = {}
+    params = ls_params(model)
     return (type(model).__name__, params.get("ls_provider"), params.get("ls_model_name"))
 
 
 def _is_internal(metadata: Mapping[str, Any]) -> bool:
     """A call another middleware marks as its own internal call (not the agent's answer)."""
-    try:
-        from langchain.agents.middleware.internal_call_transformer import internal_call_metadata
-    except ImportError:
-        return False
-    return any(metadata.get(k) == v for k, v in internal_call_metadata().items())
+    marks = internal_metadata()
+    return bool(marks) and all(metadata.get(k) == v for k, v in marks.items())
 
 
 def _message_tokens(counter: TokenCounter, messages: Sequence[BaseMessage]) -> int:

@@ -29,7 +29,7 @@ _PROVIDER_FAMILIES = {
 
 def model_name_of(model: Any) -> str:
     """The model name a chat model reports (`ls_model_name`, `model_name`, `model`), or ''."""
-    params = _ls_params(model)
+    params = ls_params(model)
     for value in (
         params.get("ls_model_name"),
         getattr(model, "model_name", None),
@@ -40,7 +40,8 @@ def model_name_of(model: Any) -> str:
     return ""
 
 
-def _ls_params(model: Any) -> dict[str, Any]:
+def ls_params(model: Any) -> dict[str, Any]:
+    """The LangSmith parameters a chat model reports (`ls_provider`, `ls_model_name`), or {}."""
     get = getattr(model, "_get_ls_params", None)
     if not callable(get):
         return {}
@@ -69,7 +70,7 @@ def provider_family(model: Any) -> str:
     An OpenAI-compatible client (`ChatOpenAI(base_url=...)`) serving a model that is not an
     OpenAI model name is `"unknown"`, or the family its name shows (`claude-*`, `gemini-*`).
     """
-    provider = str(_ls_params(model).get("ls_provider") or "").lower()
+    provider = str(ls_params(model).get("ls_provider") or "").lower()
     name = model_name_of(model).lower()
     family = _PROVIDER_FAMILIES.get(provider, "unknown")
     if family == "openai" and not is_openai_model_name(name):

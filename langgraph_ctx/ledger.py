@@ -475,6 +475,13 @@ def set_called(ledger: ContextLedger | dict[str, Any], entry: CalledEntry | None
     ledger["called"] = entry
 
 
+def _dropped(key: str, value: Any, repairs: list[str], why: str = "") -> None:
+    """Note a ledger part of the wrong shape, left out (`why`: how it comes back)."""
+    repairs.append(
+        f"ledger[{key!r}]: malformed {shorten(value)}; dropped" + (f" ({why})" if why else "")
+    )
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -600,10 +607,7 @@ def _hint(value: Any, repairs: list[str]) -> Any:
     ok = ok and all(_optional_str(value.get(n)) for n in ("dump_ref", "after_id"))
     ok = ok and (value.get("cleared_ids") is None or _str_list(value.get("cleared_ids")))
     ok = ok and (value.get("prompt_tokens") is None or _is_int(value.get("prompt_tokens")))
-    if not ok:
-        repairs.append(f"ledger['hint']: malformed {shorten(value)}; dropped")
-        return None
-    return value
+    return value if ok else _dropped("hint", value, repairs)
 
 
 def _entities(value: Any, repairs: list[str]) -> Any:
@@ -611,20 +615,16 @@ def _entities(value: Any, repairs: list[str]) -> Any:
         value.get("values") is None or isinstance(value.get("values"), Mapping)
     )
     ok = ok and all(_optional_str(value.get(n)) for n in ("last_input_id", "error"))
-    if not ok:
-        repairs.append(
-            f"ledger['entities']: malformed {shorten(value)}; dropped (extracted "
-            "again at the next user input)"
-        )
-        return None
-    return value
+    return (
+        value
+        if ok
+        else _dropped("entities", value, repairs, "extracted again at the next user input")
+    )
 
 
 def _last_report(value: Any, repairs: list[str]) -> Any:
-    if not isinstance(value, Mapping) or not isinstance(value.get("decisions", []), list):
-        repairs.append(f"ledger['last_report']: malformed {shorten(value)}; dropped")
-        return None
-    return value
+    ok = isinstance(value, Mapping) and isinstance(value.get("decisions", []), list)
+    return value if ok else _dropped("last_report", value, repairs)
 
 
 def _is_ratio(value: Any) -> bool:
@@ -650,13 +650,11 @@ def _calibration(value: Any, repairs: list[str]) -> Any:
             and _is_ratio(pending.get("ratio"))
         )
     )
-    if not ok:
-        repairs.append(
-            f"ledger['calibration']: malformed {shorten(value)}; dropped (learned again from "
-            "the next replies)"
-        )
-        return None
-    return value
+    return (
+        value
+        if ok
+        else _dropped("calibration", value, repairs, "learned again from the next replies")
+    )
 
 
 def _ahead(value: Any, repairs: list[str]) -> Any:
@@ -665,13 +663,8 @@ def _ahead(value: Any, repairs: list[str]) -> Any:
     )
     ok = ok and all(_optional_str(value.get(n)) for n in ("pin_id", "started"))
     ok = ok and all(_is_int(value.get(n, 0)) for n in ("count", "tokens", "due"))
-    if not ok:
-        repairs.append(
-            f"ledger['ahead']: malformed {shorten(value)}; dropped (the summary is prepared "
-            "again, or made when the trigger is reached)"
-        )
-        return None
-    return value
+    why = "the summary is prepared again, or made when the trigger is reached"
+    return value if ok else _dropped("ahead", value, repairs, why)
 
 
 def _called(value: Any, repairs: list[str]) -> Any:
@@ -681,13 +674,7 @@ def _called(value: Any, repairs: list[str]) -> Any:
     )
     ok = ok and (window is None or (_is_int(window) and window > 0))
     ok = ok and isinstance(value.get("recall_unbound", False), bool)
-    if not ok:
-        repairs.append(
-            f"ledger['called']: malformed {shorten(value)}; dropped (learned again from the "
-            "next call)"
-        )
-        return None
-    return value
+    return value if ok else _dropped("called", value, repairs, "learned again from the next call")
 
 
 _REPAIRS: dict[str, Callable[[Any, list[str]], Any]] = {

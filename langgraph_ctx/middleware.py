@@ -32,7 +32,14 @@ from langgraph.types import Command
 
 from langgraph_ctx._calibration import received_prompt
 from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
-from langgraph_ctx._guard import CallGuard, CallRefused, effective_window, learned, tool_name
+from langgraph_ctx._guard import (
+    NOTHING_LEARNED,
+    CallGuard,
+    CallRefused,
+    effective_window,
+    learned,
+    tool_name,
+)
 from langgraph_ctx._render import references_recall, without_recall_calls
 from langgraph_ctx.errors import ContextWindowExceededError, is_context_overflow
 from langgraph_ctx.ledger import set_called
@@ -136,7 +143,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         key = _BuildKey.of(request, history, call, effective_window(called, configured), counter)
         result = self._builds.get(key)
         if result is None:  # a retry or a fallback of this very request reuses its build
-            result = yield from self._build(history, ledger, call, model, called)
+            result = yield from self._build(history, ledger, call, model, called, configured)
             self._builds.put(key, (request.state, history), result)
         harder = refused = False
         while True:
@@ -175,7 +182,9 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
                     )
                     harder, failure = True, exc
             try:
-                result = yield from self._build(history, ledger, call, model, called, harder)
+                result = yield from self._build(
+                    history, ledger, call, model, called, configured, harder
+                )
             except ContextWindowExceededError as err:
                 if not refused or not called["added"]:
                     raise err from failure
@@ -196,7 +205,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         removals, ledger = yield from self.memory.plan_removals(state_messages, result, None)
         if received is not None:  # the reply's usage is of what the model received
             received_prompt(ledger, received)
-        set_called(ledger, called if called != learned(None, None, configured) else None)
+        set_called(ledger, called if called != NOTHING_LEARNED else None)
         return _with_report(response, result, ledger, removals)
 
     def _build(
@@ -206,9 +215,10 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         call: _Call,
         model: Any,
         called: Mapping[str, Any],
+        configured: int,
         harder: bool = False,
     ) -> Plan[BuildResult]:
-        window = effective_window(called, self.memory.window_for(model))
+        window = effective_window(called, configured)
         return self.memory.plan_build(
             history, ledger, None, tools=call.tools, harder=harder, model=model, window=window
         )

@@ -95,6 +95,14 @@ def _start(prefix: str = "") -> list[BaseMessage]:
     return [SystemMessage("Be brief.", id="sys"), HumanMessage(f"{prefix} task", id=f"{prefix}h")]
 
 
+def _edit_output(messages: list[BaseMessage], message_id: str) -> None:
+    """Edit a tool output of the span in place (same id, new text), as `update_state` may."""
+    at = next(i for i, m in enumerate(messages) if m.id == message_id)
+    old = messages[at]
+    assert isinstance(old, ToolMessage)
+    messages[at] = old.model_copy(update={"content": "EDITED output"})
+
+
 def _kinds(result: BuildResult) -> dict[str, Any]:
     return {d.kind: d for d in result.report.decisions}
 
@@ -194,8 +202,7 @@ async def test_a_changed_span_is_not_used(mode: str) -> None:
     messages = _start()
     _, state, _ = await _grow_until(manager, messages, None, "prepare", mode)
     await _settle(manager, mode)
-    at = next(i for i, m in enumerate(messages) if m.id == "t2")
-    messages[at] = ToolMessage("EDITED output", tool_call_id="c2", name="ls", id="t2")
+    _edit_output(messages, "t2")
     overflow = [*messages, *(m for k in range(101, 104) for m in _step("", k))]
     result = await call(manager, "build", overflow, state=state, mode=mode)
     kinds = _kinds(result)
@@ -211,8 +218,7 @@ async def test_an_edit_before_the_trigger_prepares_again(mode: str) -> None:
     messages = _start()
     first, state, _ = await _grow_until(manager, messages, None, "prepare", mode)
     await _settle(manager, mode)
-    at = next(i for i, m in enumerate(messages) if m.id == "t2")
-    messages[at] = ToolMessage("EDITED output", tool_call_id="c2", name="ls", id="t2")
+    _edit_output(messages, "t2")
     again = await call(manager, "build", messages, state=state, mode=mode)
     assert _kinds(again)["prepare"].detail["digest"] != _kinds(first)["prepare"].detail["digest"]
     await _settle(manager, mode)
