@@ -46,6 +46,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=list(cost.WORKLOADS),
         help="cost section: run only this workload (repeatable; default all)",
     )
+    parser.add_argument(
+        "--trigger",
+        type=float,
+        default=None,
+        help="cost section: our row's ContextBudget trigger (share of the limit; default 0.9)",
+    )
     args = parser.parse_args(argv)
     unknown = [name for name in args.sections if name not in SECTIONS]
     if unknown:

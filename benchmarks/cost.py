@@ -145,19 +145,33 @@ def _model(limit: int, facts: dict[str, str]) -> SummaryModel:
     return SummaryModel(profile={"max_input_tokens": limit}).with_facts(facts)
 
 
-def systems(spec: WorkloadSpec, facts: dict[str, str]) -> list[Callable[[], System]]:
-    """Every system of the table, as fresh-instance factories."""
+def systems(
+    spec: WorkloadSpec, facts: dict[str, str], *, our_trigger: float | None = None
+) -> list[Callable[[], System]]:
+    """Every system of the table, as fresh-instance factories.
+
+    `our_trigger` replaces our budget's `trigger` (a share of the limit) and names the row so;
+    the anchors keep their own settings, computed from the default budget.
+    """
     w, limit = spec.window, spec.limit
     budget = ContextBudget(context_window_tokens=w, reserved_output_tokens=spec.reserved)
     trigger, keep = budget.trigger_tokens, budget.target_tokens
+    ours_budget = budget
+    if our_trigger is not None:
+        ours_budget = ContextBudget(
+            context_window_tokens=w,
+            reserved_output_tokens=spec.reserved,
+            trigger=our_trigger,
+            target=min(budget.target, our_trigger),
+        )
 
     def ours() -> System:
         return Ours(
-            "langgraph-ctx defaults",
+            _OURS if our_trigger is None else f"langgraph-ctx, trigger={our_trigger:g}",
             strategies=default_strategies(),
             archive=True,
             model=_model(limit, facts),
-            budget=budget,
+            budget=ours_budget,
         )
 
     return [
@@ -217,7 +231,9 @@ def _restorable(a: Aggregate) -> str:
     return f"{100 * a.extra('restorable') / removed:.0f}%"
 
 
-def run_workload(spec: WorkloadSpec) -> dict[str, Aggregate] | None:
+def run_workload(
+    spec: WorkloadSpec, *, our_trigger: float | None = None
+) -> dict[str, Aggregate] | None:
     """Replay every system on the workload's runs; print the table; return the aggregates."""
     runs = spec.load()
     if not runs:
@@ -227,7 +243,7 @@ def run_workload(spec: WorkloadSpec) -> dict[str, Aggregate] | None:
     facts_total = 0
     for label, messages, facts in runs:
         facts_total += len(facts)
-        for make in systems(spec, facts):
+        for make in systems(spec, facts, our_trigger=our_trigger):
             started = time.perf_counter()
             system = make()
             result: ReplayResult = replay(
@@ -239,7 +255,7 @@ def run_workload(spec: WorkloadSpec) -> dict[str, Aggregate] | None:
         if len(runs) > 1:
             _progress(f"{label}: {len(messages)} messages")
     cheapest = min(
-        (a.total("effective_cost") for a in aggs.values() if _valid(a) and a.name != _OURS),
+        (a.total("effective_cost") for a in aggs.values() if _valid(a) and not _is_ours(a.name)),
         default=None,
     )
     rows = []
@@ -284,6 +300,10 @@ def run_workload(spec: WorkloadSpec) -> dict[str, Aggregate] | None:
 _OURS = "langgraph-ctx defaults"
 
 
+def _is_ours(name: str) -> bool:
+    return name.startswith("langgraph-ctx")
+
+
 def _valid(a: Aggregate) -> bool:
     return a.total("invalid") == 0 and a.total("overruns") == 0 and a.total("errors") == 0
 
@@ -292,10 +312,11 @@ def run(args: argparse.Namespace) -> None:
     """The `cost` section: the chosen workloads (default all), one table each."""
     names: Sequence[str] = getattr(args, "workload", None) or list(WORKLOADS)
     warnings.filterwarnings("ignore", message="Failed to trim messages")  # langmem, every call
+    trigger = getattr(args, "trigger", None)
     if getattr(args, "quick", False) and not getattr(args, "workload", None):
-        run_workload(QUICK)
+        run_workload(QUICK, our_trigger=trigger)
         names = []
     for name in names:
-        run_workload(WORKLOADS[name])
+        run_workload(WORKLOADS[name], our_trigger=trigger)
     for note in _NOTES:
         print(note)

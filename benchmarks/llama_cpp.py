@@ -269,8 +269,9 @@ def figures(reports: Sequence[dict[str, Any]], rejections: int) -> str:
         for r in reports
         if r.get("reported_tokens")
     ]
-    print(  # call by call, on stderr: (estimate, the server's count)
-        [(r["tokens"], r.get("reported_tokens")) for r in reports], file=sys.stderr
+    print(  # call by call, on stderr: (estimate, the server's count, the ratio applied)
+        [(r["tokens"], r.get("reported_tokens"), r.get("calibration_ratio")) for r in reports],
+        file=sys.stderr,
     )
 
     def after(calls: int) -> str:
