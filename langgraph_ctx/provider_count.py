@@ -1,10 +1,13 @@
 """`ProviderCounter`: the provider's own token-count API, opt-in, cached per message.
 
-For Claude there is no public tokenizer; Anthropic's count endpoint (`messages.count_tokens`,
-free, rate-limited) says exactly what a prompt costs. `counter_for_model(model,
-use_provider_api=True)` gives a model whose integration counts that way (LangChain's
-`ChatAnthropic.get_num_tokens_from_messages`) a `ProviderCounter` instead of the
-approximation. It needs a network and the provider's key, so it is never the default.
+For Claude and Gemini there is no public tokenizer; the providers' count endpoints (Anthropic's
+`messages.count_tokens`, Google's `countTokens`; free, rate-limited) say exactly what a prompt
+costs. `counter_for_model(model, use_provider_api=True)` gives such a model a `ProviderCounter`
+instead of the approximation. It needs a network and the provider's key, so it is never the
+default. How the provider is asked is a small adapter (`count_api_for`): LangChain's
+`ChatAnthropic.get_num_tokens_from_messages`, or, for `ChatGoogleGenerativeAI`, the request
+LangChain builds counted by the model's google-genai client (`_gemini_count`); the caching and
+the fallback below are the same for both.
 
 The pipeline counts each message on its own (`count_message`) while it decides what to cut,
 then the final prompt once (`__call__`). Both are cached by a sha256 of what the messages say
@@ -23,7 +26,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -35,9 +38,33 @@ from langgraph_ctx.tokens import TokenCounter, ToolLike
 logger = logging.getLogger(__name__)
 """Warnings when the provider's count API fails and the approximation is used."""
 
+CountApi = Callable[[list[BaseMessage], list[Any] | None], int]
+"""Asks the provider for the tokens of a prompt: its messages, and the tools bound or None."""
+
+
+def count_api_for(model: Any) -> CountApi | None:
+    """How `model`'s provider counts a prompt, or None when it offers no way.
+
+    A `ChatGoogleGenerativeAI` gets Google's `countTokens` on the request LangChain builds
+    (`GeminiCountApi`); any other chat model its own `get_num_tokens_from_messages(messages,
+    tools=...)`, which `ChatAnthropic` answers with Anthropic's count API.
+    """
+    from langgraph_ctx._gemini_count import GeminiCountApi, is_gemini_model
+
+    if is_gemini_model(model):
+        return GeminiCountApi(model)
+    method = getattr(model, "get_num_tokens_from_messages", None)
+    if not callable(method):
+        return None
+
+    def ask(messages: list[BaseMessage], tools: list[Any] | None) -> int:
+        return int(method(messages, tools=tools) if tools else method(messages))
+
+    return ask
+
 
 class ProviderCounter:
-    """Counts with the chat model's own `get_num_tokens_from_messages` (the provider's API).
+    """Counts with the provider's own count API, asked through the chat model (`count_api_for`).
 
     Example:
         >>> from langchain_anthropic import ChatAnthropic
@@ -45,8 +72,9 @@ class ProviderCounter:
         >>> counter = ProviderCounter(model)  # doctest: +SKIP
 
     Args:
-        model: A chat model whose `get_num_tokens_from_messages(messages, tools=...)` asks the
-            provider (`ChatAnthropic`).
+        model: A `ChatGoogleGenerativeAI` (Google's `countTokens`), or a chat model whose
+            `get_num_tokens_from_messages(messages, tools=...)` asks the provider
+            (`ChatAnthropic`).
         fallback: The counter used when a call fails; default `counter_for_model(model)`.
         cache_size: How many counts to keep (least recently used go first).
     """
@@ -54,12 +82,14 @@ class ProviderCounter:
     def __init__(
         self, model: Any, *, fallback: TokenCounter | None = None, cache_size: int = 50_000
     ) -> None:
-        if not callable(getattr(model, "get_num_tokens_from_messages", None)):
+        ask = count_api_for(model)
+        if ask is None:
             from langgraph_ctx.errors import ConfigError
 
             msg = (
-                f"ProviderCounter needs a chat model with get_num_tokens_from_messages, got "
-                f"{type(model).__name__}; pass e.g. ChatAnthropic(...), or use "
+                "ProviderCounter needs a chat model that asks its provider to count (its "
+                f"get_num_tokens_from_messages), got {type(model).__name__}; pass e.g. "
+                "ChatAnthropic(...) or ChatGoogleGenerativeAI(...), or use "
                 "counter_for_model(model) for the offline counter"
             )
             raise ConfigError(msg)
@@ -68,6 +98,7 @@ class ProviderCounter:
 
             fallback = counter_for_model(model)
         self.model = model
+        self._ask = ask
         self.fallback = fallback
         self.cache_size = cache_size
         self._cache: OrderedDict[str, int] = OrderedDict()
@@ -131,11 +162,7 @@ class ProviderCounter:
         try:
             with self._lock:
                 self.api_calls += 1
-            if tools:
-                tokens = self.model.get_num_tokens_from_messages(messages, tools=tools)
-            else:
-                tokens = self.model.get_num_tokens_from_messages(messages)
-            tokens = int(tokens)
+            tokens = int(self._ask(messages, tools))
         except Exception as exc:  # offline, rate-limited, a bad key: count approximately
             with self._lock:
                 self.failures += 1

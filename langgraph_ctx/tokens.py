@@ -602,11 +602,12 @@ def counter_for_model(model: Any = None, *, use_provider_api: bool = False) -> T
     token and billing formulas, which the pipeline calibrates from the provider's real usage.
     No model counts as `gpt-4o`.
 
-    With `use_provider_api=True`, an Anthropic chat model (`ChatAnthropic`) gets a
-    `ProviderCounter`: Anthropic's own count API through the model's
-    `get_num_tokens_from_messages`, cached per message, the approximation when a call fails.
-    It needs a network and the key; other providers keep their default counter (Google's
-    LangChain model counts no message list; OpenAI's is exact offline).
+    With `use_provider_api=True`, an Anthropic chat model (`ChatAnthropic`) or a Gemini one
+    (`ChatGoogleGenerativeAI`) gets a `ProviderCounter`: the provider's own count API
+    (Anthropic's through the model's `get_num_tokens_from_messages`, Google's `countTokens`
+    through the model's google-genai client), cached per message, the approximation above when
+    a call fails. It needs a network and the key; every other model keeps its default counter
+    (OpenAI's is exact offline).
 
     Example:
         >>> type(counter_for_model()).__name__
@@ -628,10 +629,12 @@ def counter_for_model(model: Any = None, *, use_provider_api: bool = False) -> T
     if family == "unknown":
         return ApproximateCounter(provider=family, method="pieces")
     approximate = ApproximateCounter(provider=family)
-    if use_provider_api and family == "anthropic" and not isinstance(model, str):
+    if use_provider_api and not isinstance(model, str):
+        from langgraph_ctx._gemini_count import is_gemini_model
         from langgraph_ctx.provider_count import ProviderCounter
 
-        return ProviderCounter(model, fallback=approximate)
+        if family == "anthropic" or (family == "google" and is_gemini_model(model)):
+            return ProviderCounter(model, fallback=approximate)
     return approximate
 
 

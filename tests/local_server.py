@@ -92,6 +92,8 @@ class JsonServer:
 
     route = "/"
     not_found: ClassVar[dict[str, Any]] = {"error": {"code": 404, "message": "not found"}}
+    uses_tokenizer: ClassVar[bool] = True
+    """Load the SentencePiece tokenizer before the first request (a server that counts with it)."""
 
     def __init__(self) -> None:
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -103,7 +105,8 @@ class JsonServer:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def __enter__(self) -> Any:
-        tokenizer()  # load before the first request
+        if self.uses_tokenizer:
+            tokenizer()  # load before the first request
         self._thread.start()
         return self
 
