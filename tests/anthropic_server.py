@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from tests.local_server import JsonServer, tokenizer
+from tests.local_server import CountServer, tokenizer
 
 
 def count_request(request: dict[str, Any]) -> int:
@@ -26,23 +26,11 @@ def count_request(request: dict[str, Any]) -> int:
     return len(tokenizer().encode(text)) + 3 * len(messages) + (300 if tools else 0)
 
 
-class AnthropicCountServer(JsonServer):
-    """The server; `url` is the `base_url` to give `ChatAnthropic`."""
+class AnthropicCountServer(CountServer):
+    """The server; `url` is the `base_url` to give `ChatAnthropic`; `fail` answers 529."""
 
     route = "/v1/messages/count_tokens"
     not_found: ClassVar[dict[str, Any]] = {"type": "error", "error": {"type": "not_found_error"}}
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        """Every count request received, in order."""
-        self.fail = False
-        """Answer 529 (overloaded) to every request while set."""
-        super().__init__()
-
-    @property
-    def url(self) -> str:
-        """`http://127.0.0.1:<port>`."""
-        return self.root
 
     def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """`{"input_tokens": n}`, or 529 while `fail` is set."""

@@ -18,7 +18,7 @@ import json
 import math
 from typing import Any, ClassVar
 
-from tests.local_server import JsonServer
+from tests.local_server import CountServer
 
 
 def _chars(part: dict[str, Any]) -> int:
@@ -36,8 +36,8 @@ def count_request(request: dict[str, Any]) -> int:
     return math.ceil(chars / 4) + 3 * len(contents)
 
 
-class GeminiCountServer(JsonServer):
-    """The server; `url` is the `base_url` to give `ChatGoogleGenerativeAI`."""
+class GeminiCountServer(CountServer):
+    """The server; `url` is the `base_url` to give `ChatGoogleGenerativeAI`; `fail` answers 500."""
 
     route = ":countTokens"
     uses_tokenizer: ClassVar[bool] = False
@@ -46,18 +46,9 @@ class GeminiCountServer(JsonServer):
     }
 
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        """Every count request answered, in order."""
         self.answers: list[int] = []
         """The count answered to each of `requests`."""
-        self.fail = False
-        """Answer 500 (internal error) to every request while set."""
         super().__init__()
-
-    @property
-    def url(self) -> str:
-        """`http://127.0.0.1:<port>`."""
-        return self.root
 
     def answer(self, request: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """`{"totalTokens": n}`; 400 for both request forms at once; 500 while `fail` is set."""

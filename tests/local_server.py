@@ -143,6 +143,25 @@ class JsonServer:
         return Handler
 
 
+class CountServer(JsonServer):
+    """A provider's fake count endpoint: keeps the requests it answered, fails on demand.
+
+    `url` is the `base_url` to give the provider's chat model.
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        """Every count request answered, in order."""
+        self.fail = False
+        """Answer with the provider's server error to every request while set."""
+        super().__init__()
+
+    @property
+    def url(self) -> str:
+        """`http://127.0.0.1:<port>`."""
+        return self.root
+
+
 class LocalChatServer(JsonServer):
     """The server; `url` is the `base_url` to give `ChatOpenAI`.
 
