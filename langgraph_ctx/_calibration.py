@@ -5,10 +5,12 @@ message it saw, the estimate and the ratio used). The next build of the thread f
 to that prompt (the message right after that id) and, when the reply carries
 `usage_metadata["input_tokens"]`, compares the provider's count with the package's own: the
 observation is `reported / unscaled estimate`. The ratio applied to counts is the median of the
-last `WINDOW` observations, each clamped to `[MIN_RATIO, MAX_RATIO]`: robust to an odd report,
-bounded, never NaN, and, since it lives in the ledger, the same for the same state after a
-restart, a replay or a fork. This pairs each reply with the prompt that was really sent (after
-pruning, summaries and windowing), which the history alone cannot tell.
+last `WINDOW` observations, each clamped to `[MIN_RATIO, MAX_RATIO]`, and not under 1 before
+`TRUST_BELOW_ONE` observations (`ratio_of`): robust to an odd report, bounded, never NaN, and,
+since it lives in the ledger, the same for the same state after a restart, a replay or a fork.
+A provider overflow refutes a ratio under 1 (`after_overflow`). This pairs each reply with the
+prompt that was really sent (after pruning, summaries and windowing), which the history alone
+cannot tell.
 
 Pure: decisions on the ledger and the message list; the ledger writes are `ledger.py`'s.
 """
@@ -22,7 +24,12 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langgraph_ctx.ledger import ContextLedger, record_calibration, set_calibration_pending
+from langgraph_ctx.ledger import (
+    ContextLedger,
+    record_calibration,
+    set_calibration_pending,
+    set_calibration_samples,
+)
 
 MIN_RATIO = 0.5
 """Lowest ratio applied (a provider counting half of our estimate)."""
@@ -30,6 +37,14 @@ MAX_RATIO = 2.0
 """Highest ratio applied."""
 WINDOW = 9
 """Recent observations the median is taken over."""
+TRUST_BELOW_ONE = 3
+"""Observations needed before a ratio under 1 is applied.
+
+A ratio under 1 lets a build hold more than the package's own count allows, so one odd early
+observation must not make the next prompt overflow: a first prompt of a few words beside tool
+schemas a server does not bill (a chat template that renders none) observes the 0.5 floor,
+and the next prompt, a large tool output, would be counted at half its size. A ratio over 1
+only makes builds smaller and is applied at once."""
 
 
 def current_ratio(ledger: ContextLedger) -> float:
@@ -38,6 +53,17 @@ def current_ratio(ledger: ContextLedger) -> float:
     if not isinstance(ratio, (int, float)) or not math.isfinite(ratio) or ratio <= 0:
         return 1.0
     return float(min(max(ratio, MIN_RATIO), MAX_RATIO))
+
+
+def ratio_of(samples: Sequence[float]) -> float:
+    """The ratio to apply given the recent observations.
+
+    Their median, clamped, and not under 1 before `TRUST_BELOW_ONE` observations.
+    """
+    ratio = float(min(max(statistics.median(samples), MIN_RATIO), MAX_RATIO))
+    if ratio < 1.0 and len(samples) < TRUST_BELOW_ONE:
+        return 1.0
+    return ratio
 
 
 def reported_input_tokens(message: BaseMessage) -> int | None:
@@ -73,7 +99,7 @@ def observe(ledger: ContextLedger, history: Sequence[BaseMessage]) -> float:
     raw = tokens / used
     observed = min(max(reported / raw, MIN_RATIO), MAX_RATIO)
     samples = [*entry.get("samples", []), round(observed, 6)][-WINDOW:]
-    ratio = float(min(max(statistics.median(samples), MIN_RATIO), MAX_RATIO))
+    ratio = ratio_of(samples)
     record_calibration(ledger, ratio=ratio, samples=samples, estimated=tokens, reported=reported)
     return ratio
 
@@ -97,6 +123,26 @@ def received_prompt(ledger: ContextLedger | dict[str, Any], tokens: int) -> None
     if pending and pending.get("after_id"):
         ratio = float(pending.get("ratio", 1.0))
         set_calibration_pending(ledger, after_id=pending["after_id"], tokens=tokens, ratio=ratio)  # type: ignore[arg-type]
+
+
+def after_overflow(ledger: ContextLedger | None) -> ContextLedger | None:
+    """The ledger to rebuild with after the provider refused a prompt as too long.
+
+    The prompt fit our count scaled by the ratio, and the provider counted more: any ratio
+    under 1 is refuted (the observations under 1 came from prompts unlike this one, e.g. small
+    ones dominated by tool schemas the provider does not bill). They are forgotten, and so is
+    the reply not yet observed (the rebuild would learn it again), so the rebuild and the calls
+    after it count at least as our own counter does. A copy; `ledger` is left as it is.
+    """
+    entry: Any = (ledger or {}).get("calibration")
+    if ledger is None or not entry:
+        return ledger
+    samples = [s for s in entry.get("samples", []) if isinstance(s, (int, float)) and s >= 1.0]
+    ratio = ratio_of(samples) if samples else 1.0
+    updated: ContextLedger = dict(ledger)  # type: ignore[assignment]
+    set_calibration_samples(updated, ratio=ratio, samples=samples)
+    set_calibration_pending(updated, after_id=None, tokens=0, ratio=ratio)
+    return updated
 
 
 def forget_prompt(ledger: ContextLedger) -> None:

@@ -450,6 +450,13 @@ def record_calibration(
     ledger["calibration"] = entry
 
 
+def set_calibration_samples(ledger: ContextLedger, *, ratio: float, samples: list[float]) -> None:
+    """Replace the observations kept and the ratio they give (e.g. after a provider overflow)."""
+    entry: Any = dict(ledger.get("calibration") or {})
+    entry.update(ratio=ratio, samples=list(samples))
+    ledger["calibration"] = entry
+
+
 def set_calibration_pending(
     ledger: ContextLedger, *, after_id: str | None, tokens: int, ratio: float
 ) -> None:

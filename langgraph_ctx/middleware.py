@@ -30,7 +30,7 @@ from langchain.agents.middleware.types import (
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
 from langgraph.types import Command
 
-from langgraph_ctx._calibration import received_prompt
+from langgraph_ctx._calibration import after_overflow, received_prompt
 from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
 from langgraph_ctx._guard import (
     NOTHING_LEARNED,
@@ -181,6 +181,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
                         "the provider overflowed (%s); rebuilding for a smaller window", exc
                     )
                     harder, failure = True, exc
+                    ledger = after_overflow(ledger)  # a ratio under 1 was wrong for this call
             try:
                 result = yield from self._build(
                     history, ledger, call, model, called, configured, harder

@@ -153,3 +153,71 @@ def test_exact_counter_is_not_rescaled() -> None:
     ledger = graph.get_state(config).values["context_ledger"]
     assert ledger["last_report"]["calibration_ratio"] == 1.0
     assert not ledger.get("calibration")
+
+
+class _BillsNoSchemas(ApproximateCounter):
+    """A server whose chat template renders no tool schemas: it bills the messages only."""
+
+    def count_tools(self, tools: Any) -> int:
+        return 0
+
+
+def test_a_ratio_learned_on_small_prompts_is_taken_back_at_the_first_overflow() -> None:
+    """Stop 21's `--send-tools` run against llama-server, in small: the first prompts are a few
+    words beside a tool schema the server does not bill, so they observe about half our count;
+    applied to the next prompt (tool outputs) that ratio counts it at half its size and the
+    server refuses it, and refused it again after the rebuild, which kept the ratio: the run
+    crashed. A ratio under 1 now waits for three observations, and an overflow refutes it: the
+    rebuild counts at least as our own counter does, and the run goes on."""
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+
+    from langgraph_ctx.scripted import scripted
+
+    big = "\n".join(f"line {i}: value = compute_total(items[{i}], rate)" for i in range(140))
+
+    @tool
+    def read_file(path: str, encoding: str = "utf-8", start_line: int = 0) -> str:
+        """Read a file of the repository: the text of the lines from `start_line` on, decoded
+        with `encoding`. Use it before changing any file; large files come back whole."""
+        return big
+
+    counter = ApproximateCounter(provider="unknown", method="pieces")
+    usage = _BillsNoSchemas(provider="unknown", method="pieces")
+    window = 3_200
+    steps = [
+        AIMessage("", tool_calls=[{"name": "read_file", "args": {"path": "a.py"}, "id": f"c{i}"}])
+        if i % 2 == 0
+        else AIMessage(f"done {i}")
+        for i in range(8)
+    ]
+    model = scripted(*steps, usage_counter=usage, provider_limit=window - 256)
+    memory = ContextMemory(
+        model=model,
+        token_counter=counter,
+        context_window_tokens=window,
+        reserved_output_tokens=256,
+        expose_recall=False,
+    )
+    agent = create_agent(
+        model, [read_file], middleware=[memory.middleware()], checkpointer=InMemorySaver()
+    )
+    config = thread()
+    for turn in range(4):
+        agent.invoke({"messages": [HumanMessage(f"hi {turn}")]}, config)
+    assert len(model.rejected) <= 1  # the under-count is found out once, then taken back
+    reports = [
+        m.response_metadata[REPORT_KEY]
+        for m in memory.get_full_history(agent, config)
+        if isinstance(m, AIMessage) and REPORT_KEY in m.response_metadata
+    ]
+    assert len(reports) == 8  # every call answered
+    assert reports[0]["reported_tokens"] < 0.6 * reports[0]["tokens"]  # the odd observation
+    assert reports[1]["calibration_ratio"] == 1.0  # one observation under 1 is not trusted
+    # From the rebuilt call on, never far under the server's count, and converging again.
+    assert all(r["tokens"] >= 0.9 * r["reported_tokens"] for r in reports[3:]), reports
+    assert (
+        abs(reports[-1]["tokens"] - reports[-1]["reported_tokens"])
+        <= 0.1 * reports[-1]["reported_tokens"]
+    )
+    assert sum(isinstance(m, ToolMessage) for m in memory.get_full_history(agent, config)) == 4
