@@ -2,9 +2,10 @@
 
 `make llama_cpp` (and `make llama_server`) print, on stderr, every call's `(estimate, the
 server's count, the ratio applied)`. This replays those calls through calibration rules: the
-package's own (`_calibration.ratio_of` over the last `WINDOW` observations), the latest
-observation alone, and the median of the last three, and prints how far each rule's estimate
-is from the server's count on the first call, after 5 calls and after 10. The raw estimate of
+package's own (`_calibration.ratio_of`: the median of the newest `RECENT` observations), the
+median of the last nine (the rule before it), and the latest observation alone, and prints how
+far each rule's estimate is from the server's count on the first call, after 5 calls and after
+10. The raw estimate of
 a call is its estimate divided by the ratio applied; the prompts are the run's own (a rule
 that shrank or grew them would have cut elsewhere, which a replay cannot show).
 
@@ -21,15 +22,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from benchmarks._table import print_table
-from langgraph_ctx._calibration import MAX_RATIO, MIN_RATIO, WINDOW, ratio_of
+from langgraph_ctx._calibration import MAX_RATIO, MIN_RATIO, RECENT, WINDOW, ratio_of
 
 Rule = Callable[[list[float]], float]
 """The ratio to apply next, from the observations so far (each clamped), oldest first."""
 
 RULES: dict[str, Rule] = {
-    f"package: ratio_of (median of the last {WINDOW})": lambda seen: ratio_of(seen[-WINDOW:]),
+    f"package: ratio_of (median of the last {RECENT})": lambda seen: ratio_of(seen[-WINDOW:]),
+    "median of the last 9 (before stop 22)": lambda seen: statistics.median(seen[-9:]),
     "latest observation": lambda seen: seen[-1],
-    "median of the last 3": lambda seen: statistics.median(seen[-3:]),
 }
 
 

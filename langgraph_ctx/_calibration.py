@@ -5,7 +5,7 @@ message it saw, the estimate and the ratio used). The next build of the thread f
 to that prompt (the message right after that id) and, when the reply carries
 `usage_metadata["input_tokens"]`, compares the provider's count with the package's own: the
 observation is `reported / unscaled estimate`. The ratio applied to counts is the median of the
-last `WINDOW` observations, each clamped to `[MIN_RATIO, MAX_RATIO]`, and not under 1 before
+newest `RECENT` observations, each clamped to `[MIN_RATIO, MAX_RATIO]`, and not under 1 before
 `TRUST_BELOW_ONE` observations (`ratio_of`): robust to an odd report, bounded, never NaN, and,
 since it lives in the ledger, the same for the same state after a restart, a replay or a fork.
 A provider overflow refutes a ratio under 1 (`after_overflow`). This pairs each reply with the
@@ -36,7 +36,14 @@ MIN_RATIO = 0.5
 MAX_RATIO = 2.0
 """Highest ratio applied."""
 WINDOW = 9
-"""Recent observations the median is taken over."""
+"""Observations kept in the ledger (the newest last)."""
+RECENT = 3
+"""Newest observations the median is taken over.
+
+A prompt mostly repeats the one before it, so the newest observations predict the next best: the
+ratio moves with what the prompt holds (short chat-template text early, file text later), and a
+median of the last nine lagged that drift by four or five calls (`benchmarks.ratio_rules` on
+llama.cpp runs). Three still outvote one odd report."""
 TRUST_BELOW_ONE = 3
 """Observations needed before a ratio under 1 is applied.
 
@@ -58,9 +65,10 @@ def current_ratio(ledger: ContextLedger) -> float:
 def ratio_of(samples: Sequence[float]) -> float:
     """The ratio to apply given the recent observations.
 
-    Their median, clamped, and not under 1 before `TRUST_BELOW_ONE` observations.
+    The median of the newest `RECENT`, clamped, and not under 1 before `TRUST_BELOW_ONE`
+    observations.
     """
-    ratio = float(min(max(statistics.median(samples), MIN_RATIO), MAX_RATIO))
+    ratio = float(min(max(statistics.median(samples[-RECENT:]), MIN_RATIO), MAX_RATIO))
     if ratio < 1.0 and len(samples) < TRUST_BELOW_ONE:
         return 1.0
     return ratio
