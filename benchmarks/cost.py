@@ -25,6 +25,7 @@ W=8k, R=1k; skipped with a note when the folder is absent).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import time
 import warnings
@@ -53,7 +54,7 @@ from langgraph_ctx.messages import text_of
 from langgraph_ctx.report import ContextBudget
 from langgraph_ctx.strategies import default_strategies
 
-__all__ = ["SummaryModel", "WORKLOADS", "run"]
+__all__ = ["SummaryModel", "WORKLOADS", "our_budget", "run"]
 
 
 class SummaryModel(FactEchoModel):
@@ -145,6 +146,17 @@ def _model(limit: int, facts: dict[str, str]) -> SummaryModel:
     return SummaryModel(profile={"max_input_tokens": limit}).with_facts(facts)
 
 
+def our_budget(spec: WorkloadSpec, *, trigger: float | None = None) -> ContextBudget:
+    """The workload's budget (window W, reserved R); `trigger` replaces the default share.
+
+    The target stays the default unless that is over the new trigger (it may not be).
+    """
+    budget = ContextBudget(context_window_tokens=spec.window, reserved_output_tokens=spec.reserved)
+    if trigger is None:
+        return budget
+    return dataclasses.replace(budget, trigger=trigger, target=min(budget.target, trigger))
+
+
 def systems(
     spec: WorkloadSpec, facts: dict[str, str], *, our_trigger: float | None = None
 ) -> list[Callable[[], System]]:
@@ -154,16 +166,9 @@ def systems(
     the anchors keep their own settings, computed from the default budget.
     """
     w, limit = spec.window, spec.limit
-    budget = ContextBudget(context_window_tokens=w, reserved_output_tokens=spec.reserved)
+    budget = our_budget(spec)
     trigger, keep = budget.trigger_tokens, budget.target_tokens
-    ours_budget = budget
-    if our_trigger is not None:
-        ours_budget = ContextBudget(
-            context_window_tokens=w,
-            reserved_output_tokens=spec.reserved,
-            trigger=our_trigger,
-            target=min(budget.target, our_trigger),
-        )
+    ours_budget = our_budget(spec, trigger=our_trigger)
 
     def ours() -> System:
         return Ours(

@@ -10,16 +10,16 @@ compares each row with our default row of the same run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchmarks._table import fmt_int, print_table
-from benchmarks.cost import WORKLOADS, WorkloadSpec, _model
+from benchmarks.cost import WORKLOADS, WorkloadSpec, _model, our_budget
 from benchmarks.pipeline import Aggregate, Ours
 from benchmarks.replay import replay
-from langgraph_ctx.report import ContextBudget
-from langgraph_ctx.strategies import Compaction, DropMemory, PruneToolOutputs, SlidingWindow
+from langgraph_ctx.strategies import default_strategies
 
 Setting = tuple[str, dict[str, Any], dict[str, Any]]
 """A row: its label, the budget's keyword arguments, the strategies' keyword arguments."""
@@ -35,25 +35,19 @@ SETTINGS: list[Setting] = [
 ]
 
 
-def _strategies(arrival_min_tokens: int = 2_000, protect_turns: int = 2) -> list[Any]:
-    # default_strategies() with two of its settings exposed.
-    return [
-        DropMemory(),
-        PruneToolOutputs(protect_turns=protect_turns),
-        Compaction(on_arrival=0.1, arrival_min_tokens=arrival_min_tokens),
-        SlidingWindow(summarize=True),
-    ]
+def _strategies(**changes: Any) -> list[Any]:
+    """`default_strategies()` with `changes` made to the strategies that have those fields."""
+    out = []
+    for strategy in default_strategies():
+        names = {f.name for f in dataclasses.fields(strategy)}
+        mine = {k: v for k, v in changes.items() if k in names}
+        out.append(dataclasses.replace(strategy, **mine) if mine else strategy)
+    return out
 
 
 def _ours(spec: WorkloadSpec, setting: Setting, facts: dict[str, str]) -> Callable[[], Ours]:
     label, budget_kw, strategy_kw = setting
-    trigger = budget_kw.get("trigger", 0.9)
-    budget = ContextBudget(
-        context_window_tokens=spec.window,
-        reserved_output_tokens=spec.reserved,
-        trigger=trigger,
-        target=min(0.25, trigger),
-    )
+    budget = our_budget(spec, trigger=budget_kw.get("trigger"))
     return lambda: Ours(
         label,
         strategies=_strategies(**strategy_kw),

@@ -19,6 +19,13 @@ def test_a_ratio_under_one_waits_for_enough_observations() -> None:
     assert ratio_of([0.8, 0.9, 0.85]) == pytest.approx(0.85)
 
 
+def test_the_newest_observations_decide() -> None:
+    # The ratio drifts with what the prompts hold: three new observations outweigh six old
+    # ones (a median over all nine would still say 1.3), and one odd report does not.
+    assert ratio_of([1.3] * 6 + [0.9] * 3) == pytest.approx(0.9)
+    assert ratio_of([1.3] * 8 + [2.0]) == pytest.approx(1.3)
+
+
 def test_the_ratio_is_bounded() -> None:
     assert ratio_of([0.1, 0.1, 0.1]) == 0.5
     assert ratio_of([9.0]) == 2.0
