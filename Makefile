@@ -22,10 +22,11 @@ BOUNDS_STAMP := $(BOUNDS_VENV)/.installed
 help:  ## list the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-$(STAMP): pyproject.toml
+# The checkers and the test runner come at the exact versions of tests/tools.txt.
+$(STAMP): pyproject.toml tests/tools.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,bench,cli,postgres]"
+	$(BIN)/python -m pip install --quiet -e ".[test,bench,cli,postgres]" -r tests/tools.txt
 	touch $(STAMP)
 
 # The demo needs only the package and its `cli` extra, not the test and benchmark extras.
@@ -42,11 +43,11 @@ test: $(STAMP)  ## lint, type-check and run the whole test suite (notebooks incl
 	$(BIN)/python -m pytest $(TEST)
 
 # Rebuilt from nothing whenever the declared versions change; the package is installed editable.
-$(BOUNDS_STAMP): tests/lowest-versions.txt pyproject.toml
+$(BOUNDS_STAMP): tests/lowest-versions.txt tests/tools.txt pyproject.toml
 	rm -rf $(BOUNDS_VENV)
 	$(PYTHON) -m venv $(BOUNDS_VENV)
-	$(BOUNDS_VENV)/bin/python -m pip install --quiet -r tests/lowest-versions.txt \
-		pytest pytest-asyncio hypothesis aiosqlite rich "psycopg[binary]" psycopg-pool \
+	$(BOUNDS_VENV)/bin/python -m pip install --quiet -r tests/lowest-versions.txt -r tests/tools.txt \
+		aiosqlite rich "psycopg[binary]" psycopg-pool \
 		langgraph-checkpoint-postgres==3.0.0 langchain-anthropic==1.3.2
 	$(BOUNDS_VENV)/bin/python -m pip install --quiet --no-deps -e .
 	touch $(BOUNDS_STAMP)

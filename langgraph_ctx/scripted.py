@@ -32,6 +32,7 @@ from typing import Any
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -156,11 +157,9 @@ class ScriptedChatModel(GenericFakeChatModel):
     def _reply(self, messages: list[BaseMessage], tokens: int) -> ChatResult:
         reply: AIMessage = self._step(list(messages))
         if self.usage_counter is not None:
-            reply.usage_metadata = {
-                "input_tokens": tokens,
-                "output_tokens": 10,
-                "total_tokens": tokens + 10,
-            }
+            reply.usage_metadata = UsageMetadata(
+                input_tokens=tokens, output_tokens=10, total_tokens=tokens + 10
+            )
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
     def _target(self) -> ScriptedChatModel:
