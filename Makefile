@@ -43,10 +43,10 @@ test: $(STAMP)  ## lint, type-check and run the whole test suite (notebooks incl
 	$(BIN)/python -m pytest $(TEST)
 
 # Rebuilt from nothing whenever the declared versions change; the package is installed editable.
-$(BOUNDS_STAMP): tests/lowest-versions.txt tests/tools.txt pyproject.toml
+$(BOUNDS_STAMP): tests/lowest-versions.txt tests/tools-bounds.txt pyproject.toml
 	rm -rf $(BOUNDS_VENV)
 	$(PYTHON) -m venv $(BOUNDS_VENV)
-	$(BOUNDS_VENV)/bin/python -m pip install --quiet -r tests/lowest-versions.txt -r tests/tools.txt \
+	$(BOUNDS_VENV)/bin/python -m pip install --quiet -r tests/lowest-versions.txt -r tests/tools-bounds.txt \
 		aiosqlite rich "psycopg[binary]" psycopg-pool \
 		langgraph-checkpoint-postgres==3.0.0 langchain-anthropic==1.3.2
 	$(BOUNDS_VENV)/bin/python -m pip install --quiet --no-deps -e .
