@@ -10,7 +10,7 @@ import argparse
 import time
 from collections.abc import Callable, Sequence
 
-from benchmarks import cost, latency, pipeline, scale, tokens
+from benchmarks import cost, cost_sweep, latency, pipeline, scale, tokens
 from benchmarks._progress import progress
 
 Section = Callable[[argparse.Namespace], None]
@@ -21,6 +21,7 @@ SECTIONS: dict[str, Section] = {
     "compaction": pipeline.run_compaction,
     "summarization": pipeline.run_summarization,
     "cost": cost.run,
+    "frontier": cost_sweep.run,
     "scale": scale.run,
     "latency": latency.run,
 }
@@ -51,6 +52,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=float,
         default=None,
         help="cost section: our row's ContextBudget trigger (share of the limit; default 0.9)",
+    )
+    parser.add_argument(
+        "--plot",
+        default=None,
+        help="frontier section: where to write the cost/recall plot"
+        " (default benchmarks/results/frontier.png)",
     )
     args = parser.parse_args(argv)
     unknown = [name for name in args.sections if name not in SECTIONS]

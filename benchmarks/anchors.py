@@ -42,6 +42,7 @@ from langchain.agents.middleware.types import ExtendedModelResponse
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    HumanMessage,
     SystemMessage,
     ToolMessage,
     trim_messages,
@@ -120,22 +121,48 @@ _STUB_MODEL = make_model(0)
 
 
 class TrimMessagesAnchor(_Base):
-    """`trim_messages(strategy="last", start_on="human", include_system=True)` each call."""
+    """`trim_messages(strategy="last", start_on="human", include_system=True)` each call.
 
-    name = "trim_messages"
+    `tool_safe`: the newest history kept whole from a user or model message on
+    (`start_on=("human", "ai")`, never an orphan tool result), with the task (the first user
+    message) pinned in front when the kept history opens with the model, as Anthropic wants a
+    user message first; the task's tokens come off the trim budget.
+    """
+
+    def __init__(self, *, limit: int, tool_safe: bool = False) -> None:
+        super().__init__(limit=limit)
+        self.tool_safe = tool_safe
+        self.name = "trim_messages, tool-safe" if tool_safe else "trim_messages"
 
     def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
         """Trim the whole history to the limit."""
         self.messages.extend(new)
-        return trim_messages(
-            self.messages,
+        if not self.tool_safe:
+            return trim_messages(
+                self.messages,
+                strategy="last",
+                max_tokens=self.limit,
+                start_on="human",
+                include_system=True,
+                allow_partial=False,
+                token_counter=counter(),
+            )
+        head = [m for m in self.messages[:1] if isinstance(m, SystemMessage)]
+        rest = self.messages[len(head) :]
+        task = next((m for m in rest if isinstance(m, HumanMessage)), None)
+        pinned = [task] if task is not None else []
+        budget = self.limit - (counter()([*head, *pinned]) if pinned else counter()(head))
+        kept = trim_messages(
+            rest,
             strategy="last",
-            max_tokens=self.limit,
-            start_on="human",
-            include_system=True,
+            max_tokens=max(0, budget),
+            start_on=("human", "ai"),
             allow_partial=False,
             token_counter=counter(),
         )
+        if (kept and isinstance(kept[0], HumanMessage)) or not pinned:
+            return [*head, *kept]
+        return [*head, *pinned, *[m for m in kept if m is not task]]
 
 
 class ContextEditingAnchor(_Base):

@@ -101,7 +101,7 @@ class SummaryModel(FactEchoModel):
             "<current_state>\n- Investigating the code paths named in the request.\n"
             f"</current_state>\n<notes>\n{chr(10).join(facts) or '- none'}\n</notes>"
         )
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(body))])
+        return self._on_reply(ChatResult(generations=[ChatGeneration(message=AIMessage(body))]))
 
 
 @dataclass(frozen=True)
@@ -157,17 +157,23 @@ def our_budget(spec: WorkloadSpec, *, trigger: float | None = None) -> ContextBu
     return dataclasses.replace(budget, trigger=trigger, target=min(budget.target, trigger))
 
 
+ANCHOR_TRIGGER = 0.9
+"""The share of the limit at which the summarizing and editing anchors act."""
+ANCHOR_KEEP = 0.25
+"""The share of the limit LangChain's `SummarizationMiddleware` keeps after a summary."""
+
+
 def systems(
     spec: WorkloadSpec, facts: dict[str, str], *, our_trigger: float | None = None
 ) -> list[Callable[[], System]]:
     """Every system of the table, as fresh-instance factories.
 
     `our_trigger` replaces our budget's `trigger` (a share of the limit) and names the row so;
-    the anchors keep their own settings, computed from the default budget.
+    the anchors keep their own settings (`ANCHOR_TRIGGER`, `ANCHOR_KEEP`).
     """
     w, limit = spec.window, spec.limit
-    budget = our_budget(spec)
-    trigger, keep = budget.trigger_tokens, budget.target_tokens
+    # The anchors' own settings, fixed here so that they do not move with our defaults.
+    trigger, keep = int(ANCHOR_TRIGGER * limit), int(ANCHOR_KEEP * limit)
     ours_budget = our_budget(spec, trigger=our_trigger)
 
     def ours() -> System:
@@ -182,6 +188,7 @@ def systems(
     return [
         ours,
         lambda: TrimMessagesAnchor(limit=limit),
+        lambda: TrimMessagesAnchor(limit=limit, tool_safe=True),
         lambda: ContextEditingAnchor(limit=limit, trigger=trigger, keep=3),
         lambda: LCSummarizationAnchor(
             limit=limit,
@@ -205,13 +212,20 @@ def systems(
 
 _NOTES = [
     "effective cost = uncached prompt tokens + 0.1 x cache-reusable prompt tokens + summarizer"
-    " input tokens (exact gpt-4o counts); every system's summarizer is the same SummaryModel.",
+    " input and output tokens (exact gpt-4o counts); every system's summarizer is the same"
+    " SummaryModel.",
+    "next-step recall = at each call, the distinctive names (paths, dotted/snake/camel"
+    " identifiers, long numbers, hex ids) the recorded next AI message uses that first came from"
+    " an earlier tool output; the share of them for which the prompt shows a whole line (20+"
+    " characters) of an earlier tool output carrying the name (benchmarks/recall.py).",
     "facts = planted keys visible in the final prompt; restorable = removed messages whose"
     " original comes back byte for byte (ours: archive refs and live state; deepagents eviction:"
     " the evicted file); invalid = OpenAI or Anthropic converter rejects the prompt.",
     "ours: ContextManager(budget=ContextBudget(W, R), strategies=default_strategies(),"
     " summarizer=model, archive=...), as ContextMemory's defaults.",
-    "trim_messages(strategy='last', max_tokens=limit, start_on='human', include_system=True).",
+    "trim_messages(strategy='last', max_tokens=limit, start_on='human', include_system=True);"
+    " tool-safe: start_on=('human', 'ai') with the task message pinned in front when the kept"
+    " history opens with the model (Anthropic wants a user message first).",
     "ContextEditingMiddleware([ClearToolUsesEdit(trigger=0.9 limit, keep=3)]).",
     "LC SummarizationMiddleware(trigger=('tokens', 0.9 limit), keep=('tokens', 0.25 limit),"
     " trim_tokens_to_summarize=None): its default 4,000 finds no human message to start at in a"
@@ -227,6 +241,11 @@ _NOTES = [
 
 def _progress(text: str) -> None:
     print(f"  .. {text}", flush=True)
+
+
+def _recall(a: Aggregate) -> str:
+    total = a.total("recall_total")
+    return f"{100 * a.total('recall_hits') / total:.1f}%" if total else "-"
 
 
 def _restorable(a: Aggregate) -> str:
@@ -271,8 +290,11 @@ def run_workload(
                 a.name,
                 fmt_int(round(cost)),
                 f"{cost / cheapest:.2f}x" if cheapest else "-",
+                _recall(a),
                 fmt_int(int(a.total("fresh_tokens"))),
-                fmt_int(int(a.total("summarizer_input_tokens"))),
+                fmt_int(
+                    int(a.total("summarizer_input_tokens") + a.total("summarizer_output_tokens"))
+                ),
                 str(int(a.total("summarizer_calls"))),
                 f"{int(a.total('facts_visible'))}/{facts_total}" if facts_total else "-",
                 str(int(a.total("errors"))),
@@ -288,8 +310,9 @@ def run_workload(
             "system",
             "eff. cost",
             "vs cheapest valid anchor",
+            "next-step recall",
             "fresh",
-            "summ. input",
+            "summ. tokens",
             "summ. calls",
             "facts kept",
             "errors",

@@ -1,10 +1,13 @@
-"""`python -m benchmarks.cost_sweep [--workload NAME ...]`: our cost under other settings.
+"""The frontier: our cost and next-step recall under neighbouring settings, beside the anchors.
+
+`python -m benchmarks.cost_sweep [--workload NAME ...] [--plot PATH]` (also the `frontier`
+section of `python -m benchmarks`, which `make bench` runs).
 
 The cost section's conditions (same budget, counter, summarizer and runs as
-`python -m benchmarks cost`), our system alone, with one setting changed per row: the budget's
-trigger, the on-arrival compaction floor, `protect_turns`. It shows where the defaults sit
-among their neighbours; the anchors' figures are in the cost section's tables, and "vs default"
-compares each row with our default row of the same run.
+`python -m benchmarks cost`). Our system runs once per setting, one setting changed per row
+from the defaults (and the defaults of the previous release, for reference); the valid anchors
+run once each. Each table lists cost and recall side by side; the plot puts every row of every
+workload on the plane of effective cost against next-step recall, so the frontier shows.
 """
 
 from __future__ import annotations
@@ -13,97 +16,223 @@ import argparse
 import dataclasses
 import warnings
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from benchmarks._table import fmt_int, print_table
-from benchmarks.cost import WORKLOADS, WorkloadSpec, _model, our_budget
+from benchmarks.cost import WORKLOADS, WorkloadSpec, _model, our_budget, systems
 from benchmarks.pipeline import Aggregate, Ours
-from benchmarks.replay import replay
-from langgraph_ctx.strategies import default_strategies
+from benchmarks.replay import System, replay
+from langgraph_ctx.strategies import (
+    Compaction,
+    DropMemory,
+    PruneToolOutputs,
+    SlidingWindow,
+    default_strategies,
+)
 
-Setting = tuple[str, dict[str, Any], dict[str, Any]]
-"""A row: its label, the budget's keyword arguments, the strategies' keyword arguments."""
+Changes = dict[str, dict[str, Any]]
+"""Strategy class name -> the fields to change in the default list's instance of it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """A row: its label, budget fields to change, strategy fields to change."""
+
+    label: str
+    budget: dict[str, Any] = dataclasses.field(default_factory=dict)
+    strategies: Changes = dataclasses.field(default_factory=dict)
+    previous_release: bool = False
+
 
 SETTINGS: list[Setting] = [
-    ("defaults", {}, {}),
-    ("trigger 0.7", {"trigger": 0.7}, {}),
-    ("trigger 0.5", {"trigger": 0.5}, {}),
-    ("trigger 0.35", {"trigger": 0.35}, {}),
-    ("on-arrival floor 1,000 tokens", {}, {"arrival_min_tokens": 1_000}),
-    ("no on-arrival floor", {}, {"arrival_min_tokens": 0}),
-    ("protect_turns=0", {}, {"protect_turns": 0}),
+    Setting("defaults"),
+    Setting("summarizer reads originals", strategies={"SlidingWindow": {"summarize_shown": False}}),
+    Setting("no quoted lines in summaries", strategies={"SlidingWindow": {"quote_share": 0.0}}),
+    Setting("quoted lines 0.06 of the limit", strategies={"SlidingWindow": {"quote_share": 0.06}}),
+    Setting("quoted lines 0.2 of the limit", strategies={"SlidingWindow": {"quote_share": 0.2}}),
+    Setting("no excerpt on arrival", strategies={"Compaction": {"on_arrival": None}}),
+    Setting("excerpt on arrival over 0.05", strategies={"Compaction": {"on_arrival": 0.05}}),
+    Setting("model turns stay whole", strategies={"ShortenTurns": {"settle_after": None}}),
+    Setting("trigger fixed at 0.9 (no cache_price)", budget={"cache_price": None}),
+    Setting("target 0.3, summary target 0.1", budget={"target": 0.3, "summary_target": 0.1}),
+    Setting("previous release's defaults", previous_release=True),
 ]
 
 
-def _strategies(**changes: Any) -> list[Any]:
-    """`default_strategies()` with `changes` made to the strategies that have those fields."""
+def _previous_release() -> list[Any]:
+    """The default list before the frontier work (issue 29), for reference."""
+    return [
+        DropMemory(),
+        PruneToolOutputs(),
+        Compaction(on_arrival=0.1),
+        SlidingWindow(summarize=True),
+    ]
+
+
+def _strategies(changes: Changes) -> list[Any]:
+    """`default_strategies()` with `changes` made to the strategies of those classes."""
     out = []
     for strategy in default_strategies():
-        names = {f.name for f in dataclasses.fields(strategy)}
-        mine = {k: v for k, v in changes.items() if k in names}
+        mine = changes.get(type(strategy).__name__)
         out.append(dataclasses.replace(strategy, **mine) if mine else strategy)
     return out
 
 
 def _ours(spec: WorkloadSpec, setting: Setting, facts: dict[str, str]) -> Callable[[], Ours]:
-    label, budget_kw, strategy_kw = setting
-    budget = our_budget(spec, trigger=budget_kw.get("trigger"))
+    budget = our_budget(spec)
+    if setting.previous_release:
+        budget = dataclasses.replace(
+            budget,
+            target=0.25,
+            summary_target=0.1,
+            targets_above_fixed=False,
+            cache_price=None,
+        )
+        strategies = _previous_release()
+    else:
+        budget = dataclasses.replace(budget, **setting.budget)
+        strategies = _strategies(setting.strategies)
     return lambda: Ours(
-        label,
-        strategies=_strategies(**strategy_kw),
+        f"ours: {setting.label}",
+        strategies=strategies,
         archive=True,
         model=_model(spec.limit, facts),
         budget=budget,
     )
 
 
-def sweep(spec: WorkloadSpec) -> None:
-    """Replay our system under each setting on the workload's runs; print one table."""
+def _valid(a: Aggregate) -> bool:
+    return a.total("invalid") == 0 and a.total("overruns") == 0 and a.total("errors") == 0
+
+
+def _recall(a: Aggregate) -> float | None:
+    total = a.total("recall_total")
+    return a.total("recall_hits") / total if total else None
+
+
+def sweep(spec: WorkloadSpec) -> dict[str, Aggregate] | None:
+    """Replay ours under each setting and every anchor; print one table; return the rows."""
     runs = spec.load()
     if not runs:
         print(f"\n{spec.name}: skipped (no ../shared/data/trajectories)")
-        return
-    aggs = {label: Aggregate(label) for label, _, _ in SETTINGS}
+        return None
+    aggs: dict[str, Aggregate] = {}
     facts_total = sum(len(facts) for _, _, facts in runs)
     for _, messages, facts in runs:
-        for setting in SETTINGS:
-            result = replay(
-                _ours(spec, setting, facts)(),
-                messages,
-                limit=spec.limit,
-                facts=list(facts),
-                providers=True,
-            )
-            aggs[setting[0]].runs.append(result)
-    default = aggs["defaults"].total("effective_cost")
-    rows = [
-        [
-            a.name,
-            fmt_int(round(a.total("effective_cost"))),
-            f"{a.total('effective_cost') / default:.2f}x",
-            fmt_int(int(a.total("summarizer_input_tokens"))),
-            str(int(a.total("summarizer_calls"))),
-            f"{int(a.total('facts_visible'))}/{facts_total}" if facts_total else "-",
-            str(int(a.total("errors") + a.total("overruns") + a.total("invalid"))),
-        ]
-        for a in aggs.values()
-    ]
+        makers: list[Callable[[], System]] = [_ours(spec, s, facts) for s in SETTINGS]
+        makers += systems(spec, facts)[1:]  # the anchors, as the cost section runs them
+        for make in makers:
+            result = replay(make(), messages, limit=spec.limit, facts=list(facts), providers=True)
+            aggs.setdefault(result.name, Aggregate(result.name)).runs.append(result)
+    anchors = [a for name, a in aggs.items() if not name.startswith("ours") and _valid(a)]
+    cheapest = min((a.total("effective_cost") for a in anchors), default=None)
+    rows = []
+    for a in aggs.values():
+        cost = a.total("effective_cost")
+        recall = _recall(a)
+        rows.append(
+            [
+                a.name,
+                fmt_int(round(cost)),
+                f"{cost / cheapest:.2f}x" if cheapest else "-",
+                f"{100 * recall:.1f}%" if recall is not None else "-",
+                fmt_int(
+                    int(a.total("summarizer_input_tokens") + a.total("summarizer_output_tokens"))
+                ),
+                f"{int(a.total('facts_visible'))}/{facts_total}" if facts_total else "-",
+                "valid" if _valid(a) else "not valid",
+            ]
+        )
     print_table(
-        f"ours under other settings: {spec.name}, limit {spec.limit:,}",
-        ["setting", "eff. cost", "vs default", "summ. input", "summ. calls", "facts", "problems"],
+        f"cost and next-step recall: {spec.name}, limit {spec.limit:,}",
+        [
+            "system",
+            "eff. cost",
+            "vs cheapest valid anchor",
+            "next-step recall",
+            "summ. tokens",
+            "facts",
+            "validity",
+        ],
         rows,
     )
+    return aggs
+
+
+def plot(results: dict[str, dict[str, Aggregate]], path: Path) -> None:
+    """Effective cost against next-step recall, one panel per workload."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(6.5 * len(results), 5.5), squeeze=False)
+    for ax, (workload, aggs) in zip(axes[0], results.items(), strict=True):
+        for name, a in aggs.items():
+            recall = _recall(a)
+            if recall is None:
+                continue
+            ours = name.startswith("ours")
+            marker = "o" if ours else ("s" if _valid(a) else "x")
+            color = "tab:blue" if ours else ("tab:orange" if _valid(a) else "tab:gray")
+            if name == "ours: defaults":
+                color, marker = "tab:red", "*"
+            cost = a.total("effective_cost") / 1e6
+            ax.scatter(cost, 100 * recall, marker=marker, color=color, s=90 if ours else 60)
+            ax.annotate(
+                name.removeprefix("ours: "),
+                (cost, 100 * recall),
+                fontsize=7,
+                xytext=(4, 3),
+                textcoords="offset points",
+            )
+        ax.set_title(workload, fontsize=10)
+        ax.set_xlabel("effective cost (M tokens), lower is better")
+        ax.set_ylabel("next-step recall (%), higher is better")
+        ax.grid(alpha=0.3)
+    fig.suptitle(
+        "langgraph-ctx settings (blue, defaults red) against the anchors "
+        "(orange: valid, grey: not valid)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    print(f"frontier plot written to {path}")
+
+
+DEFAULT_PLOT = Path(__file__).resolve().parent / "results" / "frontier.png"
+"""Where `make bench` leaves the plot (a folder git ignores)."""
+
+
+def run(args: argparse.Namespace) -> None:
+    """The `frontier` section: the sweep on the real runs (the synthetic run on a clone)."""
+    names: Sequence[str] = getattr(args, "workload", None) or ["real8k", "real32k"]
+    if getattr(args, "quick", False) and not getattr(args, "workload", None):
+        names = ["synthetic"]
+    warnings.filterwarnings("ignore", message="Failed to trim messages")
+    results = {}
+    for name in names:
+        aggs = sweep(WORKLOADS[name])
+        if aggs is None and name != "synthetic":
+            aggs = sweep(WORKLOADS["synthetic"]) if "synthetic" not in results else None
+            name = "synthetic"
+        if aggs is not None:
+            results[WORKLOADS[name].name] = aggs
+    if results:
+        plot(results, Path(getattr(args, "plot", None) or DEFAULT_PLOT))
+    print("validity: no prompt over the limit, none a provider's converter rejects, no error")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the sweep on the chosen workloads (default all)."""
+    """Run the sweep on the chosen workloads (default the two real ones) and draw the plot."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.cost_sweep")
     parser.add_argument("--workload", action="append", choices=list(WORKLOADS))
-    args = parser.parse_args(argv)
-    warnings.filterwarnings("ignore", message="Failed to trim messages")
-    for name in args.workload or list(WORKLOADS):
-        sweep(WORKLOADS[name])
-    print("problems = errors + prompts over the limit + prompts a provider's converter rejects")
+    parser.add_argument("--plot", default=None, help=f"where to write the plot ({DEFAULT_PLOT})")
+    parser.add_argument("--quick", action="store_true", help="the synthetic run only")
+    run(parser.parse_args(argv))
     return 0
 
 

@@ -37,6 +37,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
 from benchmarks._progress import EVERY_SECONDS, progress
+from benchmarks.recall import NextStepRecall
 from benchmarks.synthetic import FACT_RE
 from langgraph_ctx.messages import text_of, validate_messages
 from langgraph_ctx.tokens import TiktokenCounter
@@ -81,10 +82,19 @@ class FactEchoModel(BaseChatModel):
     """
 
     _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
+    _replies: list[BaseMessage] = PrivateAttr(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
         return "fact-echo"
+
+    def _on_reply(self, result: ChatResult) -> ChatResult:
+        self._replies.extend(g.message for g in result.generations)
+        return result
+
+    def output_tokens(self) -> int:
+        """Exact gpt-4o tokens of every answer written so far (what the summarizer wrote)."""
+        return sum(counter().count_message(m) for m in self._replies)
 
     @property
     def calls(self) -> list[list[BaseMessage]]:
@@ -104,7 +114,7 @@ class FactEchoModel(BaseChatModel):
             for fact in FACT_RE.findall(text_of(message)):
                 seen.setdefault(fact, None)
         reply = AIMessage("\n".join(seen))
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+        return self._on_reply(ChatResult(generations=[ChatGeneration(message=reply)]))
 
     def input_tokens(self) -> int:
         """Exact gpt-4o tokens of every input sent so far."""
@@ -188,6 +198,11 @@ class ReplayResult:
     final_prompt: list[BaseMessage] = field(default_factory=list)
     summarizer_calls: int = 0
     summarizer_input_tokens: int = 0
+    summarizer_output_tokens: int = 0
+    recall_hits: int = 0
+    """Names the next AI message used that the prompt showed (`benchmarks.recall`)."""
+    recall_total: int = 0
+    """Names the next AI message used that first came from an earlier tool output."""
     facts_visible: int = 0
     facts_recoverable: int = 0
     facts_total: int = 0
@@ -230,9 +245,15 @@ class ReplayResult:
 
     @property
     def effective_cost(self) -> float:
-        """Uncached + 0.1 x cache-reusable + summarizer input tokens."""
+        """Uncached + 0.1 x cache-reusable + every token the summarizer reads and writes."""
         uncached = self.total_tokens - self.reusable_tokens
-        return uncached + 0.1 * self.reusable_tokens + self.summarizer_input_tokens
+        summarizer = self.summarizer_input_tokens + self.summarizer_output_tokens
+        return uncached + 0.1 * self.reusable_tokens + summarizer
+
+    @property
+    def recall(self) -> float | None:
+        """Next-step recall: the share of used names the prompts showed (None: none used)."""
+        return self.recall_hits / self.recall_total if self.recall_total else None
 
 
 def replay(
@@ -260,6 +281,7 @@ def replay(
     """
     count = counter()
     result = ReplayResult(name=system.name, facts_total=len(facts))
+    recall = NextStepRecall.of(messages) if measure else None
     previous: list[BaseMessage] = []
     last = 0
     prompt: list[BaseMessage] = []
@@ -279,12 +301,16 @@ def replay(
             ms = (time.perf_counter() - start) * 1000
             result.calls.append(CallRecord(i, ms, error=f"{type(exc).__name__}: {exc}"[:300]))
             result.error_kinds[type(exc).__name__] += 1
+            if recall is not None:
+                recall.skip(i)
             continue
         ms = (time.perf_counter() - start) * 1000
         observe = getattr(system, "observe", None)
         if observe is not None:  # the harness's own bookkeeping, outside the timed step
             observe()
         record = CallRecord(i, ms)
+        if recall is not None:
+            recall.score(i, prompt)
         if measure:
             record.tokens = count(prompt)
             reusable = 0
@@ -317,6 +343,9 @@ def replay(
     if model is not None:
         result.summarizer_calls = len(model.calls)
         result.summarizer_input_tokens = model.input_tokens()
+        result.summarizer_output_tokens = model.output_tokens()
+    if recall is not None:
+        result.recall_hits, result.recall_total = recall.hits, recall.total
     if facts:
         shown = "\n".join(text_of(m) for m in prompt)
         result.facts_visible = sum(f in shown for f in facts)

@@ -10,10 +10,17 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from langgraph_ctx._ids import TASK_DROPPED_ID, summary_id
 from langgraph_ctx._summary_text import WRAPPER_TAGS, escape_markup
+from langgraph_ctx.excerpt import render_excerpt
 from langgraph_ctx.messages import TAG_KEY, get_tag, text_of
 
 
@@ -83,16 +90,37 @@ def tool_of(message: BaseMessage) -> str:
     return "tool"
 
 
-def summary_message_for(
-    text: str, covered: int, dump_refs: Sequence[str], *, dump_index: str | None = None
-) -> SystemMessage:
-    """The `<summary>` system message, its id derived from the text.
+def summary_body(text: str, quotes: Sequence[str] = ()) -> str:
+    """What goes inside `<summary>`: the text, then the quoted tool-output lines, if any.
 
-    Wrapper tags inside the text are escaped (`escape_markup`): nothing in a summary can close
-    its wrapper and speak as the system prompt. After the wrapper, `recall_note` tells the
-    agent how to read back what the summary replaced.
+    Wrapper tags inside the text are escaped, and every tag of ours inside a quoted line
+    (`escape_markup`): nothing in a summary can close its wrapper and speak as the system
+    prompt, and a quoted line cannot close its own block.
     """
-    text = escape_markup(text, WRAPPER_TAGS)
+    body = escape_markup(text, WRAPPER_TAGS)
+    if quotes:
+        lines = "\n".join(escape_markup(line) for line in quotes)
+        body += (
+            "\n<quoted_lines>\nLines of earlier tool output the agent used, verbatim:\n"
+            f"{lines}\n</quoted_lines>"
+        )
+    return body
+
+
+def summary_message_for(
+    text: str,
+    covered: int,
+    dump_refs: Sequence[str],
+    *,
+    dump_index: str | None = None,
+    quotes: Sequence[str] = (),
+) -> SystemMessage:
+    """The `<summary>` system message, its id derived from what it says.
+
+    The body is `summary_body` (escaped). After the wrapper, `recall_note` tells the agent how
+    to read back what the summary replaced.
+    """
+    text = summary_body(text, quotes)
     note = recall_note(dump_refs, dump_index)
     return SystemMessage(
         content=f"<summary>\n{text}\n</summary>" + (f"\n{note}" if note else ""),
@@ -181,7 +209,7 @@ def _unrecall(text: str) -> str:
     return text
 
 
-def pruned_text(message_id: str, entry: Mapping[str, Any]) -> str:
+def pruned_text(message_id: str, entry: Mapping[str, Any], original: str | None = None) -> str:
     """The placeholder of a pruned tool output (says what it was and how to get it back).
 
     A placeholder names the message id for `recall`, as a compacted one does: one kind of
@@ -197,8 +225,21 @@ def pruned_text(message_id: str, entry: Mapping[str, Any]) -> str:
     return f"[pruned: output of {tool} ({chars:,} chars) removed to save context; {how}]"
 
 
-def compacted_text(message_id: str, entry: Mapping[str, Any]) -> str:
-    """The deterministic text a compacted tool output shows (see `pruned_text` on the ref)."""
+def compacted_text(message_id: str, entry: Mapping[str, Any], original: str | None = None) -> str:
+    """The deterministic text a compacted tool output shows (see `pruned_text` on the ref).
+
+    With `lines` in the entry and the `original` text at hand, the output shows those whole
+    lines (`langgraph_ctx.excerpt`) under a one-line header instead of the character preview.
+    """
+    lines = entry.get("lines")
+    if lines is not None and original is not None:
+        total = len(original.splitlines())
+        return (
+            f"[compacted tool output: {entry.get('tool', 'tool')}, {entry.get('chars', 0)} chars,"
+            f" {len(lines)} of {total} lines shown; input: {str(entry.get('input', ''))[:100]}]\n"
+            f"{render_excerpt(original, lines)}\n"
+            f'[full output: {RECALL_CALL}{message_id}")]'
+        )
     return (
         "[compacted tool output]\n"
         f"tool: {entry.get('tool', 'tool')}\n"
@@ -207,6 +248,36 @@ def compacted_text(message_id: str, entry: Mapping[str, Any]) -> str:
         f"length: {entry.get('chars', 0)} chars\n"
         f"preview: {entry.get('preview', '')}\n"
         f'Call {RECALL_CALL}{message_id}") to read the full output.'
+    )
+
+
+def shortened_turn(message: AIMessage, message_id: str, entry: Mapping[str, Any]) -> AIMessage:
+    """A model turn shown shortened: the kept lines of its text, long call arguments cut.
+
+    The tool calls keep their ids and names (their results still answer them); a string
+    argument over `max_arg` characters keeps its start and says how much was cut. The last
+    line tells the agent how to read the whole turn back.
+    """
+    text = text_of(message)
+    lines = entry.get("lines")
+    shown = render_excerpt(text, lines) if lines is not None else text
+    limit = int(entry.get("max_arg", 0))
+    calls = []
+    for call in message.tool_calls:
+        args = dict(call.get("args") or {})
+        if limit:
+            for key, value in args.items():
+                if isinstance(value, str) and len(value) > limit:
+                    args[key] = f"{value[:limit]}... [{len(value) - limit:,} more chars]"
+        calls.append({**call, "args": args})
+    note = f'[shortened; whole turn: {RECALL_CALL}{message_id}")]'
+    content = f"{shown}\n{note}" if shown.strip() else note
+    kwargs = dict(message.additional_kwargs)
+    kwargs[TAG_KEY] = {**get_tag(message), "compacted": True}
+    if message.tool_calls:  # the OpenAI-format copy would restate the long arguments
+        kwargs.pop("tool_calls", None)
+    return message.model_copy(
+        update={"content": content, "tool_calls": calls, "additional_kwargs": kwargs}
     )
 
 

@@ -97,10 +97,17 @@ MARKUP_TAGS: tuple[str, ...] = (
     "compression_hint",
     "relevant_context",
     "entities",
+    "quoted_lines",
 )
 """The tags the package writes and parses: sections, wrappers and the summarizer's request."""
 
-WRAPPER_TAGS: tuple[str, ...] = ("summary", "previous_summary", "transcript", "compression_hint")
+WRAPPER_TAGS: tuple[str, ...] = (
+    "summary",
+    "previous_summary",
+    "transcript",
+    "compression_hint",
+    "quoted_lines",
+)
 """The tags that wrap a whole summary (in the prompt, the hint and the summarizer's request)."""
 
 _FACT_LINE_CHARS = 200

@@ -355,7 +355,7 @@ def accept_tokens(view: PromptView) -> int:
     Beyond it the window cuts on and folds the rest in the call, as without preparing: keeping
     more makes the next summary come sooner, which costs more than it saves.
     """
-    final_goal = min(view.goal, view.budget.summary_target_tokens)
+    final_goal = view.summary_goal
     return max(final_goal, (final_goal + view.budget.trigger_tokens) // 2)
 
 

@@ -31,6 +31,10 @@ class CompactedEntry(TypedDict, total=False):
     chars: int
     input: str
     preview: str
+    lines: list[int]
+    """Line numbers of the output shown as its excerpt (instead of the preview)."""
+    max_arg: int
+    """A shortened model turn: string tool-call arguments are cut to this many characters."""
 
 
 class SummaryEntry(TypedDict, total=False):
@@ -49,6 +53,8 @@ class SummaryEntry(TypedDict, total=False):
     dump_index: str | None
     source: str
     updates: int
+    quotes: list[str]
+    """Whole tool-output lines of what the summary covers that the agent used later."""
 
 
 class WindowEntry(TypedDict, total=False):
@@ -134,6 +140,8 @@ class ContextLedger(TypedDict, total=False):
     calibration: CalibrationEntry | None
     ahead: AheadEntry | None
     called: CalledEntry | None
+    growth: int | None
+    """Tokens a call adds to the prompt, a moving average (`ContextBudget.cache_price`)."""
 
 
 LEDGER_KEYS = (
@@ -147,6 +155,7 @@ LEDGER_KEYS = (
     "calibration",
     "ahead",
     "called",
+    "growth",
 )
 
 
@@ -163,6 +172,7 @@ def empty_ledger() -> ContextLedger:
         calibration=None,
         ahead=None,
         called=None,
+        growth=None,
     )
 
 
@@ -240,6 +250,7 @@ def fold_summary(
     dump_ref: str | None,
     source: str,
     position: Callable[[str], int] | None = None,
+    quotes: Sequence[str] | None = None,
 ) -> SummaryEntry:
     """Make `text` the running summary, covering `covered_ids` on top of what it covered.
 
@@ -271,6 +282,9 @@ def fold_summary(
     }
     if previous.get("dump_index"):
         summary["dump_index"] = previous["dump_index"]
+    kept_quotes = list(quotes) if quotes is not None else list(previous.get("quotes") or [])
+    if kept_quotes:
+        summary["quotes"] = kept_quotes
     ledger["summary"] = summary
     return summary
 
@@ -538,8 +552,14 @@ def _compacted(value: Any, repairs: list[str]) -> Any:
         "chars": _is_int,
         "input": _is_str,
         "preview": _is_str,
+        "lines": _is_int_list,
+        "max_arg": _is_int,
     }
     return _entries("compacted", value, repairs, fields)
+
+
+def _is_int_list(value: Any) -> bool:
+    return isinstance(value, list) and all(_is_int(v) for v in value)
 
 
 def _is_str(value: Any) -> bool:
@@ -589,6 +609,7 @@ def _summary(value: Any, repairs: list[str]) -> Any:
         "dump_index": (_optional_str, None),
         "source": (_is_str, "input"),
         "updates": (_is_int, 0),
+        "quotes": (_str_list, []),
     }
     items = fixed.get("dump_refs")  # keep every good ref of a damaged list
     if isinstance(items, list) and not _str_list(items):
@@ -684,6 +705,18 @@ def _called(value: Any, repairs: list[str]) -> Any:
     return value if ok else _dropped("called", value, repairs, "learned again from the next call")
 
 
+def _growth(value: Any, repairs: list[str]) -> Any:
+    if value is None or (_is_int(value) and value >= 0):
+        return value
+    return _dropped("growth", value, repairs, "learned again from the next calls")
+
+
+def record_growth(ledger: ContextLedger, added: int) -> None:
+    """Fold the tokens one call added to the prompt into the moving average (weight 1/5)."""
+    old = ledger.get("growth")
+    ledger["growth"] = added if old is None else round(0.8 * old + 0.2 * added)
+
+
 _REPAIRS: dict[str, Callable[[Any, list[str]], Any]] = {
     "pruned": _pruned,
     "compacted": _compacted,
@@ -695,4 +728,5 @@ _REPAIRS: dict[str, Callable[[Any, list[str]], Any]] = {
     "calibration": _calibration,
     "ahead": _ahead,
     "called": _called,
+    "growth": _growth,
 }

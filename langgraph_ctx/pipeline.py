@@ -370,7 +370,7 @@ class ContextManager:
             view.record("skip", view.tokens, detail={"reason": spill_error})
         for strategy in self.strategies:
             yield from apply_strategy(strategy, view)
-        if view.restore_memory() and view.tokens > view.budget.trigger_tokens:
+        if view.restore_memory() and view.tokens > view.trigger:
             # Memory went first, but the strategies after `DropMemory` made room for it; it
             # outranks recent history, so they run again to cut the history instead. Building
             # again on this state then changes nothing.
@@ -387,7 +387,11 @@ class ContextManager:
         return self._finish(view, tools_out, ratio, given)
 
     def _plan_spill_within_budget(self, view: PromptView, archive: Archive) -> Plan[None]:
-        """Spill older dump refs to the index unless the new summary message would not fit."""
+        """Spill older dump refs to the index unless the prompt would then pass its bound.
+
+        The bound is `PromptView.summary_limit`, the one the summary was fitted to: a spill
+        that pushed the prompt over the trigger would make the next build edit again.
+        """
         before = view.ledger.get("summary")
         old = view.cost(view.summary_message()) + view.cost(view.system_message())
         error = yield from plan_spill_dump_refs(view.ledger, archive)
@@ -395,7 +399,7 @@ class ContextManager:
             view.record("skip", view.tokens, detail={"reason": error})
             return
         new = view.cost(view.summary_message()) + view.cost(view.system_message())
-        if view.tokens - old + new > view.budget.limit:
+        if view.tokens - old + new > view.summary_limit():
             view.ledger["summary"] = before  # the next summary tries again
             return
         view.tokens += new - old

@@ -49,12 +49,27 @@ class ContextBudget:
     """Tokens kept free for the reply."""
     trigger: float = 0.9
     """Fraction of the limit above which the pipeline edits the prompt (high-water mark)."""
-    target: float = 0.25
-    """Fraction of the limit the pipeline cuts down to once triggered (low-water mark)."""
-    summary_target: float = 0.1
+    target: float = 0.15
+    """Fraction the pipeline cuts down to once triggered (low-water mark): of what the limit
+    leaves above the fixed part of the prompt (`targets_above_fixed`)."""
+    summary_target: float = 0.05
     """Fraction of the limit the window cuts down to when what leaves it is summarized
     (auto-compaction): the summary carries the rest, and a short prompt is cheap for many
     calls until the next edit."""
+    targets_above_fixed: bool = True
+    """Read `target` and `summary_target` as shares of what the limit leaves above the fixed
+    part of the prompt (the base system prompt, tool schemas, the running summary and the
+    pinned task, as the build found them) instead of shares of the whole limit. In a small
+    window a long task and system prompt can take most of a target, and the cut then empties
+    the history on every edit."""
+    cache_price: float | None = 0.1
+    """What a cached prompt token costs next to an uncached one (providers charge about 0.1).
+    With it, edits start before `trigger` when a shorter cycle costs less over a long run: an
+    edit makes the next call re-read the prompt after the edit point uncached (about the
+    target), while every call re-reads the cached prompt at this price. With the prompt
+    growing by g tokens a call (a moving average kept in the ledger), the cycle that costs
+    least runs from the target T up to T + sqrt(2 x g x T / cache_price); edits start there
+    when that is under the trigger. None: always at the trigger."""
 
     def __post_init__(self) -> None:
         for name in ("context_window_tokens", "reserved_output_tokens"):
@@ -65,6 +80,16 @@ class ContextBudget:
                     f"{value!r}; pass an int such as 32_000"
                 )
                 raise ConfigError(msg)
+        if self.cache_price is not None and (
+            not isinstance(self.cache_price, (int, float))
+            or isinstance(self.cache_price, bool)
+            or not 0 < self.cache_price <= 1
+        ):
+            msg = (
+                f"cache_price must be a number in (0, 1] or None, got {self.cache_price!r}; "
+                "pass 0.1 for providers that bill cached prompt tokens at a tenth"
+            )
+            raise ConfigError(msg)
         for name in ("trigger", "target", "summary_target"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or isinstance(value, bool):

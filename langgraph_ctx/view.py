@@ -12,6 +12,7 @@ prompt is counted in full once, at the end of the build.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -29,18 +30,20 @@ from langgraph_ctx._render import (
     pruned_text,
     recall_note,
     replace_text,
+    shortened_turn,
     still_describes,
+    summary_body,
     summary_message_for,
     task_dropped_message,
     tool_of,
 )
-from langgraph_ctx._summary_text import WRAPPER_TAGS, escape_markup
 from langgraph_ctx.ledger import (
     CompactedEntry,
     ContextLedger,
     PrunedEntry,
     fold_summary,
     record_compacted,
+    record_growth,
     record_pruned,
     set_window,
 )
@@ -128,6 +131,8 @@ class PromptView:
     """Where a strategy's scan may resume in its next attempt of this build, by the strategy's
     key (pruning: nothing before it is left to prune). Valid because edits within a build only
     take messages out of reach, never bring one back."""
+    memo: dict[Any, Any] = field(init=False, default_factory=dict)
+    """What a strategy worked out from the history once per build (the history is fixed)."""
     _attempts: dict[str, int] = field(init=False, default_factory=dict)
     _empty: int = field(init=False, default=0)
     # The history is fixed once the view is set up, so its block split and user turns are
@@ -149,6 +154,7 @@ class PromptView:
         repaired = self._repair_view()
         self.reconcile()
         self.tokens = self.count_full()
+        self._learn_growth(messages_in)
         self.report = ContextCostReport(
             limit=self.budget.limit,
             tokens=self.tokens,
@@ -164,12 +170,51 @@ class PromptView:
                 detail["ledger"] = list(self.repairs)
             self.record("repair", self.tokens, message_ids=ids, detail=detail)
 
+    def _learn_growth(self, messages_in: int) -> None:
+        """Fold what this call added to the prompt into the ledger's moving average."""
+        last = self.ledger.get("last_report") or {}
+        tokens, messages = last.get("tokens"), last.get("messages_in")
+        if not isinstance(tokens, int) or not isinstance(messages, int):
+            return
+        if messages_in > messages and self.tokens > tokens:  # a new call, not a rebuild
+            record_growth(self.ledger, self.tokens - tokens)
+
     # --- what the strategies read -------------------------------------------------------
 
     @property
     def goal(self) -> int:
         """Tokens to cut down to once edits started (the budget's target)."""
-        return self.budget.target_tokens
+        return self._share_goal(self.budget.target)
+
+    @property
+    def trigger(self) -> int:
+        """Prompt size above which edits start in this build (`ContextBudget.cache_price`)."""
+        budget = self.budget
+        growth = self.ledger.get("growth")
+        if budget.cache_price is None or not growth:
+            return budget.trigger_tokens
+        goal = self.goal
+        cycle = math.sqrt(2 * growth * max(goal, 1) / budget.cache_price)
+        return min(budget.trigger_tokens, int(goal + cycle))
+
+    @property
+    def summary_goal(self) -> int:
+        """Tokens a summarizing window cuts down to (the budget's summary target)."""
+        return min(self.goal, self._share_goal(self.budget.summary_target))
+
+    def _share_goal(self, share: float) -> int:
+        if not self.budget.targets_above_fixed:
+            return int(self.budget.limit * share)
+        fixed = self.memo.get("fixed_tokens")
+        if fixed is None:  # as the build found the prompt: goals stay put while it edits
+            task = self.pin
+            if task is None and self.history and is_user_input(self.history[0]):
+                task = 0  # the task opens the window; a shrink would pin it
+            pinned = self.cost(self.history[task]) if task is not None else 0
+            head = self.cost(self.system_message()) + self.cost(self.summary_message())
+            fixed = self.memo["fixed_tokens"] = head + pinned + self.tool_tokens
+        room = max(0, self.budget.limit - fixed)
+        return min(self.budget.limit, int(fixed + room * share))
 
     def over_trigger(self) -> bool:
         """Whether edits are due: the prompt passed the trigger in this build.
@@ -178,7 +223,7 @@ class PromptView:
         an earlier strategy already brought it under the trigger (hysteresis keeps the prompt
         prefix stable for many calls between edits).
         """
-        if not self.edits_started and self.tokens > self.budget.trigger_tokens:
+        if not self.edits_started and self.tokens > self.trigger:
             self.edits_started = True
         return self.edits_started
 
@@ -291,7 +336,7 @@ class PromptView:
             fragments.append(hint["text"])
         summary = self.ledger.get("summary")
         if summary and summary.get("text") and self.summary_placement == "merged" and not hint:
-            text = escape_markup(summary["text"], WRAPPER_TAGS)  # cannot close its wrapper
+            text = summary_body(summary["text"], summary.get("quotes") or ())
             note = recall_note(listed_dump_refs(summary), summary.get("dump_index"))
             fragments.append(f"<summary>\n{text}\n</summary>" + (f"\n{note}" if note else ""))
         if self.memory_items and not self.memory_dropped:
@@ -313,9 +358,10 @@ class PromptView:
         covered = int(summary.get("covered", 0))
         refs = tuple(listed_dump_refs(summary))
         index = summary.get("dump_index")
+        quotes = tuple(summary.get("quotes") or ())
         message: SystemMessage = self.render_cache.get(
-            ("summary", text, covered, refs, index),
-            lambda: summary_message_for(text, covered, refs, dump_index=index),
+            ("summary", text, covered, refs, index, quotes),
+            lambda: summary_message_for(text, covered, refs, dump_index=index, quotes=quotes),
         )
         return message
 
@@ -334,7 +380,11 @@ class PromptView:
             entry = self.ledger[kind].get(mid)  # type: ignore[literal-required]
             if entry is not None:
                 # The text is made only when the cache has no placeholder for this entry.
-                make = partial(_placeholder, message, text_for, mid, entry, kind)
+                make: Callable[[], BaseMessage] = partial(
+                    _placeholder, message, text_for, mid, entry, kind
+                )
+                if isinstance(message, AIMessage):  # a model turn is shortened, not replaced
+                    make = partial(shortened_turn, message, mid, entry)
                 shown = self.render_cache.placeholder((kind, mid), entry, message, make)
                 break
         if not needs_conversation_form(shown):
@@ -413,8 +463,14 @@ class PromptView:
             record_pruned(self.ledger, msg.id or "", entry)
             self.tokens += self.cost(self.shown(msg)) - old
 
-    def compact(self, index: int, ref: str, *, preview_chars: int) -> None:
-        """Show the tool output at history `index` as its archive reference and a preview."""
+    def compact(
+        self, index: int, ref: str, *, preview_chars: int, lines: list[int] | None = None
+    ) -> None:
+        """Show the tool output at history `index` as its archive reference and a preview.
+
+        With `lines`, those whole lines of the output are shown instead of the preview (an
+        excerpt, `langgraph_ctx.excerpt`).
+        """
         msg = self.history[index]
         old = self.cost(self.shown(msg))
         call = self.tool_call_of(index) or {}
@@ -426,24 +482,57 @@ class PromptView:
             "input": json.dumps(call.get("args", {}), sort_keys=True, ensure_ascii=False)[:300],
             "preview": text[:preview_chars],
         }
+        if lines is not None:
+            entry["lines"] = list(lines)
         record_compacted(self.ledger, msg.id or "", entry)
         self.tokens += self.cost(self.shown(msg)) - old
+
+    def shorten_turn(
+        self, index: int, ref: str, *, lines: list[int] | None, max_arg_chars: int
+    ) -> None:
+        """Show the model turn at history `index` shortened (`shortened_turn`); `ref` archives it.
+
+        `lines`: the lines of its text kept (None: all); string tool-call arguments longer than
+        `max_arg_chars` are cut (0: none).
+        """
+        msg = self.history[index]
+        old = self.cost(self.shown(msg))
+        text = text_of(msg)
+        entry: CompactedEntry = {"ref": ref, "tool": "", "chars": len(text), "preview": text[:100]}
+        if lines is not None:
+            entry["lines"] = list(lines)
+        if max_arg_chars:
+            entry["max_arg"] = max_arg_chars
+        record_compacted(self.ledger, msg.id or "", entry)
+        self.tokens += self.cost(self.shown(msg)) - old
+
+    def shortened_cost(
+        self, message: AIMessage, lines: list[int] | None, max_arg_chars: int
+    ) -> int:
+        """Tokens the model turn would take shortened (nothing is changed)."""
+        entry: dict[str, Any] = {"lines": lines, "max_arg": max_arg_chars}
+        return self.cost(shortened_turn(message, message.id or "", entry))
 
     def pruned_cost(self, message: BaseMessage) -> int:
         """Tokens `message` would take as a pruned placeholder (nothing is changed)."""
         probe = {"tool": tool_of(message), "chars": len(text_of(message)), "ref": "?"}
         return self.cost(replace_text(message, pruned_text(message.id or "", probe)))
 
-    def compacted_cost(self, message: BaseMessage, preview_chars: int) -> int:
+    def compacted_cost(
+        self, message: BaseMessage, preview_chars: int, lines: list[int] | None = None
+    ) -> int:
         """Tokens `message` would take once compacted, a little over (nothing is changed)."""
         text = text_of(message)
-        entry = {
+        entry: dict[str, Any] = {
             "tool": tool_of(message),
             "chars": len(text),
             "input": "",
             "preview": text[:preview_chars],
         }
-        return self.cost(replace_text(message, compacted_text(message.id or "", entry))) + 40
+        if lines is not None:
+            entry["lines"] = lines
+        stand_in = compacted_text(message.id or "", entry, text)
+        return self.cost(replace_text(message, stand_in)) + 40
 
     def shrink_recorded(self, **detail: Any) -> list[BaseMessage] | None:
         """`shrink_once`, recorded as a `shrink` decision (its messages, `detail` added)."""
@@ -545,46 +634,81 @@ class PromptView:
                 decision.detail.update(restored=True, restored_tokens=delta)
         return True
 
-    def tokens_with_summary(self, text: str) -> int:
-        """Prompt tokens if `text` became the running summary (nothing is changed)."""
+    def tokens_with_summary(
+        self, text: str, quotes: Sequence[str] | None = None, dump_ref: str | None = None
+    ) -> int:
+        """Prompt tokens if `text` (and `quotes`) became the running summary (no change).
+
+        `dump_ref`: the insurance dump `set_summary` would add (the summary message names it).
+        """
         saved_summary, saved_hint = self.ledger.get("summary"), self.ledger.get("hint")
         current = self.cost(self.system_message()) + self.cost(self.summary_message())
+        refs = list((saved_summary or {}).get("dump_refs") or []) + ([dump_ref] if dump_ref else [])
         try:
             self.ledger["hint"] = None  # as in set_summary
-            self.ledger["summary"] = {**(saved_summary or {}), "text": text}
+            trial: Any = {**(saved_summary or {}), "text": text, "dump_refs": refs}
+            if quotes is not None:
+                trial["quotes"] = list(quotes)
+            self.ledger["summary"] = trial
             probe = self.cost(self.system_message()) + self.cost(self.summary_message())
         finally:
             self.ledger["summary"], self.ledger["hint"] = saved_summary, saved_hint
         return self.tokens - current + probe
 
-    def fit_summary(self, text: str, *, min_chars: int = 200) -> str | None:
-        """`text`, cut down so the prompt with it as the summary stays under the trigger.
+    def summary_limit(self, quotes: Sequence[str] | None = None) -> int:
+        """The most tokens the prompt may take with the running summary as it lands.
 
-        A summarizer bounds its output in characters, not in this budget's tokens, so a
-        summary can outgrow a small window. Under the trigger, the next calls do not edit
-        again at once; when the prompt is over the trigger even without a summary, the limit
-        is the bound. Cutting drops the oldest items of the largest section first
-        (deterministic). Returns None when not even `min_chars` would fit.
+        The trigger of this build (`trigger`): under it, the next calls do not edit again at
+        once (building again on this state changes nothing). When the prompt is over the
+        trigger even without a summary, the limit. Every change to the summary message in a
+        build keeps to it.
+        """
+        if self.tokens_with_summary("", quotes) > self.trigger:
+            return self.budget.limit
+        return self.trigger
+
+    def fit_summary(
+        self,
+        text: str,
+        *,
+        min_chars: int = 200,
+        quotes: Sequence[str] | None = None,
+        dump_ref: str | None = None,
+    ) -> str | None:
+        """`text`, cut down so the prompt with it as the summary keeps to `summary_limit`.
+
+        Measured as `set_summary` will show it: with its `quotes` and its insurance dump
+        `dump_ref` named. A summarizer bounds its output in characters, not in this budget's
+        tokens, so a summary can outgrow a small window. Cutting drops the oldest items of
+        the largest section first (deterministic). Returns None when not even `min_chars`
+        would fit.
         """
         from langgraph_ctx.summarize import fallback_summary
 
-        limit = self.budget.trigger_tokens
-        if self.tokens_with_summary("") > limit:
-            limit = self.budget.limit
-        if self.tokens_with_summary(text) <= limit:
+        limit = self.summary_limit(quotes)
+        if self.tokens_with_summary(text, quotes, dump_ref) <= limit:
             return text
         chars = len(text)
         while chars > min_chars:
             chars = max(min_chars, chars * 3 // 4)
             candidate = fallback_summary([], previous=text, max_chars=chars)
-            if self.tokens_with_summary(candidate) <= limit:
+            if self.tokens_with_summary(candidate, quotes, dump_ref) <= limit:
                 return candidate
         return None
 
     def set_summary(
-        self, text: str, covered: list[BaseMessage], dump_ref: str | None, source: str
+        self,
+        text: str,
+        covered: list[BaseMessage],
+        dump_ref: str | None,
+        source: str,
+        *,
+        quotes: Sequence[str] | None = None,
     ) -> None:
-        """Make `text` the running summary, covering `covered` (insured by `dump_ref`)."""
+        """Make `text` the running summary, covering `covered` (insured by `dump_ref`).
+
+        `quotes` replaces the summary's quoted tool-output lines (None: they stay as they are).
+        """
         old_sys, old_sum = self.cost(self.system_message()), self.cost(self.summary_message())
         where = {m.id: i for i, m in enumerate(self.history) if m.id}
         fold_summary(
@@ -594,6 +718,7 @@ class PromptView:
             dump_ref=dump_ref,
             source=source,
             position=lambda mid: where.get(mid, -1),
+            quotes=quotes,
         )
         self.tokens += (
             self.cost(self.system_message()) + self.cost(self.summary_message()) - old_sys - old_sum
@@ -692,9 +817,12 @@ def _tag_key(message: BaseMessage) -> str:
 
 def _placeholder(
     message: BaseMessage,
-    text_for: Callable[[str, Mapping[str, Any]], str],
+    text_for: Callable[[str, Mapping[str, Any], str | None], str],
     mid: str,
     entry: Mapping[str, Any],
     kind: str,
 ) -> BaseMessage:
-    return replace_text(message, text_for(mid, entry), **{kind: True})
+    tag = get_tag(message)
+    # Our own stand-in fed back as history has no original lines to excerpt.
+    original = None if tag.get("pruned") or tag.get("compacted") else text_of(message)
+    return replace_text(message, text_for(mid, entry, original), **{kind: True})

@@ -249,7 +249,10 @@ QUICKSTART: list[Cell] = [
         assert all(r.tokens <= r.limit == WINDOW for r in reports), "every prompt fits"
         kinds = {k for r in reports for k in r.kinds()}
         assert kinds & {"compact", "auto_compact"}, kinds
-        assert max(r.tokens_in for r in reports) > WINDOW, "the unmanaged history outgrew the window"
+        from langgraph_ctx import count_tokens
+
+        full = memory.get_full_history(agent, config)
+        assert count_tokens(full) > WINDOW, "the unmanaged history outgrew the window"
 
         ai_messages = [m for m in state["messages"] if m.type == "ai"]
         assert all("context_cost" in m.response_metadata for m in ai_messages)

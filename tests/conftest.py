@@ -380,3 +380,20 @@ def make_strategies(
         *([compaction] if compaction is not None else []),
         SlidingWindow(summarize=summarize),
     ]
+
+
+def summary_first_strategies() -> list[Any]:
+    """The default list before excerpts and turn shortening: prune, compact, then summarize.
+
+    For tests whose subject is what a summary does (the insurance dump, the summarizer's
+    faults, rebuilds, removals): with it, a short scripted run reaches a summary, which the
+    current defaults (excerpts first) often make unnecessary.
+    """
+    from langgraph_ctx.strategies import Compaction, DropMemory, PruneToolOutputs, SlidingWindow
+
+    return [
+        DropMemory(),
+        PruneToolOutputs(),
+        Compaction(on_arrival=0.1),
+        SlidingWindow(summarize=True),
+    ]

@@ -114,7 +114,7 @@ def read_view(messages: Sequence[BaseMessage]) -> View:
 def _read_output(view: View, name: str, args: dict[str, Any], text: str) -> None:
     key = call_key(name, args)
     refs = _RECALL_RE.findall(text)
-    if text.startswith(("[compacted tool output]", "[pruned:")) and refs:
+    if text.startswith(("[compacted tool output", "[pruned:")) and refs:
         view.hidden[key] = refs[0]
         return
     if name == "recall":

@@ -4,11 +4,15 @@ The default list, and what each does when the prompt grows (DESIGN part 2)::
 
     DropMemory()            over the limit: retrieved memory leaves first (and comes back
                             when the strategies after it made room)
+    Compaction()            over the trigger: older outputs go to the archive and show an
+                            excerpt (the lines the agent used, head and tail); an output over
+                            a tenth of the limit is excerpted as it arrives (needs an archive)
+    ShortenTurns()          a model turn shows its first and last lines and short arguments
+                            once the next turn follows (needs an archive)
     PruneToolOutputs()      over the trigger: old tool outputs become placeholders
-    Compaction()            over the trigger: large outputs go to the archive (needs one);
-                            an output over a tenth of the limit goes there as it arrives
     SlidingWindow()         over the trigger: shrink a turn at a time, pruning again after
-                            each shrink; with summarize=True, what leaves is summarized
+                            each shrink; with summarize=True, what leaves is summarized and
+                            the summary quotes the tool-output lines the agent used
 
 `DynamicSummarization` and `EntityExtraction` run on every build; put them first. A strategy
 of your own is any object with `apply(view)` (see `Strategy`); put it where it belongs in the
@@ -28,6 +32,7 @@ from langgraph_ctx.strategies.compaction import Compaction
 from langgraph_ctx.strategies.entities import EntityExtraction
 from langgraph_ctx.strategies.pruning import DropMemory, PruneToolOutputs
 from langgraph_ctx.strategies.summaries import DynamicSummarization, summarize_span
+from langgraph_ctx.strategies.turns import ShortenTurns
 from langgraph_ctx.strategies.window import SlidingWindow
 
 for _name, _cls in {
@@ -37,23 +42,40 @@ for _name, _cls in {
     "sliding_window": SlidingWindow,
     "dynamic_summarization": DynamicSummarization,
     "entity_extraction": EntityExtraction,
+    "shorten_turns": ShortenTurns,
 }.items():
     register_strategy(_name, _cls)
 
 
 def default_strategies(*, summarize: bool = True) -> list[Strategy]:
-    """The default list: drop memory, prune, compact, then the sliding window.
+    """The default list: drop memory, excerpt outputs, shorten turns, prune, then the window.
 
-    `ContextMemory` uses it as it is; `ContextManager` with `summarize=False`.
+    `ContextMemory` uses it as it is; `ContextManager` with `summarize=False` (without an
+    archive, compaction and turn shortening do nothing: pruning and the window remain).
+
+    What each default is for (the cost and next-step recall it buys are in the README's
+    benchmark section): an output over a tenth of the limit is shown as its excerpt when it
+    arrives, an older one once the prompt passes the trigger; a model turn is shortened once
+    the next one follows (the edit sits at the end of the prompt, so the cached prefix stays);
+    a summary reads what the prompt showed and quotes the tool-output lines the agent used.
 
     Args:
         summarize: Summarize what leaves the window (`SlidingWindow(summarize=True)`).
     """
     return [
         DropMemory(),
+        Compaction(
+            excerpt=True,
+            excerpt_chars=800,
+            min_chars=600,
+            keep_last=1,
+            keep_share=0.05,
+            on_arrival=0.1,
+            arrival_min_tokens=0,
+        ),
+        ShortenTurns(settle_after=1, keep_last=1),
         PruneToolOutputs(),
-        Compaction(on_arrival=0.1),
-        SlidingWindow(summarize=summarize),
+        SlidingWindow(summarize=summarize, quote_share=0.12, summarize_shown=True),
     ]
 
 
@@ -63,6 +85,7 @@ __all__ = [
     "DynamicSummarization",
     "EntityExtraction",
     "PruneToolOutputs",
+    "ShortenTurns",
     "SlidingWindow",
     "Strategy",
     "apply_strategy",

@@ -6,11 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from langgraph_ctx._effects import Plan
 from langgraph_ctx._render import tool_of
 from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.excerpt import LaterUse, excerpt_lines
 from langgraph_ctx.messages import is_error_result, is_tool_output, text_of
 from langgraph_ctx.strategies.base import check_field_types
 
@@ -53,6 +54,23 @@ class Compaction:
     arrival_min_tokens: int = 2_000
     """Outputs under this many tokens are never compacted on arrival (in a small window a
     preview saves little and the model would recall what it needs)."""
+    excerpt: bool = False
+    """Show whole lines instead of the character preview: the first and last two, and every
+    line carrying a name (path, identifier, id, number) that a later model message used, up to
+    `excerpt_chars` and a third of the output (`langgraph_ctx.excerpt`). The agent keeps what
+    it was working with; the rest is one `recall` away."""
+    excerpt_chars: int = 1_500
+    """At most this many characters of used lines in an excerpt."""
+    settle_after: int | None = None
+    """With `excerpt`: an output is shown as its excerpt once this many model turns came after
+    it, whatever the prompt's size (None: only over the trigger). The model read it whole and
+    acted on it; the lines it used stay. Such edits sit at the end of the prompt, so the cached
+    prefix before them stays as it was."""
+    settle_min_tokens: int = 200
+    """Outputs under this many tokens are left whole by `settle_after`."""
+    keep_share: float = 0.0
+    """Besides the newest `keep_last`, the newest outputs within this share of the limit stay
+    whole (the outputs of the newest tool-call batch always do)."""
 
     def __post_init__(self) -> None:
         check_field_types(self)
@@ -63,6 +81,9 @@ class Compaction:
             raise ConfigError(msg)
         if self.arrival_min_tokens < 0:
             msg = f"arrival_min_tokens must be >= 0, got {self.arrival_min_tokens}"
+            raise ConfigError(msg)
+        if not 0 <= self.keep_share <= 1:
+            msg = f"keep_share must be a share of the limit in [0, 1], got {self.keep_share}"
             raise ConfigError(msg)
         if self.min_chars < 0 or self.keep_last < 0 or self.preview_chars < 0:
             msg = (
@@ -78,6 +99,9 @@ class Compaction:
             return
         arriving = self._pick_arriving(view)
         if arriving and not (yield from self._compact(view, archive, arriving, {"arrival": True})):
+            return
+        settled = self._pick_settled(view)
+        if settled and not (yield from self._compact(view, archive, settled, {"settled": True})):
             return
         if not view.over_trigger() or view.tokens <= view.goal:
             return
@@ -105,7 +129,8 @@ class Compaction:
             view.record("skip", before, message_ids=ids, detail={"reason": reason})
             return False
         for i in picked:
-            view.compact(i, refs[view.history[i].id or ""], preview_chars=self.preview_chars)
+            ref = refs[view.history[i].id or ""]
+            view.compact(i, ref, preview_chars=self.preview_chars, lines=self._lines(view, i))
         detail = {"refs": [refs[i] for i in ids], **detail}
         view.record("compact", before, message_ids=ids, detail=detail)
         return True
@@ -132,14 +157,70 @@ class Compaction:
             if self._eligible(view, i)
             and len(text_of(view.history[i])) >= self.min_chars
             and view.cost(view.history[i]) > bound
-            and view.compacted_cost(view.history[i], self.preview_chars)
-            < view.cost(view.history[i])
+            and self._compacted_cost(view, i) < view.cost(view.history[i])
         ]
+
+    def _pick_settled(self, view: PromptView) -> list[int]:
+        """Outputs that `settle_after` model turns have answered, whatever the prompt's size.
+
+        The newest outputs within `keep_share` of the limit stay whole.
+        """
+        if self.settle_after is None or not self.excerpt:
+            return []
+        positions = [i for i in view.window_indices() if is_tool_output(view.history[i])]
+        kept = self._newest(view, positions)
+        picked: list[int] = []
+        turns_after = 0
+        for i in reversed(view.window_indices()):
+            msg = view.history[i]
+            if isinstance(msg, AIMessage):
+                turns_after += 1
+                continue
+            if (
+                turns_after >= self.settle_after
+                and i not in kept
+                and self._eligible(view, i)
+                and len(text_of(msg)) >= self.min_chars
+                and view.cost(msg) >= self.settle_min_tokens
+                and view.cost(msg) - self._compacted_cost(view, i) >= self.settle_min_tokens // 2
+            ):
+                picked.append(i)
+        return sorted(picked)
+
+    def _lines(self, view: PromptView, i: int) -> list[int] | None:
+        """The excerpt's lines of the output at history `i` (None: the character preview)."""
+        if not self.excerpt:
+            return None
+        later = view.memo.get(LaterUse)
+        if later is None:
+            later = view.memo[LaterUse] = LaterUse.of(view.history, view.start)
+        text = text_of(view.history[i])
+        budget = min(self.excerpt_chars, len(text) // 3)
+        return excerpt_lines(text, index=i, later=later, max_chars=budget)
+
+    def _compacted_cost(self, view: PromptView, i: int) -> int:
+        msg = view.history[i]
+        return view.compacted_cost(msg, self.preview_chars, self._lines(view, i))
+
+    def _newest(self, view: PromptView, positions: list[int]) -> set[int]:
+        """Outputs that stay whole: the newest batch's, the newest `keep_last`, `keep_share`."""
+        newest = set(positions[-self.keep_last :]) if self.keep_last > 0 else set()
+        blocks = view.window_blocks()
+        if blocks:
+            last = blocks[-1]
+            newest.update(i for i in positions if i >= last.start)
+        room = self.keep_share * view.budget.limit
+        for i in reversed(positions):
+            room -= view.cost(view.history[i])
+            if room < 0:
+                break
+            newest.add(i)
+        return newest
 
     def _pick(self, view: PromptView) -> list[int]:
         """History indices to compact, oldest first, until the estimate reaches the target."""
         positions = [i for i in view.window_indices() if is_tool_output(view.history[i])]
-        newest = set(positions[-self.keep_last :]) if self.keep_last > 0 else set()
+        newest = self._newest(view, positions)
         picked: list[int] = []
         saved = 0
         for i in positions:
@@ -151,8 +232,11 @@ class Compaction:
                 continue
             if self.include_tools is not None and tool not in self.include_tools:
                 continue
+            gain = view.cost(msg) - self._compacted_cost(view, i)
+            if gain <= 0:
+                continue
             picked.append(i)
-            saved += view.cost(msg) - view.compacted_cost(msg, self.preview_chars)
+            saved += gain
             if view.tokens - saved <= view.goal:
                 break
         return picked
@@ -192,7 +276,7 @@ class Compaction:
         for i in candidates:
             msg = view.history[i]
             picked.append(i)
-            floor -= view.cost(msg) - view.compacted_cost(msg, self.preview_chars)
+            floor -= view.cost(msg) - self._compacted_cost(view, i)
             if floor <= view.goal:
                 break
         return sorted(picked)

@@ -11,6 +11,7 @@ from langchain_core.messages import BaseMessage
 from langgraph_ctx._assembly import is_summary_message
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.excerpt import LaterUse, quoted_lines
 from langgraph_ctx.messages import get_tag
 from langgraph_ctx.strategies.base import check_field_types
 
@@ -33,19 +34,26 @@ def summarize_span(
     *,
     kind: Any,
     summarize: Callable[[list[BaseMessage], str | None], Plan[Any]] | None = None,
+    quote_chars: int = 0,
+    read_shown: bool = False,
 ) -> Plan[bool]:
     """Insurance dump, then a running summary of `dropped` folded into the ledger.
 
     Nothing is summarized when only a previous summary would be; the report says why.
     `summarize` replaces the resources' summarizer plan (a summary prepared ahead).
-    Returns whether a summary was written.
+    `quote_chars` > 0: the summary also quotes, verbatim, up to that many characters of the
+    tool-output lines a later model message used (`langgraph_ctx.excerpt.quoted_lines`),
+    whatever the summarizer kept. `read_shown`: the summarizer reads the messages as the
+    prompt showed them (a compacted output as its excerpt and reference) instead of the
+    originals; the insurance dump and the archive still hold every original. Returns whether
+    a summary was written.
     """
     conversation = conversation_of(dropped)
     if not conversation:
         reason = "only the previous summary would be summarized"
         view.record("skip", view.tokens, detail={"reason": reason})
         return False
-    if view.tokens - view.cost(view.summary_message()) > view.budget.trigger_tokens:
+    if view.tokens - view.cost(view.summary_message()) > view.trigger:
         # The kept window alone is over the trigger: the next call would cut and summarize
         # again, and again (thrash). The messages stay in state, uncovered: nothing is lost.
         view.record(
@@ -67,8 +75,10 @@ def summarize_span(
             view.record("skip", view.tokens, detail={"reason": f"insurance dump failed: {exc}"})
             return False
     previous = (view.ledger.get("summary") or {}).get("text")
-    # The summarizer reads the originals, not placeholders: what it does not see is lost.
-    outcome = yield from summarize(list(conversation), previous)
+    # By default the summarizer reads the originals: what it does not see is lost from the
+    # summary (not from the archive). Reading what the prompt showed costs far less.
+    read = [view.shown(m) for m in conversation] if read_shown else list(conversation)
+    outcome = yield from summarize(read, previous)
     detail = {
         "dump_ref": dump_ref,
         "source": outcome.source,
@@ -76,7 +86,8 @@ def summarize_span(
         "summarizer_input_tokens": outcome.input_tokens,
         "error": outcome.error,
     }
-    text = view.fit_summary(outcome.text)
+    quotes = _quotes(view, conversation, quote_chars) if quote_chars > 0 else None
+    text = view.fit_summary(outcome.text, quotes=quotes, dump_ref=dump_ref)
     ids = [m.id or "" for m in conversation]
     if text is None:  # the messages stay in state, uncovered: nothing is lost
         detail["reason"] = "no room for a summary within the limit"
@@ -85,9 +96,25 @@ def summarize_span(
     if text != outcome.text:
         detail["cut_to_chars"] = len(text)
     before = view.tokens
-    view.set_summary(text, conversation, dump_ref, outcome.source)
+    view.set_summary(text, conversation, dump_ref, outcome.source, quotes=quotes)
+    if quotes:
+        detail["quoted_lines"] = len(quotes)
     view.record(kind, before, message_ids=ids, detail=detail)
     return True
+
+
+def _quotes(view: PromptView, covered: Sequence[BaseMessage], max_chars: int) -> list[str]:
+    """The lines the summary quotes: used lines of `covered`, then the earlier quotes."""
+    where = {m.id: i for i, m in enumerate(view.history) if m.id}
+    first = min((where.get(m.id or "", len(view.history)) for m in covered), default=0)
+    previous = (view.ledger.get("summary") or {}).get("quotes") or []
+    return quoted_lines(
+        covered,
+        later=LaterUse.of(view.history, first),
+        positions=where,
+        previous=previous,
+        max_chars=max_chars,
+    )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -44,9 +44,20 @@ class SlidingWindow:
     """With `summarize`: share of the limit from which the next summary is prepared in the
     background, below the budget's `trigger` (e.g. 0.85 under 0.9); None makes it when the
     trigger is reached. Takes effect in a `ContextManager` (it keeps the preparations)."""
+    quote_share: float = 0.0
+    """With `summarize`: the share of the limit the summary may spend quoting, verbatim, the
+    tool-output lines of what it replaces that a later model message used (paths, names, ids
+    the agent was working with), whatever the summarizer kept. 0: no quotes."""
+    summarize_shown: bool = False
+    """With `summarize`: the summarizer reads what leaves as the prompt showed it (a compacted
+    output as its excerpt) instead of the originals. Much cheaper; a fact only in the hidden
+    lines of a compacted output then stays in the archive (`recall`) but not in the summary."""
 
     def __post_init__(self) -> None:
         check_field_types(self)
+        if not 0 <= self.quote_share <= 1:
+            msg = f"quote_share must be a share of the limit in [0, 1], got {self.quote_share}"
+            raise ConfigError(msg)
         if self.prepare_at is not None and not 0 < self.prepare_at < 1:
             msg = (
                 f"SlidingWindow(prepare_at={self.prepare_at!r}): prepare_at must be between 0 "
@@ -56,6 +67,7 @@ class SlidingWindow:
 
     def apply(self, view: PromptView) -> Plan[None]:
         """Shrink until the prompt is at or under the target."""
+        quote_chars = int(self.quote_share * view.budget.limit * _CHARS_PER_TOKEN)
         prune_again = [s for s in view.strategies if isinstance(s, PruneToolOutputs)]
         prepare_at = self.prepare_at if self.summarize else None
         if not view.over_trigger():
@@ -75,7 +87,7 @@ class SlidingWindow:
         pending: list[BaseMessage] = []
         # What leaves is summarized: cut to the (lower) summary target, leaving room for the
         # summary that will land, so one summarizer call usually suffices.
-        final_goal = min(view.goal, view.budget.summary_target_tokens) if auto else view.goal
+        final_goal = view.summary_goal if auto else view.goal
         goal = summary_goal(view) if auto else view.goal
         summarized = False
         if prepare_at is not None:
@@ -83,7 +95,12 @@ class SlidingWindow:
             pending = taken.pending
             if taken.summarize is not None:
                 yield from summarize_span(
-                    view, pending, kind="auto_compact", summarize=taken.summarize
+                    view,
+                    pending,
+                    kind="auto_compact",
+                    summarize=taken.summarize,
+                    quote_chars=quote_chars,
+                    read_shown=self.summarize_shown,
                 )
                 _annotate(view, taken.note)
                 summarized, pending = True, []
@@ -98,15 +115,31 @@ class SlidingWindow:
             for pruner in prune_again:
                 yield from pruner.apply(view)
             if auto and not summarized and view.tokens <= goal and pending:
-                yield from summarize_span(view, pending, kind="auto_compact")
+                yield from summarize_span(
+                    view,
+                    pending,
+                    kind="auto_compact",
+                    quote_chars=quote_chars,
+                    read_shown=self.summarize_shown,
+                )
                 summarized = True
                 pending, goal = [], final_goal  # the summary has landed: the real goal again
         # Whatever left after the first summary is folded in once more at the end, so a build
         # calls the summarizer at most twice.
         if auto and pending:
-            yield from summarize_span(view, pending, kind="auto_compact")
+            yield from summarize_span(
+                view,
+                pending,
+                kind="auto_compact",
+                quote_chars=quote_chars,
+                read_shown=self.summarize_shown,
+            )
         if view.tokens > view.budget.limit:
             view.drop_task()
+
+
+_CHARS_PER_TOKEN = 3
+"""Characters a quoted line takes per token, rounded down (code and logs run 3 to 4)."""
 
 
 def summary_goal(view: PromptView) -> int:
@@ -115,7 +148,7 @@ def summary_goal(view: PromptView) -> int:
     The reserve never takes more than half the goal: in a small window the summary gets cut to
     fit instead of the window being emptied to make room for it.
     """
-    final_goal = min(view.goal, view.budget.summary_target_tokens)
+    final_goal = view.summary_goal
     return final_goal - min(_summary_reserve(view), final_goal // 2)
 
 

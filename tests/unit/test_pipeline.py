@@ -23,7 +23,13 @@ from langgraph_ctx.ledger import covered_ids
 from langgraph_ctx.messages import get_tag, text_of, validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.report import ContextBudget
-from langgraph_ctx.strategies import Compaction, DropMemory, PruneToolOutputs, SlidingWindow
+from langgraph_ctx.strategies import (
+    Compaction,
+    DropMemory,
+    DynamicSummarization,
+    PruneToolOutputs,
+    SlidingWindow,
+)
 from langgraph_ctx.tokens import TiktokenCounter
 from tests.conftest import call, make_conversation, make_strategies
 from tests.fakes import ScriptedChatModel, scripted
@@ -669,6 +675,55 @@ def test_a_summary_never_outgrows_a_small_window() -> None:
     assert dump(again.messages) == dump(result.messages) and again.report.decisions == []
 
 
+@pytest.mark.parametrize(
+    ("items", "window"),
+    [
+        (6, 300),  # the summary fits whole; moving the older dump ref to the index would not
+        (6, 250),  # the summary is cut to fit, the recall ref of its own dump counted
+    ],
+    ids=["dump-index", "new-dump-ref"],
+)
+def test_a_dynamic_summary_leaves_a_prompt_the_next_build_keeps(items: int, window: int) -> None:
+    # The summary message that lands (naming its new insurance dump, and the dump index when
+    # older refs move there) keeps the prompt under the trigger, so the window drops nothing
+    # after it without a summary, and building again on the state changes nothing.
+    previous = "<completed>\n" + "".join(f"- Step {i}: did thing {i}.\n" for i in range(items))
+    state = {
+        "summary": {
+            "text": previous + "</completed>",
+            "covered": 2,
+            "covered_last": None,
+            "dump_refs": ["lgctx:t:messages:" + "ab" * 32],
+            "source": "fallback",
+            "updates": 1,
+        }
+    }
+    messages = [
+        SystemMessage("You are helpful.", id="sys"),
+        HumanMessage("first question", id="h1"),
+        AIMessage("first answer", id="a1"),
+        HumanMessage("second question", id="h2"),
+        AIMessage("second answer", id="a2"),
+        HumanMessage("third question", id="h3"),
+    ]
+    cm = ContextManager(
+        budget=ContextBudget(context_window_tokens=window),
+        token_counter=COUNTER,
+        strategies=make_strategies(first=[DynamicSummarization(threshold_turns=2, turns=1)]),
+        archive=new_archive(),
+    )
+    result = cm.build(messages, state=state)
+    assert_valid(result)
+    assert [d.kind for d in result.report.edits()] == ["shrink", "summarize"]
+    assert [m.id for m in result.messages][2:] == ["h2", "a2", "h3"]
+    assert result.report.tokens <= cm.budget.trigger_tokens, "the next call need not edit"
+    again = cm.build(messages, state=result.state)
+    assert dump(again.messages) == dump(result.messages)
+    assert again.state["summary"] == result.state["summary"]
+    assert again.state["window"] == result.state["window"]
+    assert again.report.edits() == []
+
+
 def test_compaction_is_lossless_and_keeps_the_newest_results() -> None:
     messages = make_conversation(5, long_output=3000)
     archive = new_archive()
@@ -692,7 +747,7 @@ def test_compaction_is_lossless_and_keeps_the_newest_results() -> None:
     for mid, entry in compacted.items():
         original = by_id(messages)[mid]
         text = text_of(shown[mid])
-        assert text.startswith("[compacted tool output]")
+        assert text.startswith("[compacted tool output")
         assert f"ref: {mid}\n" in text and f'recall(ref="{mid}")' in text
         assert "length: 3000 chars" in text and entry["ref"] not in text  # the id, not the hash
         assert f"preview: {text_of(original)[:40]}\n" in text
@@ -764,7 +819,7 @@ def test_the_summarizer_reads_the_originals_of_pruned_and_compacted_outputs() ->
     originals = by_id(messages)
     for mid in sorted(pruned | compacted):
         assert text_of(originals[mid]) in sent, f"{mid} reached the summarizer as a placeholder"
-    assert "[pruned:" not in sent and "[compacted tool output]" not in sent
+    assert "[pruned:" not in sent and "[compacted tool output" not in sent
     assert result.state["summary"]["source"] == "model"
 
 
@@ -980,7 +1035,7 @@ def test_default_compaction_compacts_a_large_output_as_it_arrives() -> None:
     result = cm.build(messages)
     assert_valid(result)
     shown = by_id(result.messages)
-    assert text_of(shown["t1"]).startswith("[compacted tool output]")
+    assert text_of(shown["t1"]).startswith("[compacted tool output")
     assert 'recall(ref="t1")' in text_of(shown["t1"])
     assert text_of(shown["t2"]) == "x = 1\n" * 40  # small outputs stay whole
     assert archive.restore(result.state["compacted"]["t1"]["ref"]) == messages[3]

@@ -60,8 +60,10 @@ def test_budget_defaults_and_example() -> None:
         ({"trigger": 1.5}, "trigger <= 1"),
         ({"summary_target": 0.0}, "0 < summary_target"),
         ({"summary_target": 0.95}, "summary_target <= trigger"),
-        # The default summary target (0.1) is above a trigger this low: say so, do not clamp.
-        ({"trigger": 0.05, "target": 0.05}, "summary_target=0.1"),
+        # The default summary target (0.05) is above a trigger this low: say so, do not clamp.
+        ({"trigger": 0.03, "target": 0.03}, "summary_target=0.05"),
+        ({"cache_price": 0.0}, "cache_price must be a number in \\(0, 1\\]"),
+        ({"cache_price": "0.1"}, "pass 0.1"),
     ],
 )
 def test_budget_config_errors(kwargs: dict[str, float], match: str) -> None:

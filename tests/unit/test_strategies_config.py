@@ -21,6 +21,7 @@ from langgraph_ctx.strategies import (
     DynamicSummarization,
     EntityExtraction,
     PruneToolOutputs,
+    ShortenTurns,
     SlidingWindow,
     Strategy,
     default_strategies,
@@ -36,6 +37,7 @@ BUILTIN_TYPES = [
     "dynamic_summarization",
     "entity_extraction",
     "prune_tool_outputs",
+    "shorten_turns",
     "sliding_window",
 ]
 
@@ -88,17 +90,23 @@ def test_the_manager_takes_config_and_keeps_its_order() -> None:
         PruneToolOutputs(protect_turns=1),
         SlidingWindow(),
     ]
-    assert ContextManager(context_window_tokens=8000).strategies == [
-        DropMemory(),
-        PruneToolOutputs(),
-        Compaction(on_arrival=0.1),
-        SlidingWindow(),
-    ]
+    assert ContextManager(context_window_tokens=8000).strategies == default_strategies(
+        summarize=False
+    )
     assert default_strategies() == [
         DropMemory(),
+        Compaction(
+            excerpt=True,
+            excerpt_chars=800,
+            min_chars=600,
+            keep_last=1,
+            keep_share=0.05,
+            on_arrival=0.1,
+            arrival_min_tokens=0,
+        ),
+        ShortenTurns(settle_after=1, keep_last=1),
         PruneToolOutputs(),
-        Compaction(on_arrival=0.1),
-        SlidingWindow(summarize=True),
+        SlidingWindow(summarize=True, quote_share=0.12, summarize_shown=True),
     ]
 
 
@@ -129,7 +137,8 @@ def test_unknown_field_names_the_allowed_ones() -> None:
     assert "['keep', 'min_char']" in text and "'compaction'" in text
     for field in ("min_chars", "keep_last", "keep_errors", "preview_chars", "exclude_tools"):
         assert field in text
-    with pytest.raises(ConfigError, match=r"allowed: \['prepare_at', 'summarize'\]"):
+    allowed = r"allowed: \['prepare_at', 'quote_share', 'summarize', 'summarize_shown'\]"
+    with pytest.raises(ConfigError, match=allowed):
         strategies_from_config({"type": "sliding_window", "stage": 10})
 
 
