@@ -47,6 +47,7 @@ from langgraph_ctx.archive import Archive, encode_message
 from langgraph_ctx.errors import ArchiveError
 from langgraph_ctx.memory import REPORT_KEY, all_dump_refs, full_history
 from langgraph_ctx.messages import repair_messages, validate_messages
+from tests.conftest import summary_first_strategies
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
     Script,
@@ -58,7 +59,9 @@ from tests.integration._agents import (
 )
 
 WINDOW = 5_000
-"""Small enough that 6 synthetic turns compact, summarize and rebuild."""
+"""Small enough that 6 synthetic turns compact, summarize and rebuild (with the summary-first
+list, `summary_first_strategies()`: summaries, their dumps and removals are what can leave a
+racing thread's ledger dangling, and the default excerpts would make them rare here)."""
 
 
 # --- models -------------------------------------------------------------------------------
@@ -221,7 +224,10 @@ def _shared_agents(
     agents = {}
     for variant in ("rebuild", "remove"):
         memory = ContextMemory(
-            context_window_tokens=WINDOW, archive=store, remove_summarized=variant == "remove"
+            context_window_tokens=WINDOW,
+            strategies=summary_first_strategies(),
+            archive=store,
+            remove_summarized=variant == "remove",
         )
         routes: dict[str, ScriptedChatModel] = {}
         agent = create_agent(
@@ -388,7 +394,10 @@ def racer(
     }
     script = scripts[name]
     memory = ContextMemory(
-        context_window_tokens=WINDOW, archive=store, remove_summarized=name == "B"
+        context_window_tokens=WINDOW,
+        strategies=summary_first_strategies(),
+        archive=store,
+        remove_summarized=name == "B",
     )
     # A little time per call, so racing runs interleave.
     model = script.model(delay=0.002, usage_scale=1.3 if name == "A" else 1.0)

@@ -42,7 +42,7 @@ from langgraph_ctx.report import ContextBudget
 from langgraph_ctx.state import ContextState
 from langgraph_ctx.strategies import Compaction
 from langgraph_ctx.summarize import Summarizer
-from tests.conftest import make_strategies, run
+from tests.conftest import make_strategies, run, summary_first_strategies
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
     Script,
@@ -59,8 +59,17 @@ from tests.integration._agents import (
 from tests.integration.conftest import POSTGRES_ENV, CheckpointerBackend, fresh_database
 
 WINDOW = 4_600
-"""Small enough that pruning, compaction and summaries all happen in an 8-turn run (the replay
-tools' typed schemas take about 110 tokens of it)."""
+"""Small enough that pruning, compaction and summaries all happen in an 8-turn run under
+`summary_first()` (the replay tools' typed schemas take about 110 tokens of it)."""
+
+
+def summary_first() -> dict[str, Any]:
+    """`ContextMemory` arguments for the summary-first policy this file's faults need.
+
+    The faults here hit summaries, their dumps and the removals they allow; the defaults show
+    excerpts and shorten turns first, so an 8-turn run in `WINDOW` would rarely summarize.
+    """
+    return {"context_window_tokens": WINDOW, "strategies": summary_first_strategies()}
 
 
 class ProcessDied(BaseException):
@@ -263,7 +272,7 @@ async def test_summarizer_fault_falls_back_to_the_deterministic_summary(
         max_output_tokens=256,
     )
     memory = ContextMemory(
-        context_window_tokens=WINDOW,
+        **summary_first(),
         summarizer=summarizer,
         remove_summarized=True,
         archive=InMemoryStore(),  # the test keeps it across the saver's restarts
@@ -316,7 +325,7 @@ async def test_archive_write_failure_removes_and_compacts_nothing(
     its archive copy; each build says why it skipped, and the model calls still fit."""
     script = synthetic_script(turns=8, recall=False)
     backend = FaultyBackend()
-    memory = ContextMemory(context_window_tokens=WINDOW, archive=backend, remove_summarized=True)
+    memory = ContextMemory(**summary_first(), archive=backend, remove_summarized=True)
     model = script.model()
     tools = script.tools()
     config = thread()
@@ -386,7 +395,7 @@ def test_a_relative_archive_dir_survives_a_tool_changing_directory(
     start.mkdir()
     elsewhere.mkdir()
     monkeypatch.chdir(start)  # restored after the test
-    memory = ContextMemory(context_window_tokens=WINDOW, archive="run/archive")
+    memory = ContextMemory(**summary_first(), archive="run/archive")
     script = synthetic_script(turns=8, recall=False)
     model = script.model()
     graph = hand_built(memory, model, script.tools()).compile(checkpointer=InMemorySaver())
@@ -482,7 +491,7 @@ async def test_archive_read_failure_is_a_clear_archive_error(mode: str) -> None:
 
     script = synthetic_script(turns=8, recall=False)
     backend = FaultyBackend()
-    memory = ContextMemory(context_window_tokens=WINDOW, archive=backend, remove_summarized=True)
+    memory = ContextMemory(**summary_first(), archive=backend, remove_summarized=True)
     model = script.model()
     graph = hand_built(memory, model, script.tools()).compile(checkpointer=InMemorySaver())
     config = thread()
@@ -589,7 +598,7 @@ class Process:
         if crash == "after_summarizer":
             object.__setattr__(summarizer, "die_at", at)
         self.memory = ContextMemory(
-            context_window_tokens=WINDOW,
+            **summary_first(),
             archive=backend,
             summarizer=summarizer,
             remove_summarized=True,

@@ -29,7 +29,7 @@ from langgraph_ctx.errors import ArchiveAccessError, ArchiveError, ConfigError
 from langgraph_ctx.memory import REPORT_KEY
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.recall import make_recall_tool
-from tests.conftest import make_conversation, make_strategies
+from tests.conftest import make_conversation, make_strategies, summary_first_strategies
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import Script, check_prompts, drive
 from tests.integration._agents import _without_report as without_report
@@ -101,6 +101,7 @@ def test_a_planted_secret_reaches_neither_the_summarizer_nor_the_dump(
     model = recording_summarizer_model()
     memory = ContextMemory(
         context_window_tokens=5_000,
+        strategies=summary_first_strategies(),  # a summary and its dump are the subject
         archive=store,
         summarizer=model if summarizer == "model" else None,
         redact=redact,
@@ -248,7 +249,8 @@ def first_dump_ref(agent: Any, config: RunnableConfig) -> str:
 @pytest.mark.parametrize("scope", ["thread", "user"])
 async def test_recall_and_restore_refuse_another_threads_references(scope: str) -> None:
     script = Script.from_messages(make_conversation(4, parallel=2, long_output=4_000, seed=1))
-    memory = ContextMemory(context_window_tokens=6_000)
+    # The references under test are a summary's dumps: the summary-first list writes them.
+    memory = ContextMemory(context_window_tokens=6_000, strategies=summary_first_strategies())
     agent = create_agent(
         script.model(),
         script.tools(),
