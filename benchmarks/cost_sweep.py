@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks._table import fmt_int, print_table
-from benchmarks.cost import WORKLOADS, WorkloadSpec, _model, our_budget, systems
+from benchmarks.cost import QUICK, WORKLOADS, WorkloadSpec, _model, our_budget, systems
 from benchmarks.pipeline import Aggregate, Ours
 from benchmarks.replay import System, replay
 from langgraph_ctx.strategies import (
@@ -176,10 +176,11 @@ def plot(results: dict[str, dict[str, Aggregate]], path: Path) -> None:
             ours = name.startswith("ours")
             marker = "o" if ours else ("s" if _valid(a) else "x")
             color = "tab:blue" if ours else ("tab:orange" if _valid(a) else "tab:gray")
-            if name == "ours: defaults":
-                color, marker = "tab:red", "*"
+            size, layer = (90 if ours else 60), 2
+            if name == "ours: defaults":  # on top of settings that land on the same point
+                color, marker, size, layer = "tab:red", "*", 220, 3
             cost = a.total("effective_cost") / 1e6
-            ax.scatter(cost, 100 * recall, marker=marker, color=color, s=90 if ours else 60)
+            ax.scatter(cost, 100 * recall, marker=marker, color=color, s=size, zorder=layer)
             ax.annotate(
                 name.removeprefix("ours: "),
                 (cost, 100 * recall),
@@ -210,17 +211,18 @@ DEFAULT_PLOT = Path(__file__).resolve().parent / "results" / "frontier.png"
 def run(args: argparse.Namespace) -> None:
     """The `frontier` section: the sweep on the real runs (the synthetic run on a clone)."""
     names: Sequence[str] = getattr(args, "workload", None) or ["real8k", "real32k"]
+    specs = [WORKLOADS[name] for name in names]
     if getattr(args, "quick", False) and not getattr(args, "workload", None):
-        names = ["synthetic"]
+        specs = [QUICK]
     warnings.filterwarnings("ignore", message="Failed to trim messages")
     results = {}
-    for name in names:
-        aggs = sweep(WORKLOADS[name])
-        if aggs is None and name != "synthetic":
-            aggs = sweep(WORKLOADS["synthetic"]) if "synthetic" not in results else None
-            name = "synthetic"
+    for spec in specs:
+        aggs = sweep(spec)
+        if aggs is None and WORKLOADS["synthetic"].name not in results:
+            spec = WORKLOADS["synthetic"]  # a plain clone: the seeded run stands in
+            aggs = sweep(spec)
         if aggs is not None:
-            results[WORKLOADS[name].name] = aggs
+            results[spec.name] = aggs
     if results:
         plot(results, Path(getattr(args, "plot", None) or DEFAULT_PLOT))
     print("validity: no prompt over the limit, none a provider's converter rejects, no error")

@@ -225,21 +225,27 @@ LOOKAHEAD_SHARE = 0.2
 
 
 def plan_prepare(
-    view: PromptView, *, prepare_at: float, pruners: Sequence[Any], now: bool = False
+    view: PromptView,
+    *,
+    prepare_at: float,
+    pruners: Sequence[Any],
+    now: bool = False,
+    read_shown: bool = False,
 ) -> Plan[None]:
     """Under the trigger, with the trigger near: record the next span and start preparing it.
 
     Near means over `prepare_at` of the limit, or within `LOOKAHEAD_CALLS` calls growing as
     much as the last one did (the ledger's last report gives the previous prompt's size);
-    `now` prepares whatever the size (see `plan_defer`).
+    `now` prepares whatever the size (see `plan_defer`). `read_shown`: the summarizer reads
+    the span as the prompt shows it (`SlidingWindow.summarize_shown`), as it would in the call.
     """
     ahead = view.resources.ahead
     if ahead is None or view.resources.summarize is None:
         return
-    trigger = view.budget.trigger_tokens
+    trigger = view.trigger  # the budget's, or earlier with a cache price
     last = (view.ledger.get("last_report") or {}).get("tokens")
     growth = view.tokens - last if isinstance(last, int) and last < view.tokens else 0
-    near = view.tokens > int(view.budget.limit * prepare_at)
+    near = view.tokens > trigger - slack_tokens(view, prepare_at)
     # Never earlier than `LOOKAHEAD_SHARE` of the limit before the trigger: what came since
     # the preparation stays in the window, so an early one makes the next summary come early.
     reach = min(LOOKAHEAD_CALLS * growth, int(LOOKAHEAD_SHARE * view.budget.limit))
@@ -256,7 +262,8 @@ def plan_prepare(
             else:  # checked up to here
                 set_ahead(view.ledger, {**entry, "started": newest})
         if valid is not None:  # recorded already: (re)start it, e.g. after a restart
-            yield from ahead.plan_start(entry["digest"], span, _previous(view))
+            read = [view.shown(m) for m in span] if read_shown else span
+            yield from ahead.plan_start(entry["digest"], read, _previous(view))
             return
     # Cut deeper by what the prompt will grow until the trigger: then, at the trigger, the
     # window holds about what it would after a summary made there.
@@ -279,7 +286,9 @@ def plan_prepare(
             "tokens": view.report.tokens_in,
         },
     )
-    yield from ahead.plan_start(digest, span, _previous(view))
+    yield from ahead.plan_start(
+        digest, [view.shown(m) for m in span] if read_shown else span, _previous(view)
+    )
     view.record(
         "prepare",
         view.tokens,
@@ -292,7 +301,9 @@ DEFER_CALLS = 2
 """Calls a summary due at the trigger may wait for its preparation (see `plan_defer`)."""
 
 
-def plan_defer(view: PromptView, *, prepare_at: float, pruners: Sequence[Any]) -> Plan[bool]:
+def plan_defer(
+    view: PromptView, *, prepare_at: float, pruners: Sequence[Any], read_shown: bool = False
+) -> Plan[bool]:
     """The prompt passed the trigger but earlier strategies brought it back under: wait?
 
     A step that jumps over the trigger (a large output, compacted on arrival) would make the
@@ -305,7 +316,9 @@ def plan_defer(view: PromptView, *, prepare_at: float, pruners: Sequence[Any]) -
         return False
     valid = _valid(view)
     if valid is None:
-        yield from plan_prepare(view, prepare_at=prepare_at, pruners=pruners, now=True)
+        yield from plan_prepare(
+            view, prepare_at=prepare_at, pruners=pruners, now=True, read_shown=read_shown
+        )
         entry = view.ledger.get("ahead")
         if not entry:
             return False
@@ -316,7 +329,7 @@ def plan_defer(view: PromptView, *, prepare_at: float, pruners: Sequence[Any]) -
     if due <= 0:
         return False
     set_ahead(view.ledger, {**entry, "due": due})
-    yield from plan_prepare(view, prepare_at=prepare_at, pruners=pruners)
+    yield from plan_prepare(view, prepare_at=prepare_at, pruners=pruners, read_shown=read_shown)
     return True
 
 
@@ -356,7 +369,7 @@ def accept_tokens(view: PromptView) -> int:
     more makes the next summary come sooner, which costs more than it saves.
     """
     final_goal = view.summary_goal
-    return max(final_goal, (final_goal + view.budget.trigger_tokens) // 2)
+    return max(final_goal, (final_goal + view.trigger) // 2)
 
 
 def _reachable(view: PromptView, entry: AheadEntry, at: int, span: list[BaseMessage]) -> bool:

@@ -74,13 +74,17 @@ class SlidingWindow:
             if prepare_at is None:
                 return
             due = count_down(view)  # a cut deferred at the trigger is due now
-            yield from plan_prepare(view, prepare_at=prepare_at, pruners=prune_again)
+            yield from plan_prepare(
+                view, prepare_at=prepare_at, pruners=prune_again, read_shown=self.summarize_shown
+            )
             if not due or view.tokens <= view.goal:
                 return
         elif view.tokens <= view.goal:
             return  # earlier strategies (pruning, compaction) were enough
-        if prepare_at is not None and view.tokens <= view.budget.trigger_tokens:
-            waits = yield from plan_defer(view, prepare_at=prepare_at, pruners=prune_again)
+        if prepare_at is not None and view.tokens <= view.trigger:
+            waits = yield from plan_defer(
+                view, prepare_at=prepare_at, pruners=prune_again, read_shown=self.summarize_shown
+            )
             if waits:
                 return
         auto = self.summarize
