@@ -28,7 +28,8 @@ from langgraph_ctx.errors import (
 )
 from langgraph_ctx.extract import EntityExtractor
 from langgraph_ctx.memory import ContextMemory
-from langgraph_ctx.messages import repair_messages, validate_messages
+from langgraph_ctx.messages.repair import repair_messages
+from langgraph_ctx.messages.validation import validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.report import ContextBudget, ContextCostReport, Decision
 from langgraph_ctx.scripted import ScriptedChatModel

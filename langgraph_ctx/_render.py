@@ -21,7 +21,8 @@ from langchain_core.messages import (
 from langgraph_ctx._ids import TASK_DROPPED_ID, summary_id
 from langgraph_ctx._summary_text import WRAPPER_TAGS, escape_markup
 from langgraph_ctx.excerpt import render_excerpt
-from langgraph_ctx.messages import TAG_KEY, get_tag, text_of
+from langgraph_ctx.messages.base import summary_text_of as summary_text_of
+from langgraph_ctx.messages.content import TAG_KEY, get_tag, text_of
 
 
 class RenderCache:
@@ -151,12 +152,6 @@ def recall_note(dump_refs: Sequence[str], dump_index: str | None) -> str:
     if dump_index:
         parts.append(f'a list of older archived messages: {RECALL_CALL}{dump_index}")')
     return "[archived: " + "; ".join(parts) + "]"
-
-
-def summary_text_of(content: str) -> str:
-    """The summary text of a `<summary>` message's content (without wrapper and recall note)."""
-    inner = content.removeprefix("<summary>\n")
-    return inner.partition("\n</summary>")[0] if "\n</summary>" in inner else inner
 
 
 RECALL_CALL = 'recall(ref="'

@@ -24,7 +24,8 @@ from langchain_core.messages import (
     get_buffer_string,
 )
 
-from langgraph_ctx.messages import is_error_result, is_user_input, text_of
+from langgraph_ctx.messages.blocks import is_user_input
+from langgraph_ctx.messages.content import is_error_result, text_of
 
 SUMMARY_SECTIONS: tuple[str, ...] = ("completed", "remaining", "current_state", "notes")
 """The four sections of every summary, in order."""

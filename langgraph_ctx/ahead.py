@@ -349,7 +349,7 @@ def _new_turn_since(view: PromptView, entry: AheadEntry) -> bool:
     The window then shrinks by whole turns where it moved block by block within the task's
     turn, so the recorded start may not be where it will move: worked out again.
     """
-    from langgraph_ctx.messages import is_user_input
+    from langgraph_ctx.messages.blocks import is_user_input
 
     started = entry.get("started")
     for message in reversed(view.history):

@@ -20,7 +20,7 @@ from functools import lru_cache
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langgraph_ctx.messages import is_tool_output, text_of
+from langgraph_ctx.messages.content import is_tool_output, text_of
 
 __all__ = ["LaterUse", "excerpt_lines", "quoted_lines", "render_excerpt", "salient_names"]
 

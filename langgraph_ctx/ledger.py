@@ -298,8 +298,8 @@ def covered_ids(messages: Sequence[Any], ledger: Mapping[str, Any] | None) -> li
     is out of the prompt for good, and removal archives it first. Empty once `covered_last`
     left the state (everything up to it was removed).
     """
-    from langgraph_ctx._assembly import is_summary_message, split_base
-    from langgraph_ctx.messages import get_tag
+    from langgraph_ctx.messages.base import is_summary_message, split_base
+    from langgraph_ctx.messages.content import get_tag
 
     summary = (ledger or {}).get("summary") or {}
     last = summary.get("covered_last")

@@ -27,7 +27,6 @@ from langgraph_ctx._assembly import (
     coerce_skills,
     filter_tools,
     render_skills,
-    split_base,
 )
 from langgraph_ctx._calibration import forget_prompt, observe, remember_prompt
 from langgraph_ctx._dumps import plan_spill_dump_refs, spill_now
@@ -46,7 +45,10 @@ from langgraph_ctx.ledger import (
     repair_ledger,
     set_last_report,
 )
-from langgraph_ctx.messages import coerce_messages, is_user_input, text_of
+from langgraph_ctx.messages.base import split_base
+from langgraph_ctx.messages.blocks import is_user_input
+from langgraph_ctx.messages.content import text_of
+from langgraph_ctx.messages.validation import coerce_messages
 from langgraph_ctx.report import ContextBudget, ContextCostReport
 from langgraph_ctx.strategies import (
     Compaction,
@@ -553,7 +555,7 @@ class ContextManager:
 
 def _is_base(message: Any) -> bool:
     """Whether `message` is part of the base prompt `split_base` takes from the head."""
-    from langgraph_ctx._assembly import is_base_system, is_summary_message
+    from langgraph_ctx.messages.base import is_base_system, is_summary_message
 
     return isinstance(message, SystemMessage) and (
         is_summary_message(message) or is_base_system(message)

@@ -32,7 +32,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langgraph_ctx._ids import message_fingerprint
-from langgraph_ctx.messages import text_of
+from langgraph_ctx.messages.content import text_of
 from langgraph_ctx.tokens import TokenCounter, ToolLike
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langgraph_ctx._assembly import split_base
 from langgraph_ctx._effects import Plan, Resources
 from langgraph_ctx._summary_text import WRAPPER_TAGS, escape_markup
 from langgraph_ctx.ledger import (
@@ -29,7 +28,8 @@ from langgraph_ctx.ledger import (
     set_hint,
     set_window,
 )
-from langgraph_ctx.messages import is_user_input
+from langgraph_ctx.messages.base import split_base
+from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.report import Decision, append_to_ledger_report
 
 HINT_NOTE = (

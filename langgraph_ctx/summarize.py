@@ -54,7 +54,8 @@ from langgraph_ctx._summary_text import (  # re-exported: the public names live 
     render_transcript,
 )
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.messages import split_blocks, text_of
+from langgraph_ctx.messages.blocks import split_blocks
+from langgraph_ctx.messages.content import text_of
 from langgraph_ctx.tokens import TiktokenCounter, TokenCounter, counter_for_model, get_counter
 
 logger = logging.getLogger(__name__)

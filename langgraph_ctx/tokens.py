@@ -39,7 +39,7 @@ from langgraph_ctx._ids import message_key
 from langgraph_ctx._media import is_media, media_tokens
 from langgraph_ctx._providers import is_openai_model_name, model_name_of, provider_family
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.messages import check_tool_args, coerce_messages
+from langgraph_ctx.messages.validation import check_tool_args, coerce_messages
 
 _FIELDS = operator.attrgetter("__dict__")
 

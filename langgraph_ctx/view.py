@@ -47,20 +47,15 @@ from langgraph_ctx.ledger import (
     record_pruned,
     set_window,
 )
-from langgraph_ctx.messages import (
-    Block,
-    check_tool_args,
-    check_unique_ids,
+from langgraph_ctx.messages.blocks import Block, is_user_input, split_blocks
+from langgraph_ctx.messages.content import get_tag, text_of, with_id
+from langgraph_ctx.messages.repair import (
     conversation_start_message,
-    get_tag,
     in_conversation_form,
-    is_user_input,
     needs_conversation_form,
     repair_messages,
-    split_blocks,
-    text_of,
-    with_id,
 )
+from langgraph_ctx.messages.validation import check_tool_args, check_unique_ids
 from langgraph_ctx.report import ContextBudget, ContextCostReport, Decision, DecisionKind
 from langgraph_ctx.tokens import TokenCounter, checked_count
 

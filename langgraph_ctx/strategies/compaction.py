@@ -12,7 +12,7 @@ from langgraph_ctx._effects import Plan
 from langgraph_ctx._render import tool_of
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.excerpt import LaterUse, excerpt_lines
-from langgraph_ctx.messages import is_error_result, is_tool_output, text_of
+from langgraph_ctx.messages.content import is_error_result, is_tool_output, text_of
 from langgraph_ctx.strategies.base import check_field_types
 
 if TYPE_CHECKING:

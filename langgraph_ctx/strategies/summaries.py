@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_ctx._assembly import is_summary_message
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.excerpt import LaterUse, quoted_lines
-from langgraph_ctx.messages import get_tag
+from langgraph_ctx.messages.base import is_summary_message
+from langgraph_ctx.messages.content import get_tag
 from langgraph_ctx.strategies.base import check_field_types
 
 if TYPE_CHECKING:

@@ -1,0 +1,67 @@
+"""The base prompt at the head of a history: what is configuration and what is conversation.
+
+The leading system and developer messages form the base system prompt; a leading `<summary>`
+message the package wrote is adopted (`split_base`). Everything from the first other message
+on is history. The build, the rebuild and the ledger's `covered_ids` all ask this one rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import BaseMessage, SystemMessage
+
+from langgraph_ctx.messages.content import get_tag, text_of, with_id
+
+
+def is_summary_message(message: BaseMessage) -> bool:
+    """Whether a message is a summary langgraph_ctx wrote."""
+    return isinstance(message, SystemMessage) and get_tag(message).get("kind") == "summary"
+
+
+def is_base_system(message: BaseMessage) -> bool:
+    """System or developer messages that belong in the base system prompt."""
+    return (
+        isinstance(message, SystemMessage)
+        and not is_summary_message(message)
+        and not text_of(message).startswith("[tool:")
+    )
+
+
+def split_base(
+    messages: Sequence[BaseMessage],
+) -> tuple[list[BaseMessage], str | None, list[BaseMessage]]:
+    """Split a history into its base system prompt, an adopted summary and the conversation.
+
+    The one rule for what is configuration and what is history, used by the build and by the
+    rebuild alike: the LEADING system/developer messages form the base (each with an id,
+    derived when missing); a leading `<summary>` message we wrote is adopted (its text
+    returned, the message itself dropped). Everything from the first other message on is
+    history, a later system message included: the build shows it in place, and the rebuild
+    archives and clears it with the rest, so it never moves into the base prompt.
+
+    Returns:
+        `(base, adopted_summary_text, history)`; the text is that of the first leading
+        summary, or None.
+    """
+    base: list[BaseMessage] = []
+    adopted: str | None = None
+    i = 0
+    while i < len(messages) and isinstance(messages[i], SystemMessage):
+        message = messages[i]
+        if is_summary_message(message):
+            if adopted is None:
+                text = text_of(message)
+                adopted = summary_text_of(text)
+        elif is_base_system(message):
+            base.append(with_id(message, i))
+        else:  # a `[tool:` fallback: tool output, so history
+            break
+        i += 1
+    return base, adopted, list(messages[i:])
+
+
+def summary_text_of(content: str) -> str:
+    """The summary text of a `<summary>` message's content (without wrapper and recall note)."""
+    inner = content.removeprefix("<summary>\n")
+    return inner.partition("\n</summary>")[0] if "\n</summary>" in inner else inner
