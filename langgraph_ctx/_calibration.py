@@ -24,12 +24,12 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langgraph_ctx.ledger import (
-    ContextLedger,
+from langgraph_ctx.ledger.edits import (
     record_calibration,
     set_calibration_pending,
     set_calibration_samples,
 )
+from langgraph_ctx.ledger.schema import ContextLedger
 
 MIN_RATIO = 0.5
 """Lowest ratio applied (a provider counting half of our estimate)."""

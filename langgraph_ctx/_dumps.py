@@ -11,89 +11,27 @@ name them (its dumps hold what was summarized), so a removal does not change the
 from __future__ import annotations
 
 import itertools
-import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from langgraph_ctx._effects import Plan, run_plan
-from langgraph_ctx.errors import ArchiveError, shorten
-from langgraph_ctx.ledger import ContextLedger, record_dump_index
+from langgraph_ctx.errors import ArchiveError
+from langgraph_ctx.ledger.schema import ContextLedger
+from langgraph_ctx.ledger.summary import DUMP_REFS_KEPT as DUMP_REFS_KEPT
+from langgraph_ctx.ledger.summary import DUMP_REFS_MAX as DUMP_REFS_MAX
+from langgraph_ctx.ledger.summary import dump_index_text as dump_index_text
+from langgraph_ctx.ledger.summary import dump_refs_to_spill as dump_refs_to_spill
+from langgraph_ctx.ledger.summary import listed_dump_refs as listed_dump_refs
+from langgraph_ctx.ledger.summary import parse_dump_index as parse_dump_index
+from langgraph_ctx.ledger.summary import record_dump_index
+from langgraph_ctx.ledger.summary import spill_now as spill_now
 
 if TYPE_CHECKING:
     from langgraph_ctx.archive import Archive
 
 logger = logging.getLogger(__name__)
 """Warnings for what a run survives but an operator should see."""
-
-DUMP_REFS_KEPT = 1
-"""Insurance dumps the summary message names: the newest one (a reference costs about 45 tokens
-in every prompt; 4 cost 8% more on the cost benchmark). When a summary lands, a build with an
-archive moves older ones into the archive's dump index (`plan_spill_dump_refs`), which the
-summary message names too, so the ledger stays the same size as a thread grows."""
-
-DUMP_REFS_MAX = 16
-"""More refs than this in the ledger are moved to the index whatever the prompt shows."""
-
-
-def listed_dump_refs(summary: Mapping[str, Any]) -> list[str]:
-    """The dump refs the summary message names (not the `unlisted` removal spans)."""
-    unlisted = set(summary.get("unlisted") or ())
-    return [r for r in summary.get("dump_refs") or () if r not in unlisted]
-
-
-def dump_refs_to_spill(ledger: Mapping[str, Any]) -> list[str]:
-    """The refs to move to the dump index, oldest first (may be []).
-
-    Everything older than the newest `DUMP_REFS_KEPT` listed refs (unlisted ones between them
-    stay with them, so the order of the dumps is kept).
-    """
-    summary = ledger.get("summary") or {}
-    refs = list(summary.get("dump_refs") or [])
-    listed = listed_dump_refs(summary)
-    if len(listed) <= DUMP_REFS_KEPT:
-        return []
-    return refs[: refs.index(listed[-DUMP_REFS_KEPT])]
-
-
-def spill_now(ledger: Mapping[str, Any]) -> bool:
-    """Whether a build spills dump refs before its strategies run.
-
-    When no summary message shows the refs (a hint carries the summary), or when the ledger
-    holds more than `DUMP_REFS_MAX` refs; otherwise a build whose summary changes spills
-    (the summary message changes then anyway).
-    """
-    summary = ledger.get("summary") or {}
-    hinted = bool((ledger.get("hint") or {}).get("text"))
-    return bool(dump_refs_to_spill(ledger)) and (
-        hinted or len(summary.get("dump_refs") or []) > DUMP_REFS_MAX
-    )
-
-
-def dump_index_text(spilled: Sequence[str], previous_index: str | None) -> str:
-    """The archive entry listing spilled dump refs (JSON), chained to the previous index."""
-    return json.dumps(
-        {"langgraph_ctx": "dump_index", "dump_refs": list(spilled), "previous": previous_index},
-        sort_keys=True,
-    )
-
-
-def parse_dump_index(text: str) -> tuple[list[str], str | None]:
-    """`(dump refs, previous index ref)` of a `dump_index_text` entry.
-
-    Raises:
-        ValueError: `text` is not a dump index.
-    """
-    data = json.loads(text)
-    if not isinstance(data, dict) or data.get("langgraph_ctx") != "dump_index":
-        msg = f"not a dump index: {shorten(text)}"
-        raise ValueError(msg)
-    refs: Any = data.get("dump_refs")
-    previous: Any = data.get("previous")
-    if not _is_str_list(refs) or not (previous is None or isinstance(previous, str)):
-        msg = f"malformed dump index: {shorten(text)}"
-        raise ValueError(msg)
-    return list(refs), previous
 
 
 def plan_spill_dump_refs(
@@ -146,7 +84,3 @@ def all_dump_refs(ledger: Mapping[str, Any] | None, archive: Archive) -> list[st
         ArchiveError: An index entry cannot be read.
     """
     return run_plan(plan_all_dump_refs(ledger, archive))
-
-
-def _is_str_list(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) for v in value)

@@ -34,7 +34,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 from langgraph_ctx._effects import internal_metadata
 from langgraph_ctx._providers import ls_params
 from langgraph_ctx._render import references_recall
-from langgraph_ctx.ledger import CalledEntry
+from langgraph_ctx.ledger.schema import CalledEntry
 from langgraph_ctx.tokens import count_tool_tokens
 
 if TYPE_CHECKING:

@@ -52,7 +52,8 @@ from langgraph_ctx._effects import (
     Resources,
 )
 from langgraph_ctx._preparer import SummaryPreparer
-from langgraph_ctx.ledger import AheadEntry, set_ahead
+from langgraph_ctx.ledger.edits import set_ahead
+from langgraph_ctx.ledger.schema import AheadEntry
 
 if TYPE_CHECKING:
     from langgraph_ctx.archive import Archive

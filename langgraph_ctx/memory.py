@@ -38,11 +38,8 @@ from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx._providers import model_name_of, provider_family
 from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
 from langgraph_ctx.errors import ArchiveError, ConfigError
-from langgraph_ctx.ledger import (
-    add_dump_ref,
-    forget_entries,
-    set_last_report,
-)
+from langgraph_ctx.ledger.edits import forget_entries, set_last_report
+from langgraph_ctx.ledger.summary import add_dump_ref
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.rebuild import plan_rebuild
 from langgraph_ctx.report import ContextCostReport, brief_report

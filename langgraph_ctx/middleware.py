@@ -42,7 +42,7 @@ from langgraph_ctx._guard import (
 )
 from langgraph_ctx._render import references_recall, without_recall_calls
 from langgraph_ctx.errors import ContextWindowExceededError, is_context_overflow
-from langgraph_ctx.ledger import set_called
+from langgraph_ctx.ledger.edits import set_called
 from langgraph_ctx.state import ContextAgentState
 
 logger = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ from langgraph_ctx._assembly import (
     render_skills,
 )
 from langgraph_ctx._calibration import forget_prompt, observe, remember_prompt
-from langgraph_ctx._dumps import plan_spill_dump_refs, spill_now
+from langgraph_ctx._dumps import plan_spill_dump_refs
 from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
 from langgraph_ctx._render import RenderCache
 from langgraph_ctx.ahead import AheadBinding, SummaryPreparer, thread_key
@@ -38,13 +38,10 @@ from langgraph_ctx.errors import (
     ContextWindowExceededError,
     InvalidMessagesError,
 )
-from langgraph_ctx.ledger import (
-    ContextLedger,
-    adopt_summary,
-    covered_ids,
-    repair_ledger,
-    set_last_report,
-)
+from langgraph_ctx.ledger.edits import set_last_report
+from langgraph_ctx.ledger.repair import repair_ledger
+from langgraph_ctx.ledger.schema import ContextLedger
+from langgraph_ctx.ledger.summary import adopt_summary, covered_ids, spill_now
 from langgraph_ctx.messages.base import split_base
 from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.messages.content import text_of

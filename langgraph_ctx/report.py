@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.ledger import ContextLedger, set_last_report
+from langgraph_ctx.ledger.edits import set_last_report
+from langgraph_ctx.ledger.schema import ContextLedger
 
 DecisionKind = Literal[
     "drop_memory",

@@ -14,7 +14,7 @@ from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
 from typing_extensions import NotRequired, TypedDict
 
-from langgraph_ctx.ledger import merge_ledger
+from langgraph_ctx.ledger.repair import merge_ledger
 
 Ledger = Annotated[dict[str, Any], merge_ledger]
 """The ledger channel: later updates replace earlier values key by key."""

@@ -21,7 +21,6 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from langgraph_ctx._assembly import merge_system, render_entities, render_memory
-from langgraph_ctx._dumps import listed_dump_refs
 from langgraph_ctx._effects import Resources
 from langgraph_ctx._ids import derived_id
 from langgraph_ctx._render import (
@@ -37,16 +36,9 @@ from langgraph_ctx._render import (
     task_dropped_message,
     tool_of,
 )
-from langgraph_ctx.ledger import (
-    CompactedEntry,
-    ContextLedger,
-    PrunedEntry,
-    fold_summary,
-    record_compacted,
-    record_growth,
-    record_pruned,
-    set_window,
-)
+from langgraph_ctx.ledger.edits import record_compacted, record_growth, record_pruned, set_window
+from langgraph_ctx.ledger.schema import CompactedEntry, ContextLedger, PrunedEntry
+from langgraph_ctx.ledger.summary import fold_summary, listed_dump_refs
 from langgraph_ctx.messages.blocks import Block, is_user_input, split_blocks
 from langgraph_ctx.messages.content import get_tag, text_of, with_id
 from langgraph_ctx.messages.repair import (

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.ledger import record_extraction
+from langgraph_ctx.ledger.edits import record_extraction
 from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.strategies.base import check_field_types
 
