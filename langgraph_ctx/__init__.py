@@ -47,13 +47,10 @@ from langgraph_ctx.strategies import (
     strategies_from_config,
 )
 from langgraph_ctx.summarize import Summarizer
-from langgraph_ctx.tokens import (
-    ApproximateCounter,
-    TiktokenCounter,
-    TokenCounter,
-    count_tokens,
-    counter_for_model,
-)
+from langgraph_ctx.tokens.approximate import ApproximateCounter
+from langgraph_ctx.tokens.counter import TokenCounter
+from langgraph_ctx.tokens.exact import TiktokenCounter, count_tokens
+from langgraph_ctx.tokens.models import counter_for_model
 from langgraph_ctx.view import PromptView
 
 __all__ = [

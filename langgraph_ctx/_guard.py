@@ -32,16 +32,16 @@ from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.runnables.config import var_child_runnable_config
 
 from langgraph_ctx._effects import internal_metadata
-from langgraph_ctx._providers import ls_params
 from langgraph_ctx._render import references_recall
 from langgraph_ctx.ledger.schema import CalledEntry
-from langgraph_ctx.tokens import count_tool_tokens
+from langgraph_ctx.tokens._providers import ls_params
+from langgraph_ctx.tokens.counter import count_tool_tokens
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
     from langgraph_ctx.memory import ContextMemory
-    from langgraph_ctx.tokens import TokenCounter
+    from langgraph_ctx.tokens.counter import TokenCounter
 
 _active_guard: contextvars.ContextVar[CallGuard | None] = contextvars.ContextVar(
     "langgraph_ctx_call_guard", default=None

@@ -18,7 +18,6 @@ import heapq
 import itertools
 import logging
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,11 +30,9 @@ from langgraph.config import get_config
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_ctx._calibration import reported_input_tokens
 from langgraph_ctx._dumps import all_dump_refs as all_dump_refs  # re-exported: public here
 from langgraph_ctx._dumps import plan_all_dump_refs
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
-from langgraph_ctx._providers import model_name_of, provider_family
 from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
 from langgraph_ctx.errors import ArchiveError, ConfigError
 from langgraph_ctx.ledger.edits import forget_entries, set_last_report
@@ -44,7 +41,9 @@ from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.rebuild import plan_rebuild
 from langgraph_ctx.report import ContextCostReport, brief_report
 from langgraph_ctx.strategies import Strategy, default_strategies
-from langgraph_ctx.tokens import TokenCounter, counter_for_model
+from langgraph_ctx.tokens._calibration import reported_input_tokens
+from langgraph_ctx.tokens.counter import TokenCounter
+from langgraph_ctx.tokens.models import CallCounters, window_for_call
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -75,10 +74,6 @@ def attach_report(message: AIMessage, report: Mapping[str, Any]) -> AIMessage:
         report["reported_tokens"] = reported
     metadata = {**message.response_metadata, REPORT_KEY: report}
     return message.model_copy(update={"response_metadata": metadata})
-
-
-_OWN_COUNTER_FAMILIES = ("anthropic", "google")
-"""Provider families a memory without a model counts with their own counter (`counter_for`)."""
 
 
 class ContextMemory:
@@ -155,8 +150,7 @@ class ContextMemory:
         # or an InMemorySaver): it lives exactly as long as what points into it.
         self._local = InMemoryStore()
         self._explicit_counter = manager_options.get("token_counter") is not None
-        self._counters: dict[tuple[str, str], TokenCounter] = {}
-        self._counters_lock = threading.Lock()
+        self._call_counters = CallCounters()
         self.hint_threshold = hint_threshold
         self.remove_summarized = remove_summarized
         self.expose_recall = expose_recall
@@ -257,21 +251,12 @@ class ContextMemory:
         models). Only the configured counter is calibrated from the provider's usage (the
         ledger holds one ratio per thread).
         """
-        if model is None or model is self.model or self._explicit_counter:
-            return self.manager.token_counter
-        key = (provider_family(model), model_name_of(model))
-        if self.model is None and key[0] not in _OWN_COUNTER_FAMILIES:
-            return self.manager.token_counter
-        if self.model is not None and key == (
-            provider_family(self.model),
-            model_name_of(self.model),
-        ):
-            return self.manager.token_counter
-        with self._counters_lock:
-            counter = self._counters.get(key)
-            if counter is None:
-                counter = self._counters[key] = counter_for_model(model)
-        return counter
+        return self._call_counters.counter_for(
+            model,
+            configured_model=self.model,
+            configured=self.manager.token_counter,
+            explicit=self._explicit_counter,
+        )
 
     def window_for(self, model: Any = None) -> int:
         """The window of a call to `model`: the configured one, or the model's when smaller.
@@ -281,14 +266,9 @@ class ContextMemory:
         is smaller, bounds the call. The configured model itself, or a model without a
         profile, gets the configured window.
         """
-        window = self.manager.budget.context_window_tokens
-        if model is None or model is self.model:
-            return window
-        profile = getattr(model, "profile", None)
-        own = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
-        if isinstance(own, int) and not isinstance(own, bool) and 0 < own < window:
-            return own
-        return window
+        return window_for_call(
+            model, configured_model=self.model, configured=self.manager.budget.context_window_tokens
+        )
 
     def _manager_for(self, window: int, harder: bool, counter: TokenCounter) -> ContextManager:
         # After a provider overflow our count was too optimistic: assume a 30% smaller window.

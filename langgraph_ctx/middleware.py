@@ -30,7 +30,6 @@ from langchain.agents.middleware.types import (
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
 from langgraph.types import Command
 
-from langgraph_ctx._calibration import after_overflow, received_prompt
 from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
 from langgraph_ctx._guard import (
     NOTHING_LEARNED,
@@ -44,6 +43,7 @@ from langgraph_ctx._render import references_recall, without_recall_calls
 from langgraph_ctx.errors import ContextWindowExceededError, is_context_overflow
 from langgraph_ctx.ledger.edits import set_called
 from langgraph_ctx.state import ContextAgentState
+from langgraph_ctx.tokens._calibration import after_overflow, received_prompt
 
 logger = logging.getLogger(__name__)
 """Warnings for what a run survives but an operator should see."""

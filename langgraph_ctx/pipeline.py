@@ -28,7 +28,6 @@ from langgraph_ctx._assembly import (
     filter_tools,
     render_skills,
 )
-from langgraph_ctx._calibration import forget_prompt, observe, remember_prompt
 from langgraph_ctx._dumps import plan_spill_dump_refs
 from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
 from langgraph_ctx._render import RenderCache
@@ -56,7 +55,9 @@ from langgraph_ctx.strategies import (
     default_strategies,
     strategies_from_config,
 )
-from langgraph_ctx.tokens import TokenCounter, count_tool_tokens, counter_for_model
+from langgraph_ctx.tokens._calibration import forget_prompt, observe, remember_prompt
+from langgraph_ctx.tokens.counter import TokenCounter, count_tool_tokens
+from langgraph_ctx.tokens.models import counter_for_model
 from langgraph_ctx.view import PromptView, SummaryPlacement
 
 if TYPE_CHECKING:
@@ -166,7 +167,7 @@ class ContextManager:
         prepare_summaries: bool = False,
     ) -> None:
         if budget is None:
-            from langgraph_ctx.tokens import context_window_for
+            from langgraph_ctx.tokens.models import context_window_for
 
             window = context_window_for(model, explicit=context_window_tokens)
             budget = ContextBudget(

@@ -56,7 +56,8 @@ from langgraph_ctx._summary_text import (  # re-exported: the public names live 
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages.blocks import split_blocks
 from langgraph_ctx.messages.content import text_of
-from langgraph_ctx.tokens import TiktokenCounter, TokenCounter, counter_for_model, get_counter
+from langgraph_ctx.tokens.counter import TokenCounter
+from langgraph_ctx.tokens.models import shared_counter_for_model
 
 logger = logging.getLogger(__name__)
 """Warnings for what a run survives but an operator should see."""
@@ -113,14 +114,6 @@ class SummaryOutcome:
     model_calls: int
     error: str | None
     input_tokens: int
-
-
-def _default_counter(model: BaseChatModel | None) -> TokenCounter:
-    """The summarizer model's counter (`counter_for_model`); OpenAI's is the shared one."""
-    counter = counter_for_model(model)
-    if isinstance(counter, TiktokenCounter):  # the per-process instance keeps its cache
-        return get_counter(counter.model)
-    return counter
 
 
 def _describe(exc: BaseException) -> str:
@@ -258,7 +251,7 @@ class Summarizer:
         return self.max_output_tokens * _CHARS_PER_TOKEN
 
     def _count(self, messages: Sequence[BaseMessage]) -> int:
-        counter = self.token_counter or _default_counter(self.model)
+        counter = self.token_counter or shared_counter_for_model(self.model)
         return counter(messages)
 
     def redact_messages(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -49,7 +49,7 @@ from langgraph_ctx.messages.repair import (
 )
 from langgraph_ctx.messages.validation import check_tool_args, check_unique_ids
 from langgraph_ctx.report import ContextBudget, ContextCostReport, Decision, DecisionKind
-from langgraph_ctx.tokens import TokenCounter, checked_count
+from langgraph_ctx.tokens.counter import TokenCounter, checked_count
 
 SummaryPlacement = Literal["separate", "merged"]
 

@@ -462,10 +462,10 @@ def _compact(args: argparse.Namespace) -> int:
 
 
 def _count(args: argparse.Namespace) -> int:
-    from langgraph_ctx._encodings import encoding_name_for_model
     from langgraph_ctx.cli.replay import load_tools, load_transcript
     from langgraph_ctx.cli.runs import InputError
-    from langgraph_ctx.tokens import get_counter
+    from langgraph_ctx.tokens._encodings import encoding_name_for_model
+    from langgraph_ctx.tokens.exact import get_counter
 
     if not _known_model(args.model):
         msg = (

@@ -33,7 +33,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from langgraph_ctx.tokens import get_counter
+from langgraph_ctx.tokens.exact import get_counter
 
 # Word lists read better as text than as tuples of strings.
 _STOP = frozenset(

@@ -46,7 +46,7 @@ from langgraph_ctx.cli.runs import (
     write_reports,
 )
 from langgraph_ctx.scripted import ScriptedChatModel
-from langgraph_ctx.tokens import TiktokenCounter
+from langgraph_ctx.tokens.exact import TiktokenCounter
 
 # --- inputs -------------------------------------------------------------------------------
 

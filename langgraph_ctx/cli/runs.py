@@ -28,7 +28,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph_ctx._ids import message_fingerprint
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.errors import ArchiveError
-from langgraph_ctx.tokens import TiktokenCounter, get_counter
+from langgraph_ctx.tokens.exact import TiktokenCounter, get_counter
 
 MODEL_NODE = "model"
 """The model node of a `create_agent` graph."""

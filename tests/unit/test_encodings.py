@@ -11,7 +11,6 @@ import tiktoken.load
 import tiktoken_ext.openai_public as openai_public
 from hypothesis import given
 
-from langgraph_ctx import _encodings
 from langgraph_ctx._encodings import (
     SUPPORTED_ENCODINGS,
     _parse_ranks,
@@ -20,7 +19,10 @@ from langgraph_ctx._encodings import (
     verified_rank_bytes,
 )
 from langgraph_ctx.errors import TokenizerUnavailableError
-from langgraph_ctx.tokens import TiktokenCounter
+from langgraph_ctx.tokens import (
+    TiktokenCounter,
+    _encodings,  # where the code lives: the tests patch its globals
+)
 from tests.strategies import texts
 
 SAMPLES = [

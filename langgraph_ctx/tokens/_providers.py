@@ -6,11 +6,18 @@ tokenizer is used only for an OpenAI model name served by OpenAI (or Azure OpenA
 OpenAI-compatible endpoint serving an OpenAI model name); everything else gets an
 `ApproximateCounter` with its provider's characters per token and media formulas, calibrated
 from real usage by the pipeline. Never a silent OpenAI tokenizer for a model that is not OpenAI.
+
+`offline_counter` is that choice. It sits below `provider_count`, whose counters fall back to
+it; `langgraph_ctx.tokens.models` adds the provider's count API and the windows on top.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from langgraph_ctx.tokens.approximate import ApproximateCounter
+from langgraph_ctx.tokens.counter import TokenCounter
+from langgraph_ctx.tokens.exact import TiktokenCounter
 
 _OPENAI_PREFIXES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "text-davinci", "davinci", "babbage")
 
@@ -93,3 +100,37 @@ def provider_family(model: Any) -> str:
         if not name and ("google" in kind or "gemini" in kind):
             return "google"
     return family
+
+
+def _family_of_name(name: str) -> str:
+    lowered = name.lower()
+    if "claude" in lowered:
+        return "anthropic"
+    if "gemini" in lowered or "gemma" in lowered:
+        return "google"
+    return "unknown"
+
+
+def offline_counter(model: Any = None) -> TokenCounter:
+    """The counter `model` gets without its provider's count API (see `counter_for_model`).
+
+    OpenAI models (and no model) get the exact `TiktokenCounter`; a model of an unknown
+    family the tokenizer-shaped `ApproximateCounter(method="pieces")`; Anthropic and Google
+    models an `ApproximateCounter` with the provider's characters per token. It is also what a
+    `ProviderCounter` falls back to by default.
+
+    Args:
+        model: A LangChain chat model, a model name, or None.
+    """
+    if model is None:
+        return TiktokenCounter("gpt-4o")
+    if isinstance(model, str):
+        name = model
+        family = "openai" if is_openai_model_name(name) else _family_of_name(name)
+    else:
+        name, family = model_name_of(model), provider_family(model)
+    if family == "openai":
+        return TiktokenCounter(name or "gpt-4o")
+    if family == "unknown":
+        return ApproximateCounter(provider=family, method="pieces")
+    return ApproximateCounter(provider=family)
