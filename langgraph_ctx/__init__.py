@@ -31,7 +31,8 @@ from langgraph_ctx.memory import ContextMemory
 from langgraph_ctx.messages.repair import repair_messages
 from langgraph_ctx.messages.validation import validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
-from langgraph_ctx.report import ContextBudget, ContextCostReport, Decision
+from langgraph_ctx.prompt.report import ContextBudget, ContextCostReport, Decision
+from langgraph_ctx.prompt.view import PromptView
 from langgraph_ctx.scripted import ScriptedChatModel
 from langgraph_ctx.state import ContextReactState, ContextState
 from langgraph_ctx.strategies import (
@@ -51,7 +52,6 @@ from langgraph_ctx.tokens.approximate import ApproximateCounter
 from langgraph_ctx.tokens.counter import TokenCounter
 from langgraph_ctx.tokens.exact import TiktokenCounter, count_tokens
 from langgraph_ctx.tokens.models import counter_for_model
-from langgraph_ctx.view import PromptView
 
 __all__ = [
     "ApproximateCounter",

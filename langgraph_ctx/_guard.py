@@ -32,8 +32,8 @@ from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.runnables.config import var_child_runnable_config
 
 from langgraph_ctx._effects import internal_metadata
-from langgraph_ctx._render import references_recall
 from langgraph_ctx.ledger.schema import CalledEntry
+from langgraph_ctx.prompt.render import references_recall
 from langgraph_ctx.tokens._providers import ls_params
 from langgraph_ctx.tokens.counter import count_tool_tokens
 

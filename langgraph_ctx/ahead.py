@@ -57,7 +57,7 @@ from langgraph_ctx.ledger.schema import AheadEntry
 
 if TYPE_CHECKING:
     from langgraph_ctx.archive import Archive
-    from langgraph_ctx.view import PromptView
+    from langgraph_ctx.prompt.view import PromptView
 
 __all__ = [
     "DEFER_CALLS",

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.exceptions import ContextOverflowError
 
 if TYPE_CHECKING:
-    from langgraph_ctx.report import ContextCostReport
+    from langgraph_ctx.prompt.report import ContextCostReport
 
 
 class LangGraphCtxError(Exception):

@@ -1,204 +1,24 @@
-"""Excerpts: which lines of a tool output stay in view once the output is shortened.
+"""Old import path, kept so that existing imports keep working.
 
-An agent's next step mostly quotes names it read in earlier tool output (a path, a function,
-an id, a line number), and the names it already quoted are the likeliest to come back. So
-when an output is shortened, it keeps its first and last lines (what it was, how it ended) and
-every line that carries a name a later model message used; a summary keeps such lines of what
-it replaces the same way. A "name" here is any identifier-like word: one with an underscore,
-a dot, a slash, a digit beside a letter, an inner capital, or a number of four digits or more.
-Nothing here looks for a particular format.
-
-Pure functions on text and messages; the strategies decide when to use them.
+The code now lives in `langgraph_ctx.prompt.excerpt`; the package itself imports it from there.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
+from langgraph_ctx.prompt.excerpt import (
+    MAX_LINE_CHARS,
+    LaterUse,
+    excerpt_lines,
+    quoted_lines,
+    render_excerpt,
+    salient_names,
+)
 
-from langchain_core.messages import AIMessage, BaseMessage
-
-from langgraph_ctx.messages.content import is_tool_output, text_of
-
-__all__ = ["LaterUse", "excerpt_lines", "quoted_lines", "render_excerpt", "salient_names"]
-
-_WORD = re.compile(r"[\w$@#:./\\-]+")
-_EDGES = ".:,;/\\-#@$"
-_INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
-MAX_LINE_CHARS = 400
-"""A kept line longer than this is cut (a minified blob is not a line worth quoting)."""
-
-
-def _is_salient(word: str) -> bool:
-    if len(word) < 4:
-        return False
-    if word.isdigit():
-        return True
-    has_alpha = any(c.isalpha() for c in word)
-    if not has_alpha:
-        return False
-    return (
-        "_" in word
-        or "." in word
-        or "/" in word
-        or any(c.isdigit() for c in word)
-        or _INNER_CAPITAL.search(word) is not None
-    )
-
-
-@lru_cache(maxsize=8192)
-def salient_names(text: str) -> frozenset[str]:
-    """The identifier-like names in `text`, with the parts of paths and dotted names."""
-    names: set[str] = set()
-    for raw in _WORD.findall(text):
-        word = raw.strip(_EDGES)
-        if _is_salient(word):
-            names.add(word)
-        if len(word) > 4 and ("/" in word or ":" in word or "." in word):
-            for part in re.split(r"[/:\\]+", word):
-                part = part.strip(_EDGES)
-                if part != word and _is_salient(part):
-                    names.add(part)
-    return frozenset(names)
-
-
-def _message_names(message: BaseMessage) -> frozenset[str]:
-    parts = [text_of(message)]
-    if isinstance(message, AIMessage):
-        parts.extend(str(call.get("args", "")) for call in message.tool_calls)
-    return salient_names("\n".join(parts))
-
-
-@dataclass(slots=True)
-class LaterUse:
-    """Where each name was last used by a model message of a history (its index)."""
-
-    last: dict[str, int] = field(default_factory=dict)
-    newest: int = -1
-    """Index of the newest model message scanned (-1: none)."""
-
-    @classmethod
-    def of(cls, history: Sequence[BaseMessage], start: int = 0) -> LaterUse:
-        """Scan the model messages of `history[start:]`."""
-        last: dict[str, int] = {}
-        newest = -1
-        for i in range(start, len(history)):
-            message = history[i]
-            if isinstance(message, AIMessage):
-                newest = i
-                for name in _message_names(message):
-                    last[name] = i
-        return cls(last, newest)
-
-    def used_after(self, index: int, names: Iterable[str]) -> int:
-        """The newest index after `index` where one of `names` was used (-1: none)."""
-        newest = -1
-        for name in names:
-            at = self.last.get(name, -1)
-            if at > index and at > newest:
-                newest = at
-        return newest
-
-
-def _clip(line: str) -> str:
-    if len(line) <= MAX_LINE_CHARS:
-        return line
-    return f"{line[:MAX_LINE_CHARS]}... [{len(line) - MAX_LINE_CHARS:,} more chars]"
-
-
-def excerpt_lines(
-    text: str,
-    *,
-    index: int,
-    later: LaterUse,
-    head: int = 2,
-    tail: int = 2,
-    max_chars: int = 1_500,
-) -> list[int]:
-    """The lines of the output at history `index` to keep: head, tail, and lines used later.
-
-    Lines that carry a name a later model message used are kept newest use first until
-    `max_chars` of them; the result is in line order. An output no model message has
-    answered yet (one shortened as it arrives) keeps the lines with a name any model message
-    used: what the agent has been working with.
-    """
-    if index > later.newest:
-        index = -1
-    lines = text.splitlines()
-    keep = set(range(min(head, len(lines))))
-    keep.update(range(max(0, len(lines) - tail), len(lines)))
-    ranked: list[tuple[int, int]] = []
-    for k, line in enumerate(lines):
-        if k in keep or not line.strip():
-            continue
-        used = later.used_after(index, salient_names(line))
-        if used >= 0:
-            ranked.append((-used, k))
-    ranked.sort()
-    spent = 0
-    for _, k in ranked:
-        size = min(len(lines[k]), MAX_LINE_CHARS)
-        if spent + size > max_chars:
-            continue
-        keep.add(k)
-        spent += size
-    return sorted(keep)
-
-
-def render_excerpt(text: str, kept: Sequence[int]) -> str:
-    """The kept lines of `text`, with a note of how many lines each gap left out."""
-    lines = text.splitlines()
-    out: list[str] = []
-    previous = -1
-    for k in kept:
-        if k >= len(lines):
-            break
-        if k > previous + 1:
-            out.append(f"[... {k - previous - 1:,} lines ...]")
-        out.append(_clip(lines[k]))
-        previous = k
-    if previous < len(lines) - 1:
-        out.append(f"[... {len(lines) - 1 - previous:,} lines ...]")
-    return "\n".join(out)
-
-
-def quoted_lines(
-    covered: Sequence[BaseMessage],
-    *,
-    later: LaterUse,
-    positions: dict[str, int],
-    previous: Sequence[str] = (),
-    max_chars: int,
-) -> list[str]:
-    """Whole tool-output lines of `covered` that a later model message used, for a summary.
-
-    Newest use first, then the lines an earlier summary quoted, until `max_chars`; each line
-    once, in the order they were written.
-    """
-    ranked: list[tuple[int, int, str]] = []
-    for order, line in enumerate(previous):  # written first; kept after every new line used
-        ranked.append((1, order, line))
-    order = len(previous)
-    for message in covered:
-        if not is_tool_output(message):
-            continue
-        index = positions.get(message.id or "", -1)
-        for raw in text_of(message).splitlines():
-            line = raw.strip()
-            if len(line) < 20 or len(line) > MAX_LINE_CHARS:
-                continue
-            used = later.used_after(index, salient_names(line))
-            if used >= 0:
-                ranked.append((-used, order, line))
-                order += 1
-    ranked.sort()
-    kept: dict[str, int] = {}
-    spent = 0
-    for _, at, line in ranked:
-        if line in kept or spent + len(line) + 1 > max_chars:
-            continue
-        kept[line] = at
-        spent += len(line) + 1
-    return sorted(kept, key=kept.__getitem__)
+__all__ = [
+    "LaterUse",
+    "MAX_LINE_CHARS",
+    "excerpt_lines",
+    "quoted_lines",
+    "render_excerpt",
+    "salient_names",
+]

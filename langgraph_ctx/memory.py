@@ -38,10 +38,9 @@ from langgraph_ctx.errors import ArchiveError, ConfigError
 from langgraph_ctx.ledger.edits import forget_entries, set_last_report
 from langgraph_ctx.ledger.summary import add_dump_ref
 from langgraph_ctx.pipeline import BuildResult, ContextManager
+from langgraph_ctx.prompt.report import REPORT_KEY, ContextCostReport, attach_report
 from langgraph_ctx.rebuild import plan_rebuild
-from langgraph_ctx.report import ContextCostReport, brief_report
 from langgraph_ctx.strategies import Strategy, default_strategies
-from langgraph_ctx.tokens._calibration import reported_input_tokens
 from langgraph_ctx.tokens.counter import TokenCounter
 from langgraph_ctx.tokens.models import CallCounters, window_for_call
 
@@ -55,25 +54,6 @@ logger = logging.getLogger(__name__)
 # LangGraph's run-config keys for the run's runtime (its `.store`) and its checkpointer.
 _CONFIG_KEY_RUNTIME = "__pregel_runtime"
 _CONFIG_KEY_CHECKPOINTER = "__pregel_checkpointer"
-
-REPORT_KEY = "context_cost"
-"""Key of the report in an AI message's `response_metadata`."""
-
-
-def attach_report(message: AIMessage, report: Mapping[str, Any]) -> AIMessage:
-    """A copy of `message` carrying the report in `response_metadata["context_cost"]`.
-
-    The message carries the brief form (`report.brief_report`: sizes and one line per
-    decision); the full report is the ledger's `last_report`. The report gains
-    `reported_tokens`, the provider's count of the prompt from the reply's `usage_metadata`,
-    next to the package's estimate `tokens`.
-    """
-    report = brief_report(report)
-    reported = reported_input_tokens(message)
-    if reported is not None:
-        report["reported_tokens"] = reported
-    metadata = {**message.response_metadata, REPORT_KEY: report}
-    return message.model_copy(update={"response_metadata": metadata})
 
 
 class ContextMemory:

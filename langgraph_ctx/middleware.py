@@ -39,9 +39,9 @@ from langgraph_ctx._guard import (
     learned,
     tool_name,
 )
-from langgraph_ctx._render import references_recall, without_recall_calls
 from langgraph_ctx.errors import ContextWindowExceededError, is_context_overflow
 from langgraph_ctx.ledger.edits import set_called
+from langgraph_ctx.prompt.render import references_recall, without_recall_calls
 from langgraph_ctx.state import ContextAgentState
 from langgraph_ctx.tokens._calibration import after_overflow, received_prompt
 
@@ -269,7 +269,7 @@ def _with_report(
     ledger: dict[str, Any],
     removals: list[RemoveMessage],
 ) -> ExtendedModelResponse[Any]:
-    from langgraph_ctx.memory import attach_report
+    from langgraph_ctx.prompt.report import attach_report
 
     if isinstance(response, ExtendedModelResponse):
         inner, command = response.model_response, response.command

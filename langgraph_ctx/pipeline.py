@@ -20,17 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from langgraph_ctx._assembly import (
-    Skill,
-    ToolPolicy,
-    check_tool_policy,
-    coerce_skills,
-    filter_tools,
-    render_skills,
-)
 from langgraph_ctx._dumps import plan_spill_dump_refs
 from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
-from langgraph_ctx._render import RenderCache
 from langgraph_ctx.ahead import AheadBinding, SummaryPreparer, thread_key
 from langgraph_ctx.errors import (
     ConfigError,
@@ -45,7 +36,18 @@ from langgraph_ctx.messages.base import split_base
 from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.messages.content import text_of
 from langgraph_ctx.messages.validation import coerce_messages
-from langgraph_ctx.report import ContextBudget, ContextCostReport
+from langgraph_ctx.prompt.assembly import (
+    Skill,
+    ToolPolicy,
+    check_tool_policy,
+    coerce_skills,
+    filter_tools,
+    render_skills,
+)
+from langgraph_ctx.prompt.render import RenderCache
+from langgraph_ctx.prompt.report import ContextBudget, ContextCostReport
+from langgraph_ctx.prompt.view import PromptView
+from langgraph_ctx.prompt.view_data import SummaryPlacement
 from langgraph_ctx.strategies import (
     Compaction,
     DropMemory,
@@ -58,7 +60,6 @@ from langgraph_ctx.strategies import (
 from langgraph_ctx.tokens._calibration import forget_prompt, observe, remember_prompt
 from langgraph_ctx.tokens.counter import TokenCounter, count_tool_tokens
 from langgraph_ctx.tokens.models import counter_for_model
-from langgraph_ctx.view import PromptView, SummaryPlacement
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel

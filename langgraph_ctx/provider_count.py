@@ -1,6 +1,7 @@
-"""Old import path of `langgraph_ctx.tokens.provider_count`, where the code lives now.
+"""Old import path, kept so that existing imports keep working.
 
-Kept so that existing imports keep working; the package itself imports the new location.
+The code now lives in `langgraph_ctx.tokens.provider_count`; the package itself imports it from
+there.
 """
 
 from __future__ import annotations

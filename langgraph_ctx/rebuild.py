@@ -18,14 +18,14 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langgraph_ctx._effects import Plan, Resources
-from langgraph_ctx._summary_text import WRAPPER_TAGS, escape_markup
 from langgraph_ctx.ledger.edits import forget_entries, set_hint, set_window
 from langgraph_ctx.ledger.repair import load_ledger
 from langgraph_ctx.ledger.schema import ContextLedger
 from langgraph_ctx.ledger.summary import adopt_summary, fold_summary
 from langgraph_ctx.messages.base import split_base
 from langgraph_ctx.messages.blocks import is_user_input
-from langgraph_ctx.report import Decision, append_to_ledger_report
+from langgraph_ctx.prompt.markup import WRAPPER_TAGS, escape_markup
+from langgraph_ctx.prompt.report import Decision, append_to_ledger_report
 
 HINT_NOTE = (
     "The session was rebuilt to free context: {count} earlier messages were archived and "

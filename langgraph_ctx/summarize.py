@@ -38,29 +38,24 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx._effects import CallModel, Plan, arun_plan, run_plan
-from langgraph_ctx._summary_text import (  # re-exported: the public names live on here
-    _CHARS_PER_TOKEN,
-    _DEFAULT_INPUT_WINDOW,
-    SUMMARY_PROMPT,
-    SUMMARY_SECTIONS,
-    WRAPPER_TAGS,
-    _clip,
-    _one_line,
-    _unwrap,
-    _validate,
-    escape_markup,
-    fallback_summary,
-    redact_messages,
-    render_transcript,
-)
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages.blocks import split_blocks
 from langgraph_ctx.messages.content import text_of
+
+# Re-exported: the public names of the summary text live on here (see `__all__`).
+from langgraph_ctx.prompt.fallback import _one_line, fallback_summary
+from langgraph_ctx.prompt.markup import SUMMARY_SECTIONS, WRAPPER_TAGS, escape_markup
+from langgraph_ctx.prompt.sections import _clip, _unwrap
+from langgraph_ctx.summaries.transcript import SUMMARY_PROMPT, redact_messages, render_transcript
+from langgraph_ctx.summaries.validation import _validate
 from langgraph_ctx.tokens.counter import TokenCounter
 from langgraph_ctx.tokens.models import shared_counter_for_model
 
 logger = logging.getLogger(__name__)
 """Warnings for what a run survives but an operator should see."""
+
+_CHARS_PER_TOKEN = 4  # output bound in characters, so any token counter (even `len`) works
+_DEFAULT_INPUT_WINDOW = 16_000
 
 __all__ = [
     "SUMMARY_PROMPT",

@@ -22,7 +22,7 @@ from langgraph_ctx._effects import Plan
 from langgraph_ctx.errors import ConfigError
 
 if TYPE_CHECKING:
-    from langgraph_ctx.view import PromptView
+    from langgraph_ctx.prompt.view import PromptView
 
 
 @runtime_checkable

@@ -9,14 +9,14 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langgraph_ctx._effects import Plan
-from langgraph_ctx._render import tool_of
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.excerpt import LaterUse, excerpt_lines
 from langgraph_ctx.messages.content import is_error_result, is_tool_output, text_of
+from langgraph_ctx.prompt.excerpt import LaterUse, excerpt_lines
+from langgraph_ctx.prompt.render import tool_of
 from langgraph_ctx.strategies.base import check_field_types
 
 if TYPE_CHECKING:
-    from langgraph_ctx.view import PromptView
+    from langgraph_ctx.prompt.view import PromptView
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -12,7 +12,7 @@ from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.strategies.base import check_field_types
 
 if TYPE_CHECKING:
-    from langgraph_ctx.view import PromptView
+    from langgraph_ctx.prompt.view import PromptView
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -13,7 +13,7 @@ from langgraph_ctx.messages.content import is_error_result, is_tool_output, text
 from langgraph_ctx.strategies.base import check_field_types
 
 if TYPE_CHECKING:
-    from langgraph_ctx.view import PromptView
+    from langgraph_ctx.prompt.view import PromptView
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

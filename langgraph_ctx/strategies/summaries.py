@@ -10,13 +10,13 @@ from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.excerpt import LaterUse, quoted_lines
 from langgraph_ctx.messages.base import is_summary_message
 from langgraph_ctx.messages.content import get_tag
+from langgraph_ctx.prompt.excerpt import LaterUse, quoted_lines
 from langgraph_ctx.strategies.base import check_field_types
 
 if TYPE_CHECKING:
-    from langgraph_ctx.view import PromptView
+    from langgraph_ctx.prompt.view import PromptView
 
 
 def conversation_of(dropped: Sequence[BaseMessage]) -> list[BaseMessage]:

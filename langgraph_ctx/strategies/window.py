@@ -21,7 +21,7 @@ from langgraph_ctx.strategies.pruning import PruneToolOutputs
 from langgraph_ctx.strategies.summaries import summarize_span
 
 if TYPE_CHECKING:
-    from langgraph_ctx.view import PromptView
+    from langgraph_ctx.prompt.view import PromptView
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

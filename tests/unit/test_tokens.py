@@ -15,9 +15,9 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ConfigDict, Field
 
-from langgraph_ctx import report
 from langgraph_ctx._encodings import encoding_name_for_model
 from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.prompt import report
 from langgraph_ctx.tokens import (
     ApproximateCounter,
     TiktokenCounter,

@@ -1,0 +1,335 @@
+"""The token budget and the `context_cost` report every build produces.
+
+The report is plain data (`to_dict` / `from_dict` round-trip through JSON), so it can sit in
+graph state under any checkpointer and on an AI message's `response_metadata["context_cost"]`
+(`attach_report` puts its brief form there).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage
+
+from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.ledger.edits import set_last_report
+from langgraph_ctx.ledger.schema import ContextLedger
+from langgraph_ctx.tokens._calibration import reported_input_tokens
+
+DecisionKind = Literal[
+    "drop_memory",
+    "prune",
+    "compact",
+    "shrink",
+    "auto_compact",
+    "summarize",
+    "extract",
+    "rebuild",
+    "repair",
+    "skip",
+    "error",
+    "prepare",
+]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ContextBudget:
+    """How many tokens a prompt may use, and when to edit it.
+
+    `limit = context_window_tokens - reserved_output_tokens`, never below 0. Edits start when a
+    prompt passes `trigger * limit` and cut down to `target * limit`, so the prompt prefix stays
+    byte-identical (and the provider's prompt cache warm) for many calls between edits.
+
+    Example:
+        >>> ContextBudget(context_window_tokens=32_000, reserved_output_tokens=4_000).limit
+        28000
+    """
+
+    context_window_tokens: int
+    """The model's input window in tokens."""
+    reserved_output_tokens: int = 0
+    """Tokens kept free for the reply."""
+    trigger: float = 0.9
+    """Fraction of the limit above which the pipeline edits the prompt (high-water mark)."""
+    target: float = 0.15
+    """Fraction the pipeline cuts down to once triggered (low-water mark): of what the limit
+    leaves above the fixed part of the prompt (`targets_above_fixed`)."""
+    summary_target: float = 0.05
+    """Fraction of the limit the window cuts down to when what leaves it is summarized
+    (auto-compaction): the summary carries the rest, and a short prompt is cheap for many
+    calls until the next edit."""
+    targets_above_fixed: bool = True
+    """Read `target` and `summary_target` as shares of what the limit leaves above the fixed
+    part of the prompt (the base system prompt, tool schemas, the running summary and the
+    pinned task, as the build found them) instead of shares of the whole limit. In a small
+    window a long task and system prompt can take most of a target, and the cut then empties
+    the history on every edit."""
+    cache_price: float | None = 0.1
+    """What a cached prompt token costs next to an uncached one (providers charge about 0.1).
+    With it, edits start before `trigger` when a shorter cycle costs less over a long run: an
+    edit makes the next call re-read the prompt after the edit point uncached (about the
+    target), while every call re-reads the cached prompt at this price. With the prompt
+    growing by g tokens a call (a moving average kept in the ledger), the cycle that costs
+    least runs from the target T up to T + sqrt(2 x g x T / cache_price); edits start there
+    when that is under the trigger. None: always at the trigger."""
+
+    def __post_init__(self) -> None:
+        for name in ("context_window_tokens", "reserved_output_tokens"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                msg = (
+                    f"{name} must be a whole number of tokens, got {type(value).__name__} "
+                    f"{value!r}; pass an int such as 32_000"
+                )
+                raise ConfigError(msg)
+        if self.cache_price is not None and (
+            not isinstance(self.cache_price, (int, float))
+            or isinstance(self.cache_price, bool)
+            or not 0 < self.cache_price <= 1
+        ):
+            msg = (
+                f"cache_price must be a number in (0, 1] or None, got {self.cache_price!r}; "
+                "pass 0.1 for providers that bill cached prompt tokens at a tenth"
+            )
+            raise ConfigError(msg)
+        for name in ("trigger", "target", "summary_target"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                msg = (
+                    f"{name} must be a fraction of the limit, got {type(value).__name__} "
+                    f"{value!r}; pass a number such as 0.9"
+                )
+                raise ConfigError(msg)
+        if self.context_window_tokens < 0 or self.reserved_output_tokens < 0:
+            msg = (
+                "context_window_tokens and reserved_output_tokens must be >= 0, got "
+                f"{self.context_window_tokens} and {self.reserved_output_tokens}"
+            )
+            raise ConfigError(msg)
+        if not 0 < self.summary_target <= self.trigger or not 0 < self.target <= self.trigger <= 1:
+            msg = (
+                "need 0 < target <= trigger <= 1 and 0 < summary_target <= trigger, got "
+                f"target={self.target}, summary_target={self.summary_target}, "
+                f"trigger={self.trigger}; e.g. trigger=0.9, target=0.25, summary_target=0.1"
+            )
+            raise ConfigError(msg)
+
+    @property
+    def limit(self) -> int:
+        """Tokens the prompt may use: window minus reserved output, never below 0."""
+        return max(0, self.context_window_tokens - self.reserved_output_tokens)
+
+    @property
+    def trigger_tokens(self) -> int:
+        """Prompt size above which edits start."""
+        return int(self.limit * self.trigger)
+
+    @property
+    def target_tokens(self) -> int:
+        """Prompt size edits cut down to."""
+        return int(self.limit * self.target)
+
+    @property
+    def summary_target_tokens(self) -> int:
+        """Prompt size the window cuts down to when it summarizes what leaves."""
+        return int(self.limit * self.summary_target)
+
+
+@dataclass(kw_only=True, slots=True)
+class Decision:
+    """One step the pipeline took (or refused to take), with its effect in tokens."""
+
+    kind: DecisionKind
+    """What was done: drop_memory, prune, compact, shrink, auto_compact, summarize, ..."""
+    tokens_before: int
+    """Prompt tokens before the step."""
+    tokens_after: int
+    """Prompt tokens after the step."""
+    attempt: int | None = None
+    """For pruning: the attempt number (1 before any shrink, then one per shrink)."""
+    message_ids: list[str] = field(default_factory=list)
+    """Messages the step touched."""
+    detail: dict[str, Any] = field(default_factory=dict)
+    """Anything else worth knowing (references, reasons, counts)."""
+
+    @property
+    def saved(self) -> int:
+        """Tokens the step removed from the prompt."""
+        return self.tokens_before - self.tokens_after
+
+
+@dataclass(kw_only=True, slots=True)
+class ContextCostReport:
+    """What one build did: the limit, the final prompt size and every decision taken."""
+
+    limit: int
+    """The budget limit in tokens."""
+    tokens: int
+    """Tokens of the final prompt (or of the smallest prompt reached, on failure)."""
+    tokens_in: int = 0
+    """Tokens of the prompt as assembled before any edit."""
+    messages_in: int = 0
+    """Messages in the history handed to the build."""
+    messages_out: int = 0
+    """Messages in the prompt sent."""
+    decisions: list[Decision] = field(default_factory=list)
+    """Steps taken, in order."""
+    calibration_ratio: float = 1.0
+    """The learned provider/estimate ratio `tokens` was scaled by (approximate counters)."""
+    reported_tokens: int | None = None
+    """The provider's own count of this prompt (`usage_metadata["input_tokens"]` of the
+    reply), once the reply is in; compare with `tokens`, the package's estimate."""
+    received_tokens: int | None = None
+    """What the model received, counted at the call, when a middleware inside
+    `ContextMiddleware` changed the request after the build (added a system prompt or tools,
+    dropped tools, called another model); None when the model received the build as is."""
+    ok: bool = True
+    """False when the build raised (the report then travels on the error)."""
+    error: str | None = None
+    """Why the build failed."""
+
+    def add(self, decision: Decision) -> Decision:
+        """Append a decision and return it."""
+        self.decisions.append(decision)
+        return decision
+
+    def record(
+        self,
+        kind: DecisionKind,
+        *,
+        tokens_before: int,
+        tokens_after: int,
+        attempt: int | None = None,
+        message_ids: list[str] | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> Decision:
+        """Record one step the build took (or refused to take) and return its decision."""
+        return self.add(
+            Decision(
+                kind=kind,
+                tokens_before=tokens_before,
+                tokens_after=tokens_after,
+                attempt=attempt,
+                message_ids=message_ids if message_ids is not None else [],
+                detail=detail if detail is not None else {},
+            )
+        )
+
+    def fail(self, error: str) -> None:
+        """Mark the build failed and say why (the report then travels on the error)."""
+        self.ok, self.error = False, error
+
+    def kinds(self) -> list[str]:
+        """The decision kinds in order (handy in tests and tables)."""
+        return [d.kind for d in self.decisions]
+
+    def edits(self) -> list[Decision]:
+        """Decisions that changed the prompt (an empty pruning attempt or a skip did not)."""
+        return [
+            d
+            for d in self.decisions
+            if d.kind not in ("skip", "error")
+            and (d.message_ids or d.tokens_before != d.tokens_after)
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ContextCostReport:
+        """Rebuild a report from `to_dict` output (or from a `brief_report`, less its detail).
+
+        Keys a report does not have are ignored, so a brief report reads back too: its
+        decisions then name no messages (it only counts them) and carry no detail.
+        """
+        known = {f.name for f in dataclasses.fields(cls)}
+        fields = {k: v for k, v in data.items() if k in known}
+        names = {f.name for f in dataclasses.fields(Decision)}
+        fields["decisions"] = [
+            Decision(**{k: v for k, v in d.items() if k in names})
+            for d in fields.get("decisions", [])
+        ]
+        return cls(**fields)
+
+    def summary_line(self) -> str:
+        """One line for logs: `tokens/limit (kinds)`."""
+        kinds = ", ".join(self.kinds()) or "no edits"
+        return f"{self.tokens}/{self.limit} tokens ({kinds})"
+
+
+BRIEF_KEYS = (
+    "limit",
+    "tokens",
+    "tokens_in",
+    "messages_in",
+    "messages_out",
+    "calibration_ratio",
+    "reported_tokens",
+    "ok",
+    "error",
+)
+"""The report fields a brief report keeps as they are."""
+
+BRIEF_IF_SET = ("received_tokens",)
+"""Report fields a brief report keeps only when they are set (most builds leave them None)."""
+
+
+def brief_report(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The short form of a report (its `to_dict()` form) that each AI message carries.
+
+    Sizes, `ok` and `error` as they are, and per decision its `kind`, `attempt`, tokens before
+    and after and how many messages it named (`messages`), without the ids and the detail:
+    LangGraph writes every message into every checkpoint, so the full report lives once, in
+    the ledger (`state["context_ledger"]["last_report"]`, and `ContextMemory.get_reports`
+    for every build of a thread). `ContextCostReport.from_dict` reads a brief report too.
+    """
+    brief = {key: report[key] for key in BRIEF_KEYS if key in report}
+    brief.update({key: report[key] for key in BRIEF_IF_SET if report.get(key) is not None})
+    brief["decisions"] = [
+        {
+            "kind": d.get("kind"),
+            "attempt": d.get("attempt"),
+            "tokens_before": d.get("tokens_before"),
+            "tokens_after": d.get("tokens_after"),
+            "messages": len(d.get("message_ids") or []),
+        }
+        for d in report.get("decisions") or []
+        if isinstance(d, Mapping)
+    ]
+    brief["brief"] = True
+    return brief
+
+
+def append_to_ledger_report(ledger: ContextLedger | dict[str, Any], decision: Decision) -> None:
+    """Add a decision made after the build (a rebuild, a removal) to the ledger's last report.
+
+    The report a build stored is plain data by then; the decision joins its list, so the
+    report the thread keeps tells the whole turn.
+    """
+    report = dict(ledger.get("last_report") or {})
+    report["decisions"] = [*report.get("decisions", []), asdict(decision)]
+    set_last_report(ledger, report)
+
+
+REPORT_KEY = "context_cost"
+"""Key of the report in an AI message's `response_metadata`."""
+
+
+def attach_report(message: AIMessage, report: Mapping[str, Any]) -> AIMessage:
+    """A copy of `message` carrying the report in `response_metadata["context_cost"]`.
+
+    The message carries the brief form (`report.brief_report`: sizes and one line per
+    decision); the full report is the ledger's `last_report`. The report gains
+    `reported_tokens`, the provider's count of the prompt from the reply's `usage_metadata`,
+    next to the package's estimate `tokens`.
+    """
+    report = brief_report(report)
+    reported = reported_input_tokens(message)
+    if reported is not None:
+        report["reported_tokens"] = reported
+    metadata = {**message.response_metadata, REPORT_KEY: report}
+    return message.model_copy(update={"response_metadata": metadata})
