@@ -22,7 +22,6 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx._dumps import plan_spill_dump_refs
 from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
-from langgraph_ctx.ahead import AheadBinding, SummaryPreparer, thread_key
 from langgraph_ctx.errors import (
     ConfigError,
     ContextWindowExceededError,
@@ -57,6 +56,7 @@ from langgraph_ctx.strategies import (
     default_strategies,
     strategies_from_config,
 )
+from langgraph_ctx.summaries.preparer import AheadBinding, SummaryPreparer, thread_key
 from langgraph_ctx.tokens._calibration import forget_prompt, observe, remember_prompt
 from langgraph_ctx.tokens.counter import TokenCounter, count_tool_tokens
 from langgraph_ctx.tokens.models import counter_for_model

@@ -174,3 +174,19 @@ class DynamicSummarization:
                 detail={"messages": len(dropped), "reason": "dynamic_summarization"},
             )
             yield from summarize_span(view, dropped, kind="summarize")
+
+
+def summary_goal(view: PromptView) -> int:
+    """Where a summarizing window cuts to first: the summary target less room for the summary.
+
+    The reserve never takes more than half the goal: in a small window the summary gets cut to
+    fit instead of the window being emptied to make room for it.
+    """
+    final_goal = view.summary_goal
+    return final_goal - min(_summary_reserve(view), final_goal // 2)
+
+
+def _summary_reserve(view: PromptView) -> int:
+    # The summary that will land: at least today's, at most what a summarizer may write.
+    current = view.cost(view.summary_message())
+    return max(current, min(1_024, view.budget.limit // 10))

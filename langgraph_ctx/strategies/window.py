@@ -8,17 +8,17 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import Plan
-from langgraph_ctx.ahead import (
+from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.strategies.ahead import (
     accept_tokens,
     count_down,
     plan_defer,
     plan_prepare,
     take_prepared,
 )
-from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.strategies.base import check_field_types
 from langgraph_ctx.strategies.pruning import PruneToolOutputs
-from langgraph_ctx.strategies.summaries import summarize_span
+from langgraph_ctx.strategies.summaries import summarize_span, summary_goal
 
 if TYPE_CHECKING:
     from langgraph_ctx.prompt.view import PromptView
@@ -146,24 +146,8 @@ _CHARS_PER_TOKEN = 3
 """Characters a quoted line takes per token, rounded down (code and logs run 3 to 4)."""
 
 
-def summary_goal(view: PromptView) -> int:
-    """Where a summarizing window cuts to first: the summary target less room for the summary.
-
-    The reserve never takes more than half the goal: in a small window the summary gets cut to
-    fit instead of the window being emptied to make room for it.
-    """
-    final_goal = view.summary_goal
-    return final_goal - min(_summary_reserve(view), final_goal // 2)
-
-
 def _annotate(view: PromptView, note: dict[str, object]) -> None:
     """Say on the summary's decision whether the prepared summary was used."""
     decision = view.report.decisions[-1] if view.report.decisions else None
     if decision is not None and decision.kind == "auto_compact" and note.get("ahead"):
         decision.detail["ahead"] = note["ahead"]
-
-
-def _summary_reserve(view: PromptView) -> int:
-    # The summary that will land: at least today's, at most what a summarizer may write.
-    current = view.cost(view.summary_message())
-    return max(current, min(1_024, view.budget.limit // 10))

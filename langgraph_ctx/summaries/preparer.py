@@ -1,22 +1,31 @@
-"""The background half of summaries prepared ahead: `SummaryPreparer` (see `langgraph_ctx.ahead`).
+"""The background half of summaries prepared ahead: `SummaryPreparer` (see `strategies.ahead`).
 
 It performs the `PrepareSummary` and `AwaitPrepared` effects: a preparation runs in a daemon
 worker thread (sync driver) or as an asyncio task (async driver), one per thread at a time,
 and its outcome is kept in memory until a build takes it.
+
+`AheadBinding` is the preparer as one build of one thread uses it (`Resources.ahead`): the
+strategies start a preparation and take its outcome through it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
+import json
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from langgraph_ctx._effects import AwaitPrepared, PrepareSummary, arun_plan, run_plan
+from langchain_core.messages import BaseMessage
+
+from langgraph_ctx._effects import AwaitPrepared, Plan, PrepareSummary, arun_plan, run_plan
+from langgraph_ctx.strategies.ahead import SummarizePlan
 
 if TYPE_CHECKING:
+    from langgraph_ctx.archive import Archive
     from langgraph_ctx.summarize import SummaryOutcome
 
 
@@ -154,3 +163,45 @@ def _loop_of_this_thread(loop: asyncio.AbstractEventLoop) -> bool:
         return asyncio.get_running_loop() is loop
     except RuntimeError:
         return False
+
+
+def thread_key(archive: Archive | None, history: Sequence[BaseMessage]) -> str:
+    """The thread a build is for: its archive's user and thread, else its first message id."""
+    if archive is not None:
+        return json.dumps(["archive", archive.user_id, archive.thread_id])
+    first = history[0].id if history else None
+    return json.dumps(["first", first])
+
+
+@dataclass(frozen=True, slots=True)
+class AheadBinding:
+    """The preparer as one build of one thread uses it (`Resources.ahead`)."""
+
+    preparer: SummaryPreparer
+    """Where preparations live."""
+    key: str
+    """The thread (`thread_key`)."""
+    summarize: SummarizePlan
+    """The summarizer's plan factory."""
+    wait_seconds: float | None
+    """Longest wait at the trigger for a preparation still running (`None`: until it ends)."""
+
+    def plan_start(
+        self, digest: str, messages: Sequence[BaseMessage], previous: str | None
+    ) -> Plan[bool]:
+        """Start preparing `messages` (idempotent); the plan returns whether it started."""
+        started = yield PrepareSummary(
+            self.preparer, self.key, digest, self.summarize, tuple(messages), previous
+        )
+        return bool(started)
+
+    def plan_outcome(
+        self, digest: str, messages: list[BaseMessage], previous: str | None, note: dict[str, Any]
+    ) -> Plan[Any]:
+        """The prepared outcome of `digest`, else the summarizer's (`note["ahead"]` says which)."""
+        outcome = yield AwaitPrepared(self.preparer, self.key, digest, self.wait_seconds)
+        if outcome is not None:
+            note["ahead"] = "prepared"
+            return outcome
+        note["ahead"] = "not ready: summarized now"
+        return (yield from self.summarize(messages, previous))

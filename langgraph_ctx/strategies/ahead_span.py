@@ -1,0 +1,208 @@
+"""The span a summary prepared ahead covers: where the window will start, and its digest.
+
+`_dry_run` shrinks a scratch copy of the view as the window will at the trigger, a little
+deeper, to find the span; `span_digest` names it with the summary it folds into, so a prepared
+summary is used only for exactly what it was made from; `_valid` and `_reachable` check that a
+recorded span still holds (see `langgraph_ctx.strategies.ahead`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage
+
+from langgraph_ctx._effects import Plan, Resources
+from langgraph_ctx.ledger.schema import AheadEntry
+from langgraph_ctx.messages.blocks import is_user_input
+from langgraph_ctx.strategies.summaries import conversation_of, summary_goal
+
+if TYPE_CHECKING:
+    from langgraph_ctx.prompt.view import PromptView
+
+
+def span_digest(previous: str | None, messages: Sequence[BaseMessage]) -> str:
+    """A digest of a span and of the running summary it folds into.
+
+    Two spans get one digest only when every message has the same id, type and content (tool
+    calls and names included) and the previous summary is the same text.
+    """
+    h = hashlib.sha256(json.dumps(previous or "").encode())
+    for m in messages:
+        h.update(_message_digest(m))
+    return h.hexdigest()[:32]
+
+
+_DIGESTS: OrderedDict[int, tuple[BaseMessage, Any, bytes]] = OrderedDict()
+
+
+_DIGESTS_LOCK = threading.Lock()
+
+
+_DIGESTS_MAX = 4096
+
+
+def _message_digest(m: BaseMessage) -> bytes:
+    """One message's digest, cached by object.
+
+    A build near the trigger checks its recorded span on every call, and most of the span's
+    messages are the same objects as in the last call. The cache holds the message itself (so
+    an object id is never reused while cached) and its content object: content assigned anew
+    is digested again.
+    """
+    key = id(m)
+    with _DIGESTS_LOCK:
+        hit = _DIGESTS.get(key)
+    if hit is not None and hit[0] is m and hit[1] is m.content:
+        return hit[2]
+    row = [
+        m.id,
+        m.type,
+        m.content,
+        getattr(m, "tool_calls", None),
+        getattr(m, "tool_call_id", None),
+        m.name,
+    ]
+    text = json.dumps(row, sort_keys=True, default=str, ensure_ascii=False)
+    digest = hashlib.sha256(text.encode()).digest()
+    with _DIGESTS_LOCK:
+        _DIGESTS[key] = (m, m.content, digest)
+        _DIGESTS.move_to_end(key)
+        while len(_DIGESTS) > _DIGESTS_MAX:
+            _DIGESTS.popitem(last=False)
+    return digest
+
+
+def _previous(view: PromptView) -> str | None:
+    return (view.ledger.get("summary") or {}).get("text")
+
+
+def _span(view: PromptView, entry: AheadEntry) -> tuple[int, list[BaseMessage]] | None:
+    """Where the recorded start is now, and what moving the window there drops (conversation).
+
+    None when the record's start is not ahead of the window in the history any more.
+    """
+    start_id, pin_id = entry.get("start_id"), entry.get("pin_id")
+    history = view.history
+    at = next((i for i in range(view.start + 1, len(history)) if history[i].id == start_id), None)
+    if at is None:
+        return None
+    indices = view.window_indices()
+    pin = next((i for i in indices if i < at and history[i].id == pin_id), None)
+    if pin_id is not None and pin is None:
+        return None
+    span = conversation_of([history[i] for i in indices if i < at and i != pin])
+    return at, span
+
+
+def _valid(view: PromptView) -> tuple[AheadEntry, int, list[BaseMessage]] | None:
+    entry = view.ledger.get("ahead")
+    if not entry:
+        return None
+    found = _span(view, entry)
+    if found is None or not found[1]:
+        return None
+    at, span = found
+    if span_digest(_previous(view), span) != entry.get("digest"):
+        return None
+    return entry, at, span
+
+
+def _new_turn_since(view: PromptView, entry: AheadEntry) -> bool:
+    """Whether a user turn began after the preparation started.
+
+    The window then shrinks by whole turns where it moved block by block within the task's
+    turn, so the recorded start may not be where it will move: worked out again.
+    """
+    started = entry.get("started")
+    for message in reversed(view.history):
+        if message.id == started:
+            return False
+        if is_user_input(message):
+            return True
+    return False
+
+
+def _reachable(view: PromptView, entry: AheadEntry, at: int, span: list[BaseMessage]) -> bool:
+    """Whether the window, shrunk on a scratch copy, stops where the record says.
+
+    At the recorded start, pinning the recorded task, with exactly the span leaving: what
+    taking the prepared summary at the trigger needs.
+    """
+    scratch = _scratch(view)
+    dropped: list[BaseMessage] = []
+    while scratch.start < at:
+        step = scratch.shrink_once()
+        if step is None:
+            return False
+        dropped.extend(step)
+    pin = scratch.history[scratch.pin].id if scratch.pin is not None else None
+    same = [m.id for m in conversation_of(dropped)] == [m.id for m in span]
+    return scratch.start == at and pin == entry.get("pin_id") and same
+
+
+def _dry_run(
+    view: PromptView, deeper: int, pruners: Sequence[Any]
+) -> tuple[str, str | None, list[BaseMessage]] | None:
+    """Shrink a scratch copy of the view as the window will at the trigger, a little deeper.
+
+    Pruning runs without I/O (placeholders without references cost about the same). Returns
+    the window's start and pinned task after it, and the conversation that left.
+    """
+    scratch = _scratch(view)
+    scratch.edits_started = True  # as at the trigger: pruning and shrinking are due
+
+    def prune() -> Plan[None]:
+        for pruner in pruners:
+            yield from pruner.apply(scratch)
+
+    if not _no_io(prune()):
+        return None
+    goal = summary_goal(scratch) - deeper
+    dropped: list[BaseMessage] = []
+    while scratch.tokens > goal:
+        step = scratch.shrink_once()
+        if step is None:
+            break
+        dropped.extend(step)
+        if not _no_io(prune()):
+            return None
+    span = conversation_of(dropped)
+    if not span:
+        return None
+    pin = scratch.history[scratch.pin].id if scratch.pin is not None else None
+    return scratch.history[scratch.start].id or "", pin, span
+
+
+def _no_io(plan: Plan[None]) -> bool:
+    """Drive an I/O-free plan; False when it asked for I/O after all."""
+    try:
+        plan.send(None)
+    except StopIteration:
+        return True
+    plan.close()
+    return False
+
+
+def _scratch(view: PromptView) -> PromptView:
+    """A copy of `view` whose edits touch nothing of the original (ledger, report, scans)."""
+    import copy
+
+    scratch = copy.copy(view)
+    ledger: Any = dict(view.ledger)
+    ledger["pruned"] = dict(view.ledger["pruned"])
+    ledger["compacted"] = dict(view.ledger["compacted"])
+    scratch.ledger = ledger
+    scratch.report = copy.copy(view.report)
+    scratch.report.decisions = list(view.report.decisions)
+    scratch.resume = dict(view.resume)
+    scratch.protected_ids = set(view.protected_ids)
+    scratch.static_fragments = list(view.static_fragments)
+    scratch.resources = Resources()
+    scratch._attempts = dict(view._attempts)
+    return scratch
