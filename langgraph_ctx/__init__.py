@@ -26,7 +26,6 @@ from langgraph_ctx.errors import (
     ContextWindowExceededError,
     LangGraphCtxError,
 )
-from langgraph_ctx.extract import EntityExtractor
 from langgraph_ctx.memory import ContextMemory
 from langgraph_ctx.messages.repair import repair_messages
 from langgraph_ctx.messages.validation import validate_messages
@@ -47,7 +46,8 @@ from langgraph_ctx.strategies import (
     register_strategy,
     strategies_from_config,
 )
-from langgraph_ctx.summarize import Summarizer
+from langgraph_ctx.summaries.extract import EntityExtractor
+from langgraph_ctx.summaries.summarizer import Summarizer
 from langgraph_ctx.tokens.approximate import ApproximateCounter
 from langgraph_ctx.tokens.counter import TokenCounter
 from langgraph_ctx.tokens.exact import TiktokenCounter, count_tokens

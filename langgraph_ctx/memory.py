@@ -39,15 +39,15 @@ from langgraph_ctx.ledger.edits import forget_entries, set_last_report
 from langgraph_ctx.ledger.summary import add_dump_ref
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.prompt.report import REPORT_KEY, ContextCostReport, attach_report
-from langgraph_ctx.rebuild import plan_rebuild
 from langgraph_ctx.strategies import Strategy, default_strategies
+from langgraph_ctx.summaries.rebuild import plan_rebuild
 from langgraph_ctx.tokens.counter import TokenCounter
 from langgraph_ctx.tokens.models import CallCounters, window_for_call
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
-    from langgraph_ctx.summarize import Summarizer
+    from langgraph_ctx.summaries.summarizer import Summarizer
 
 logger = logging.getLogger(__name__)
 

@@ -66,8 +66,8 @@ if TYPE_CHECKING:
     from langgraph.store.base import BaseStore
 
     from langgraph_ctx.archive import Archive
-    from langgraph_ctx.extract import EntityExtractor
-    from langgraph_ctx.summarize import Summarizer
+    from langgraph_ctx.summaries.extract import EntityExtractor
+    from langgraph_ctx.summaries.summarizer import Summarizer
 
 
 @dataclass(frozen=True, slots=True)
@@ -640,7 +640,7 @@ def _coerce_summarizer(
 
     A `Summarizer` given whole is used as it is.
     """
-    from langgraph_ctx.summarize import Summarizer
+    from langgraph_ctx.summaries.summarizer import Summarizer
 
     if summarizer is None:
         return Summarizer(redact=redact, token_counter=token_counter)

@@ -265,7 +265,7 @@ def run_demo(
     from langgraph_ctx.archive import DirectoryBackend
     from langgraph_ctx.cli.explorer import ScriptedExplorer
     from langgraph_ctx.memory import ContextMemory
-    from langgraph_ctx.summarize import Summarizer
+    from langgraph_ctx.summaries.summarizer import Summarizer
 
     root = (root or default_root()).resolve()
     if not root.is_dir():

@@ -524,7 +524,7 @@ def replay(
     """Replay a recorded conversation through a real agent graph with `ContextMemory`."""
     from langgraph_ctx.archive import DirectoryBackend
     from langgraph_ctx.memory import ContextMemory
-    from langgraph_ctx.summarize import Summarizer
+    from langgraph_ctx.summaries.summarizer import Summarizer
 
     messages = with_ids(load_transcript(path))
     if not any(isinstance(m, AIMessage) for m in messages):

@@ -26,7 +26,7 @@ from langgraph_ctx.strategies.ahead import SummarizePlan
 
 if TYPE_CHECKING:
     from langgraph_ctx.archive import Archive
-    from langgraph_ctx.summarize import SummaryOutcome
+    from langgraph_ctx.summaries.summarizer import SummaryOutcome
 
 
 @dataclass(eq=False)

@@ -1,0 +1,414 @@
+"""The summarizer: a structured running summary from any chat model, with a deterministic fallback.
+
+A summary has four sections, `<completed>`, `<remaining>`, `<current_state>` and `<notes>`,
+whether a model wrote it or `fallback_summary` built it, so the rest of the pipeline never has to
+tell them apart. The text returned is the inner part; the pipeline wraps it in
+`<summary>…</summary>` when it places it in the prompt.
+
+Design notes:
+
+- **Folding, not re-summarizing.** The previous running summary is handed to the model separately
+  from the new messages, with the instruction to carry it forward and add to it. A long span is
+  cut at block boundaries (an AI message with tool calls stays with its results) into chunks that
+  fit `input_window_tokens`; chunk 1 is folded into the previous summary, chunk 2 into that
+  result, and so on.
+- **Insured.** Model output is validated (see `Summarizer`). After every attempt failed (an
+  exception, a timeout, empty, error-like, malformed or enormous output) the deterministic
+  `fallback_summary` takes over, so nothing leaves the prompt without a summary and an error
+  message never becomes one.
+- **One plan, two drivers.** `Summarizer.plan` is a generator holding every decision: it yields a
+  `CallModel` effect for each model call and receives the model's output back, or the exception
+  thrown in (see `langgraph_ctx._effects`). `summarize` and `asummarize` are `run_plan` and
+  `arun_plan` of it; the driver owns the timeout. Other plans compose it with `yield from`.
+
+The text it works with lives next to it: what the model reads (`summaries.transcript`), what
+its answer must be (`summaries.validation`), and the sections and the fallback summary the
+prompt shows (`langgraph_ctx.prompt.sections`, `langgraph_ctx.prompt.fallback`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
+from langchain_core.runnables import RunnableConfig
+
+from langgraph_ctx._effects import CallModel, Plan, arun_plan, run_plan
+from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.messages.blocks import split_blocks
+from langgraph_ctx.messages.content import text_of
+from langgraph_ctx.prompt.fallback import _one_line, fallback_summary
+from langgraph_ctx.prompt.markup import WRAPPER_TAGS, escape_markup
+from langgraph_ctx.prompt.sections import _clip, _unwrap
+from langgraph_ctx.summaries.transcript import SUMMARY_PROMPT, redact_messages, render_transcript
+from langgraph_ctx.summaries.validation import _validate
+from langgraph_ctx.tokens.counter import TokenCounter
+from langgraph_ctx.tokens.models import shared_counter_for_model
+
+logger = logging.getLogger("langgraph_ctx.summarize")  # the name it always had
+"""Warnings for what a run survives but an operator should see."""
+
+_CHARS_PER_TOKEN = 4  # output bound in characters, so any token counter (even `len`) works
+_DEFAULT_INPUT_WINDOW = 16_000
+
+__all__ = ["SummaryOutcome", "Summarizer"]
+
+
+# --- the summarizer -------------------------------------------------------------------------
+
+_MIN_PART_CHARS = 200
+"""No part of a message cut for the summarizer is shorter than this (but the last)."""
+
+
+def _cut_text(text: str, budget: int) -> list[str]:
+    """`text` in consecutive pieces of at most `budget` characters, joined: `text`.
+
+    A piece ends after a line end when one is in its second half.
+    """
+    pieces: list[str] = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + budget)
+        if end < len(text):
+            cut = text.rfind("\n", start + budget // 2, end)
+            end = cut + 1 if cut >= 0 else end
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryOutcome:
+    """What `Summarizer.summarize` returns.
+
+    Attributes:
+        text: The summary: the four sections, without a `<summary>` wrapper.
+        source: `"model"` when the model wrote it, `"fallback"` when `fallback_summary` did (in
+            part: after chunk k failed, the chunks before it are the model's).
+        model_calls: Calls made to the model, failed attempts included.
+        error: Why the fallback was used (`None` with no model, or when the model succeeded).
+        input_tokens: Tokens sent to the model, summed over calls, by the token counter.
+    """
+
+    text: str
+    source: Literal["model", "fallback"]
+    model_calls: int
+    error: str | None
+    input_tokens: int
+
+
+def _describe(exc: BaseException) -> str:
+    text = _one_line(str(exc))
+    return _clip(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, 200)
+
+
+def _reply_text(reply: Any) -> str:
+    return text_of(reply) if isinstance(reply, BaseMessage) else str(reply)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Summarizer:
+    """Summarize a span of messages with a chat model, falling back to `fallback_summary`.
+
+    Each model call gets `SUMMARY_PROMPT` as the system message and one human message with the
+    previous summary and the transcript. Output is accepted when, after stripping whitespace, a
+    code fence and a `<summary>` wrapper, it is:
+
+    - not empty, and at most 3x the output bound in characters (`max_output_tokens` x 4; longer
+      output is "enormous": the model ignored the instructions). Output between 1x and 3x is cut
+      down to the bound by dropping the oldest lines of the largest section;
+    - not error-like: free text, the text before the first section, or a structured output
+      under 200 characters must not start with `Error`, `Exception`, `Traceback`, an apology or
+      refusal (`I'm sorry`, `I cannot`, `Unable to`, `As an AI`) nor contain phrases such as
+      `too long to summarize`, `maximum context length`, `rate limit`;
+    - structured with closed `<completed>` and `<remaining>` sections (missing `<current_state>`
+      or `<notes>` are added empty), or free text with no section tag at all, which is accepted
+      and wrapped into `<current_state>`;
+    - a summary, not a copy: output whose phrases are mostly the prompt's own section
+      descriptions (a small model parroting its instructions), or mostly runs of eight words
+      copied verbatim from the transcript (a near-copy of the input), is rejected. Runs the
+      previous summary holds are not counted (folding keeps its items verbatim).
+
+    Every failure (exception, timeout, rejected output) costs one attempt; after `1 + retries`
+    attempts on a chunk, the messages from that chunk on go to `fallback_summary`, folded into
+    the summary of the chunks before it, and `SummaryOutcome.error` says why.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> Summarizer().summarize([HumanMessage("hi")]).source  # no model: the fallback
+        'fallback'
+    """
+
+    model: BaseChatModel | None = None
+    """The chat model that writes summaries; `None` uses `fallback_summary` only."""
+    max_output_tokens: int = 2048
+    """Bound on the summary's size, enforced on the text at 4 characters per token, for model
+    and fallback summaries alike. The model itself is not bound (providers name the setting
+    differently); set a provider-side limit on the model too if you want one."""
+    timeout_seconds: float | None = 60.0
+    """Time limit per model call; `None` waits forever. A sync call that times out is left to
+    finish in a daemon thread."""
+    retries: int = 2
+    """Extra attempts per chunk after a failed one."""
+    input_window_tokens: int | None = 16_000
+    """Largest prompt (system prompt, previous summary and transcript) sent in one call; longer
+    spans are summarized chunk by chunk. A block too large for one call is read in parts (each
+    message's text cut at line ends, `[part k of n]`), so nothing in its middle is lost.
+    `None`: the model's own window (`profile["max_input_tokens"]` less `max_output_tokens`), or
+    16,000 when the model has no profile."""
+    token_counter: TokenCounter | None = None
+    """Counts prompt tokens; `None` uses the model's (`counter_for_model`: exact tiktoken for
+    OpenAI models and without a model, a provider approximation otherwise)."""
+    redact: Callable[[str], str] | None = None
+    """Applied to every text sent to the model and to the fallback's input."""
+    tags: Sequence[str] = ("langgraph_ctx", "langgraph_ctx:summarizer")
+    """Run tags of each model call, so tracing and callbacks can tell summarizer calls apart."""
+    metadata: Mapping[str, Any] = field(default_factory=lambda: {"langgraph_ctx": "summarizer"})
+    """Run metadata of each model call."""
+    run_name: str = "langgraph_ctx_summarizer"
+    """Run name of each model call."""
+
+    def __post_init__(self) -> None:
+        if self.model is not None and not callable(getattr(self.model, "invoke", None)):
+            msg = (
+                f"Summarizer(model=...): model must be a chat model, got "
+                f"{type(self.model).__name__} {self.model!r}; pass a chat model object, e.g. "
+                "init_chat_model('openai:gpt-4o-mini'), or None for the deterministic fallback"
+            )
+            raise ConfigError(msg)
+        for name, kinds, what in [
+            ("max_output_tokens", (int,), "a whole number, e.g. 2048"),
+            ("retries", (int,), "a whole number, e.g. 2"),
+            ("input_window_tokens", (int, type(None)), "a whole number or None"),
+            ("timeout_seconds", (int, float, type(None)), "a number of seconds or None"),
+        ]:
+            value = getattr(self, name)
+            if not isinstance(value, kinds) or isinstance(value, bool):
+                msg = (
+                    f"Summarizer({name}={value!r}): {name} must be {what}, got "
+                    f"{type(value).__name__}"
+                )
+                raise ConfigError(msg)
+        for name in ("redact", "token_counter"):
+            value = getattr(self, name)
+            if value is not None and not callable(value):
+                msg = f"Summarizer({name}=...): {name} must be callable or None, got {value!r}"
+                raise ConfigError(msg)
+        checks = [
+            ("max_output_tokens", self.max_output_tokens, self.max_output_tokens > 0, "> 0"),
+            ("retries", self.retries, self.retries >= 0, ">= 0; use 0 for a single attempt"),
+            (
+                "input_window_tokens",
+                self.input_window_tokens,
+                self.input_window_tokens is None or self.input_window_tokens > 0,
+                "> 0, or None for the model's own window",
+            ),
+            (
+                "timeout_seconds",
+                self.timeout_seconds,
+                self.timeout_seconds is None or self.timeout_seconds > 0,
+                "> 0, or None to wait forever",
+            ),
+        ]
+        for name, value, ok, rule in checks:
+            if not ok:
+                msg = f"Summarizer({name}={value!r}): {name} must be {rule}"
+                raise ConfigError(msg)
+
+    @property
+    def input_window(self) -> int:
+        """The input bound in force (see `input_window_tokens`)."""
+        if self.input_window_tokens is not None:
+            return self.input_window_tokens
+        profile = getattr(self.model, "profile", None) or {}
+        window = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+        if isinstance(window, int) and window > self.max_output_tokens:
+            return window - self.max_output_tokens
+        return _DEFAULT_INPUT_WINDOW
+
+    @property
+    def max_output_chars(self) -> int:
+        """The summary's length bound in characters."""
+        return self.max_output_tokens * _CHARS_PER_TOKEN
+
+    def _count(self, messages: Sequence[BaseMessage]) -> int:
+        counter = self.token_counter or shared_counter_for_model(self.model)
+        return counter(messages)
+
+    def redact_messages(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """Copies of `messages` with this summarizer's `redact` applied (e.g. to an archive)."""
+        return redact_messages(messages, self.redact)
+
+    def build_prompt(
+        self,
+        messages: Sequence[BaseMessage],
+        *,
+        previous: str | None = None,
+        max_chars_per_message: int | None = None,
+    ) -> list[BaseMessage]:
+        """The prompt of one summarizer call: `SUMMARY_PROMPT` and the redacted request."""
+        transcript = render_transcript(messages, max_chars_per_message=max_chars_per_message)
+        if previous and previous.strip():
+            body = (
+                "Previous running summary (fold the new messages into it):\n"
+                f"<previous_summary>\n{escape_markup(_unwrap(previous), WRAPPER_TAGS)}\n"
+                "</previous_summary>\n\n"
+                f"New messages:\n<transcript>\n{transcript}\n</transcript>"
+            )
+        else:
+            body = f"Messages to summarize:\n<transcript>\n{transcript}\n</transcript>"
+        if self.redact is not None:
+            body = self.redact(body)
+        return [SystemMessage(SUMMARY_PROMPT), HumanMessage(body)]
+
+    def _config(self) -> RunnableConfig:
+        return {"tags": list(self.tags), "metadata": dict(self.metadata), "run_name": self.run_name}
+
+    def _fallback(
+        self, messages: Sequence[BaseMessage], previous: str | None, **outcome: Any
+    ) -> SummaryOutcome:
+        if self.redact is not None and previous:
+            previous = self.redact(previous)
+        text = fallback_summary(
+            self.redact_messages(messages), previous=previous, max_chars=self.max_output_chars
+        )
+        return SummaryOutcome(text=text, source="fallback", **outcome)
+
+    def plan(
+        self, messages: Sequence[BaseMessage], previous: str | None = None
+    ) -> Plan[SummaryOutcome]:
+        """`summarize` as a plan: every decision, with a `CallModel` effect per model call.
+
+        An exception thrown in at a `CallModel` counts as one failed attempt, like rejected
+        output; the plan never raises for a failing model.
+        """
+        if self.model is None or not messages:
+            return self._fallback(messages, previous, model_calls=0, error=None, input_tokens=0)
+        window = self.input_window
+        units = self._units(messages, previous)
+        attempts, calls, tokens = 1 + self.retries, 0, 0
+        running, start, chunk_no = previous, 0, 0
+        while start < len(units):
+            chunk_no += 1
+            overhead = self._count(self.build_prompt([], previous=running))
+            end, size = start, 0
+            while end < len(units):
+                cost = self._count(units[end][1])
+                if end > start and overhead + size + cost > window:
+                    break
+                end, size = end + 1, size + cost
+            chunk = [m for _, unit in units[start:end] for m in unit]
+            clip = None
+            if overhead + size > window:  # one block alone is too large
+                clip = max(200, (window * 3) // len(chunk))
+            prompt = self.build_prompt(chunk, previous=running, max_chars_per_message=clip)
+            prompt_tokens = self._count(prompt)
+            call = CallModel(
+                self.model, prompt, self._config(), self.timeout_seconds, source="summarization"
+            )
+            problems: list[str] = []
+            text: str | None = None
+            for _ in range(attempts):
+                calls, tokens = calls + 1, tokens + prompt_tokens
+                try:
+                    reply = _reply_text((yield call))
+                except Exception as exc:  # a failure may pass: try again
+                    problems.append(_describe(exc))
+                    continue
+                text, problem = _validate(
+                    reply,
+                    max_chars=self.max_output_chars,
+                    source=text_of(prompt[-1]),
+                    previous=running,
+                )
+                if text is None:  # the model answered, unusably: asking again costs the same
+                    problems.append(problem or "invalid output")
+                break
+            if text is not None:
+                running = text
+            else:
+                tried = "; ".join(f"attempt {i}: {p}" for i, p in enumerate(problems, 1))
+                error = f"summarizer model failed on chunk {chunk_no} ({tried})"
+                logger.warning("%s; using the deterministic fallback summary", error)
+                rest = messages[units[start][0] :]
+                return self._fallback(
+                    rest, running, model_calls=calls, error=error, input_tokens=tokens
+                )
+            start = end
+        assert running is not None
+        return SummaryOutcome(running, "model", calls, None, tokens)
+
+    def _units(
+        self, messages: Sequence[BaseMessage], previous: str | None
+    ) -> list[tuple[int, list[BaseMessage]]]:
+        """What calls are made of: whole blocks, and the parts of blocks too large for a call.
+
+        Each unit is `(index of its block's first message, messages)`. A block that does not
+        fit one call beside the prompt and the largest summary is cut into parts, message by
+        message, at line ends where it can: every character reaches the model (clipping the
+        middle of a large output lost what it held). A part is labelled `[part k of n]`.
+        """
+        room = self.input_window - self._count(self.build_prompt([], previous=previous))
+        room -= self.max_output_tokens  # the running summary grows up to its bound
+        units: list[tuple[int, list[BaseMessage]]] = []
+        for block in split_blocks(messages):
+            whole = list(block.messages)
+            if room <= 0 or self._count(whole) <= room:
+                units.append((block.start, whole))
+                continue
+            for message in whole:
+                parts = self._parts(message, room)
+                units.extend((block.start, [part]) for part in parts)
+        return units
+
+    def _parts(self, message: BaseMessage, room: int) -> list[BaseMessage]:
+        """`message` as copies carrying consecutive parts of its text, each within `room`."""
+        text = text_of(message)
+        size = self._count([message])
+        if size <= room or len(text) < 2 * _MIN_PART_CHARS:
+            return [message]
+        budget = max(_MIN_PART_CHARS, len(text) * room // size)
+        for _ in range(6):  # shrink the part size until every part fits the room
+            pieces = _cut_text(text, budget)
+            parts = [
+                message.model_copy(
+                    update={
+                        "content": f"[part {k} of {len(pieces)}]\n{piece}",
+                        **({"tool_calls": []} if k > 1 and hasattr(message, "tool_calls") else {}),
+                    }
+                )
+                for k, piece in enumerate(pieces, 1)
+            ]
+            largest = max(self._count([p]) for p in parts)
+            if largest <= room or budget == _MIN_PART_CHARS:
+                return parts
+            budget = max(_MIN_PART_CHARS, budget * room * 9 // (largest * 10))
+        return parts
+
+    def summarize(
+        self, messages: Sequence[BaseMessage], *, previous: str | None = None
+    ) -> SummaryOutcome:
+        """Summarize `messages`, folding in `previous`; never raises for a failing model.
+
+        Args:
+            messages: The span the summary replaces, oldest first.
+            previous: The running summary so far, if any.
+
+        Returns:
+            The summary and how it was made.
+        """
+        return run_plan(self.plan(messages, previous))
+
+    async def asummarize(
+        self, messages: Sequence[BaseMessage], *, previous: str | None = None
+    ) -> SummaryOutcome:
+        """Async `summarize`."""
+        return await arun_plan(self.plan(messages, previous))
