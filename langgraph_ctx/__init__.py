@@ -19,7 +19,8 @@ Less common pieces live in their modules: `langgraph_ctx.errors` (every error cl
 """
 
 from langgraph_ctx._effects import Plan
-from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
+from langgraph_ctx.archive._backends import ArchiveBackend, DirectoryBackend
+from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.errors import (
     ArchiveError,
     ConfigError,

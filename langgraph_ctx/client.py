@@ -31,12 +31,12 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict
 
-from langgraph_ctx._backends import Namespace, _from_value
 from langgraph_ctx._effects import arun_plan, run_plan
 from langgraph_ctx._ids import ArchiveRef
-from langgraph_ctx.archive import Archive
+from langgraph_ctx.archive._backends import Namespace, _from_value
+from langgraph_ctx.archive.archive import Archive
+from langgraph_ctx.archive.history import plan_history_page
 from langgraph_ctx.errors import ArchiveError, ConfigError
-from langgraph_ctx.history import plan_history_page
 
 __all__ = ["SdkStoreBackend", "afull_history", "full_history", "state_messages"]
 

@@ -14,14 +14,12 @@ Example:
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -30,11 +28,14 @@ from langgraph.config import get_config
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_ctx._dumps import all_dump_refs as all_dump_refs  # re-exported: public here
-from langgraph_ctx._dumps import plan_all_dump_refs
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
-from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
-from langgraph_ctx.errors import ArchiveError, ConfigError
+from langgraph_ctx.archive._backends import ArchiveBackend, DirectoryBackend
+from langgraph_ctx.archive.archive import Archive
+from langgraph_ctx.archive.dumps import all_dump_refs as all_dump_refs  # re-exported: public here
+from langgraph_ctx.archive.history import FullHistory as FullHistory
+from langgraph_ctx.archive.history import afull_history as afull_history
+from langgraph_ctx.archive.history import full_history as full_history
+from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.ledger.edits import forget_entries, set_last_report
 from langgraph_ctx.ledger.summary import add_dump_ref
 from langgraph_ctx.pipeline import BuildResult, ContextManager
@@ -178,7 +179,7 @@ class ContextMemory:
 
     def recall_tool(self, *, name: str = "recall", max_chars: int = 20_000) -> BaseTool:
         """The `recall` tool, reading the archive of whichever thread calls it."""
-        from langgraph_ctx.recall import make_recall_tool
+        from langgraph_ctx.archive.recall import make_recall_tool
 
         return make_recall_tool(lambda: self.archive_for(None), name=name, max_chars=max_chars)
 
@@ -464,7 +465,7 @@ class ContextMemory:
 
         The last `limit` messages, or the `limit` messages before the message `before`.
         """
-        from langgraph_ctx.history import history_page
+        from langgraph_ctx.archive.history import history_page
 
         values = graph.get_state(config).values
         archive = self.archive_for(config, graph=graph)
@@ -480,7 +481,7 @@ class ContextMemory:
         before: str | None = None,
     ) -> list[BaseMessage]:
         """Async twin of `get_history_page`."""
-        from langgraph_ctx.history import ahistory_page
+        from langgraph_ctx.archive.history import ahistory_page
 
         values = (await graph.aget_state(config)).values
         archive = self.archive_for(config, graph=graph)
@@ -577,163 +578,6 @@ def _backend(archive: Any) -> ArchiveBackend | BaseStore | None:
         f"{type(archive).__name__}"
     )
     raise ConfigError(msg)
-
-
-class FullHistory(list[BaseMessage]):
-    """The messages `full_history` could rebuild, in order, and the dumps it could not read.
-
-    A list of messages like any other; `unreadable` names each insurance dump the archive
-    could not give back, as `(reference, reason)`. One lost dump hides only its own messages:
-    the live state and every other dump are still there.
-    """
-
-    unreadable: list[tuple[str, str]]
-
-    def __init__(
-        self, messages: Sequence[BaseMessage] = (), unreadable: Sequence[tuple[str, str]] = ()
-    ) -> None:
-        super().__init__(messages)
-        self.unreadable = list(unreadable)
-
-
-def _plan_full_history(
-    messages: Sequence[BaseMessage],
-    ledger: Mapping[str, Any] | None,
-    archive: Archive,
-    strict: bool,
-) -> Plan[FullHistory]:
-    """`full_history` as a plan: it reads the dumps the ledger names, then merges."""
-    dumps: list[list[BaseMessage]] = []
-    unreadable: list[tuple[str, str]] = []
-    try:
-        refs = yield from plan_all_dump_refs(ledger, archive)
-    except ArchiveError as exc:  # the index is lost: the ledger's own refs are still there
-        if strict:
-            raise
-        index = ((ledger or {}).get("summary") or {}).get("dump_index")
-        unreadable.append((str(index), str(exc)))
-        refs = _dump_refs(ledger)
-    for ref in refs:
-        try:
-            dump = yield from archive.plan_read(ref)
-            if not isinstance(dump, list):
-                msg = f"the ledger names {ref} as an insurance dump, but it holds no message list"
-                raise ArchiveError(msg)
-        except ArchiveError as exc:
-            if strict:
-                raise
-            unreadable.append((ref, str(exc)))
-            continue
-        dumps.append(dump)
-    if unreadable:
-        logger.warning(
-            "full history: %d insurance dump(s) could not be read, their messages are missing: %s",
-            len(unreadable),
-            "; ".join(reason for _, reason in unreadable),
-        )
-    return FullHistory(_merge_history(dumps, messages), unreadable)
-
-
-def full_history(
-    messages: Sequence[BaseMessage],
-    ledger: Mapping[str, Any] | None,
-    archive: Archive,
-    *,
-    strict: bool = False,
-) -> FullHistory:
-    """Rebuild a thread's complete original history from its live state and its archive.
-
-    Every message that left the live state did so only after landing in an insurance dump
-    named in the ledger; the dumps and the live messages are merged in the order they were
-    written, each message once (its live version when it is still live).
-
-    Args:
-        messages: The thread's live messages (`state["messages"]`).
-        ledger: The thread's ledger (`state["context_ledger"]`).
-        archive: The thread's archive.
-        strict: Raise the archive's error when a dump cannot be read, instead of returning
-            everything else with the dump named in `FullHistory.unreadable` (and a warning
-            logged).
-
-    Raises:
-        ArchiveError: With `strict=True`, a dump the ledger names cannot be read.
-    """
-    return run_plan(_plan_full_history(messages, ledger, archive, strict))
-
-
-async def afull_history(
-    messages: Sequence[BaseMessage],
-    ledger: Mapping[str, Any] | None,
-    archive: Archive,
-    *,
-    strict: bool = False,
-) -> FullHistory:
-    """Async twin of `full_history`."""
-    return await arun_plan(_plan_full_history(messages, ledger, archive, strict))
-
-
-def _dump_refs(ledger: Mapping[str, Any] | None) -> list[str]:
-    """The dump refs the ledger names itself (the newest; see `all_dump_refs`)."""
-    summary = (ledger or {}).get("summary") or {}
-    return list(summary.get("dump_refs", []))
-
-
-def _merge_history(
-    dumps: Sequence[Sequence[BaseMessage]], live: Sequence[BaseMessage]
-) -> list[BaseMessage]:
-    """One history from the dumps and the live messages, in the order they were written.
-
-    Each source is an ordered excerpt of the thread. A dump need not be a contiguous piece:
-    a summary leaves out the turn's pinned task, which a later dump (a hint rebuild, or the
-    removal dump) then holds between its neighbours. So every source adds "a comes before b"
-    for its consecutive messages and the merge is a topological sort of those constraints;
-    ties go to the earliest source and position (the live state's leading system messages
-    count as the first source). Each message appears once: its live version (the state may
-    have changed it since it was dumped), else its newest dump.
-    """
-    # The live state's leading system messages are configuration that opens every history.
-    head = list(itertools.takewhile(lambda m: isinstance(m, SystemMessage), live))
-    sources = [head, *dumps, live]
-    keys: list[list[str]] = []
-    version: dict[str, BaseMessage] = {}
-    rank: dict[str, tuple[int, int]] = {}
-    anonymous = 0
-    for s, source in enumerate(sources):
-        row: list[str] = []
-        in_row: set[str] = set()
-        for p, message in enumerate(source):
-            if message.id:
-                key = message.id
-            else:  # no id, nothing to match it with: a message of its own
-                key, anonymous = f"\x00{anonymous}", anonymous + 1
-            if key in in_row:
-                continue
-            row.append(key)
-            in_row.add(key)
-            version[key] = message  # later sources win: newer dumps, then live
-            rank.setdefault(key, (s, p))
-        keys.append(row)
-    after: dict[str, set[str]] = {k: set() for k in rank}
-    waiting = dict.fromkeys(rank, 0)
-    for row in keys:
-        for a, b in itertools.pairwise(row):
-            if b not in after[a]:
-                after[a].add(b)
-                waiting[b] += 1
-    ready = [(rank[k], k) for k, n in waiting.items() if n == 0]
-    heapq.heapify(ready)
-    out: list[str] = []
-    while ready:
-        _, key = heapq.heappop(ready)
-        out.append(key)
-        for nxt in after[key]:
-            waiting[nxt] -= 1
-            if waiting[nxt] == 0:
-                heapq.heappush(ready, (rank[nxt], nxt))
-    if len(out) < len(rank):  # contradictory sources (should not happen): keep what is left
-        done = set(out)
-        out += sorted((k for k in rank if k not in done), key=rank.__getitem__)
-    return [version[k] for k in out]
 
 
 def _reports(states: Any) -> list[ContextCostReport]:

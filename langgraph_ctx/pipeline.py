@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from langgraph_ctx._dumps import plan_spill_dump_refs
 from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
+from langgraph_ctx.archive.dumps import plan_spill_dump_refs
 from langgraph_ctx.errors import (
     ConfigError,
     ContextWindowExceededError,
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langgraph.store.base import BaseStore
 
-    from langgraph_ctx.archive import Archive
+    from langgraph_ctx.archive.archive import Archive
     from langgraph_ctx.summaries.extract import EntityExtractor
     from langgraph_ctx.summaries.summarizer import Summarizer
 
@@ -571,7 +571,7 @@ def _check_list_of(name: str, value: Any, what: str) -> None:
 
 
 def _check_archive(archive: Any) -> None:
-    from langgraph_ctx.archive import Archive
+    from langgraph_ctx.archive.archive import Archive
 
     if archive is not None and not isinstance(archive, Archive):
         msg = (

@@ -262,7 +262,7 @@ def run_demo(
     """Run the demo agent over `root` and check the run. See the module docstring."""
     from langchain.agents.middleware import ModelCallLimitMiddleware
 
-    from langgraph_ctx.archive import DirectoryBackend
+    from langgraph_ctx.archive._backends import DirectoryBackend
     from langgraph_ctx.cli.explorer import ScriptedExplorer
     from langgraph_ctx.memory import ContextMemory
     from langgraph_ctx.summaries.summarizer import Summarizer

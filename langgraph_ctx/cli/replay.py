@@ -329,7 +329,7 @@ def _clear_archive(archive_dir: Path, thread: str) -> None:
     # <root>/langgraph_ctx/<thread>/ (ids of this shape are used as they are).
     import shutil
 
-    from langgraph_ctx.archive import NAMESPACE_ROOT
+    from langgraph_ctx.archive.archive import NAMESPACE_ROOT
 
     if re.fullmatch(r"[A-Za-z0-9_-]{1,128}", thread):
         shutil.rmtree(archive_dir / NAMESPACE_ROOT / thread, ignore_errors=True)
@@ -354,7 +354,7 @@ class _Earlier:
         import shutil
         import tempfile
 
-        from langgraph_ctx.archive import NAMESPACE_ROOT
+        from langgraph_ctx.archive.archive import NAMESPACE_ROOT
 
         self.db = db
         self.folder = archive_dir / NAMESPACE_ROOT / thread
@@ -522,7 +522,7 @@ def replay(
     on_call: Callable[[CallStat], None] | None = None,
 ) -> RunResult:
     """Replay a recorded conversation through a real agent graph with `ContextMemory`."""
-    from langgraph_ctx.archive import DirectoryBackend
+    from langgraph_ctx.archive._backends import DirectoryBackend
     from langgraph_ctx.memory import ContextMemory
     from langgraph_ctx.summaries.summarizer import Summarizer
 

@@ -26,7 +26,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx._ids import message_fingerprint
-from langgraph_ctx.archive import encode_message
+from langgraph_ctx.archive.codec import encode_message
 from langgraph_ctx.errors import ArchiveError
 from langgraph_ctx.tokens.exact import TiktokenCounter, get_counter
 

@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_ctx.archive import encode_message
+from langgraph_ctx.archive.codec import encode_message
 from langgraph_ctx.cli.replay import (
     CheckpointView,
     load_strategies,
@@ -30,7 +30,8 @@ from langgraph_ctx.errors import ArchiveError
 
 def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
     """What a stored thread holds: ledger, summary, reports, live and full history, edits."""
-    from langgraph_ctx.archive import Archive, DirectoryBackend
+    from langgraph_ctx.archive._backends import DirectoryBackend
+    from langgraph_ctx.archive.archive import Archive
     from langgraph_ctx.memory import ContextMemory
 
     with open_saver(db, create=False) as saver:
@@ -132,7 +133,9 @@ def _lookup(archive: Any, message_id: str) -> str | None:
 
 def restore_entry(ref_or_id: str, *, thread: str, archive_dir: Path) -> bytes:
     """The archived bytes of one entry (a message, a dump or a text), verified."""
-    from langgraph_ctx.archive import Archive, DirectoryBackend, encode_messages
+    from langgraph_ctx.archive._backends import DirectoryBackend
+    from langgraph_ctx.archive.archive import Archive
+    from langgraph_ctx.archive.codec import encode_messages
 
     if not archive_dir.is_dir():
         msg = f"no archive directory at {archive_dir}; pass the --archive a run wrote"
@@ -155,7 +158,8 @@ def compact_transcript(
     thread: str,
 ) -> tuple[list[BaseMessage], Any, int]:
     """A transcript built down to a budget: `(prompt, report, tokens before)`."""
-    from langgraph_ctx.archive import Archive, DirectoryBackend
+    from langgraph_ctx.archive._backends import DirectoryBackend
+    from langgraph_ctx.archive.archive import Archive
     from langgraph_ctx.pipeline import ContextManager
     from langgraph_ctx.strategies import default_strategies
 

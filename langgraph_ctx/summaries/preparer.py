@@ -25,7 +25,7 @@ from langgraph_ctx._effects import AwaitPrepared, Plan, PrepareSummary, arun_pla
 from langgraph_ctx.strategies.ahead import SummarizePlan
 
 if TYPE_CHECKING:
-    from langgraph_ctx.archive import Archive
+    from langgraph_ctx.archive.archive import Archive
     from langgraph_ctx.summaries.summarizer import SummaryOutcome
 
 

@@ -1,20 +1,13 @@
-"""A content-addressed, thread-scoped archive for messages that leave the prompt or the state.
+"""`Archive`: the content-addressed, thread-scoped archive of messages that leave the prompt.
 
 Compaction externalizes large tool results here, and summarization writes its insurance dump
 here before anything lossy happens. Every entry is stored under the sha256 of its canonical
 bytes, so writing the same content twice is harmless and every read is verified.
 
-Layers, from the bottom:
-
-* `ArchiveBackend`: four methods that move bytes (`put`/`get` and `aput`/`aget`).
-  `StoreBackend` wraps any LangGraph `BaseStore` (InMemoryStore, PostgresStore, ...);
-  `DirectoryBackend` writes owner-only files atomically under a root directory.
-* Pure helpers: `encode_message`/`decode_message` and friends define the canonical bytes;
-  `ArchiveRef` formats and parses references (`lgctx:<thread>:<kind>:<sha256>`).
-* `Archive`: bound to one thread (and optionally one user). Each operation is written once as a
-  plan (`plan_put_message`, `plan_read`, ...) that yields `BackendPut`/`BackendGet` effects and
-  turns a backend failure into an `ArchiveError`; the sync and async methods drive that plan
-  with `run_plan`/`arun_plan`, and other plans compose it with `yield from`.
+`Archive` is bound to one thread (and optionally one user). Each operation is written once as a
+plan (`plan_put_message`, `plan_read`, ...) that yields `BackendPut`/`BackendGet` effects and
+turns a backend failure into an `ArchiveError`; the sync and async methods drive that plan with
+`run_plan`/`arun_plan`, and other plans compose it with `yield from`.
 
 Example:
     >>> from langchain_core.messages import ToolMessage
@@ -31,24 +24,31 @@ Example:
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any
 
-from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
-from langgraph_ctx._backends import (
+from langgraph_ctx._effects import BackendGet, BackendPut, Plan, arun_plan, run_plan
+from langgraph_ctx._ids import REF_SHAPE, ArchiveRef, RefKind, is_archive_ref
+from langgraph_ctx.archive._backends import (
     ArchiveBackend,
-    DirectoryBackend,
     Namespace,
     StoreBackend,
 )
-from langgraph_ctx._effects import BackendGet, BackendPut, Plan, arun_plan, run_plan
-from langgraph_ctx._ids import REF_SHAPE, ArchiveRef, RefKind, is_archive_ref
+from langgraph_ctx.archive.codec import (
+    _SURROGATES,
+    _UTF8,
+    _dumps,
+    _loads,
+    decode_message,
+    decode_messages,
+    encode_message,
+    encode_messages,
+)
 from langgraph_ctx.errors import (
     ArchiveAccessError,
     ArchiveCorruptError,
@@ -57,92 +57,14 @@ from langgraph_ctx.errors import (
     ConfigError,
 )
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("langgraph_ctx.archive")  # the name it always had
 """Warnings for what a run survives but an operator should see."""
-
-__all__ = [
-    "Archive",
-    "ArchiveBackend",
-    "ArchiveRef",
-    "DirectoryBackend",
-    "RefKind",
-    "StoreBackend",
-    "config_identity",
-    "decode_message",
-    "decode_messages",
-    "encode_message",
-    "encode_messages",
-    "is_archive_ref",
-]
 
 NAMESPACE_ROOT = "langgraph_ctx"
 """First label of every archive namespace."""
 
 _INDEX_KIND = "index"
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-_UTF8 = "utf-8"
-_SURROGATES = "surrogatepass"  # lone surrogates survive the round trip instead of crashing
-
-
-# --- canonical bytes ----------------------------------------------------------------------
-
-
-def _dumps(obj: Any) -> bytes:
-    text = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return text.encode(_UTF8, _SURROGATES)
-
-
-def _loads(data: bytes, where: str) -> Any:
-    try:
-        return json.loads(data.decode(_UTF8, _SURROGATES))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        msg = f"archive entry {where} is not valid JSON ({exc}); it was damaged after writing"
-        raise ArchiveCorruptError(msg) from exc
-
-
-def encode_message(message: BaseMessage) -> bytes:
-    """The canonical bytes of one message: sorted, compact JSON of `message_to_dict`.
-
-    Decoding and encoding again gives the same bytes, which is what makes the archive
-    content-addressed and restores byte for byte.
-    """
-    return _dumps(message_to_dict(message))
-
-
-def decode_message(data: bytes) -> BaseMessage:
-    """Rebuild a message from `encode_message` bytes.
-
-    Raises:
-        ArchiveCorruptError: The bytes are not a serialized message.
-    """
-    obj = _loads(data, "(message)")
-    try:
-        return messages_from_dict([obj])[0]
-    except (KeyError, TypeError, ValueError) as exc:
-        msg = f"archive entry does not hold a serialized message: {exc}"
-        raise ArchiveCorruptError(msg) from exc
-
-
-def encode_messages(messages: Sequence[BaseMessage]) -> bytes:
-    """The canonical bytes of a list of messages (a JSON list of `message_to_dict` dicts)."""
-    return _dumps([message_to_dict(m) for m in messages])
-
-
-def decode_messages(data: bytes) -> list[BaseMessage]:
-    """Rebuild a message list from `encode_messages` bytes.
-
-    Raises:
-        ArchiveCorruptError: The bytes are not a serialized message list.
-    """
-    obj = _loads(data, "(messages)")
-    if not isinstance(obj, list):
-        msg = f"archive entry should hold a list of messages, found {type(obj).__name__}"
-        raise ArchiveCorruptError(msg)
-    try:
-        return messages_from_dict(obj)
-    except (KeyError, TypeError, ValueError) as exc:
-        msg = f"archive entry does not hold serialized messages: {exc}"
-        raise ArchiveCorruptError(msg) from exc
 
 
 def _sha256(data: bytes) -> str:
@@ -161,8 +83,6 @@ def _label(identifier: str, what: str) -> str:
         return identifier
     return "~" + _sha256(identifier.encode(_UTF8, _SURROGATES))
 
-
-# The backends live in _backends.py; they are re-exported here.
 
 # --- the archive --------------------------------------------------------------------------
 

@@ -1,0 +1,212 @@
+"""Archive backends: where the archive's bytes live.
+
+`StoreBackend` keeps them in any LangGraph `BaseStore` (`InMemoryStore`, `PostgresStore` for
+many workers sharing one database); `DirectoryBackend` keeps them in a plain directory (the
+embedded default for the command line and notebooks) with owner-only files, atomic writes and
+no path traversal. Both are sync and async; `Archive` (in `archive.py`) sits on top.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hashlib
+import os
+import re
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from langgraph.store.base import BaseStore
+
+from langgraph_ctx.errors import ArchiveAccessError, ArchiveCorruptError
+
+_UTF8 = "utf-8"
+Namespace = tuple[str, ...]
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@runtime_checkable
+class ArchiveBackend(Protocol):
+    """Moves bytes in and out of a namespaced key-value space, sync and async.
+
+    `put` overwrites; `get` returns `None` for a missing key.
+    """
+
+    def put(self, namespace: Namespace, key: str, data: bytes) -> None:
+        """Store `data` under `namespace`/`key`."""
+        ...
+
+    def get(self, namespace: Namespace, key: str) -> bytes | None:
+        """The bytes under `namespace`/`key`, or `None` when there are none."""
+        ...
+
+    async def aput(self, namespace: Namespace, key: str, data: bytes) -> None:
+        """Async `put`."""
+        ...
+
+    async def aget(self, namespace: Namespace, key: str) -> bytes | None:
+        """Async `get`."""
+        ...
+
+
+def _to_value(data: bytes) -> dict[str, Any]:
+    # Text keeps entries readable in the store; NUL is refused by Postgres jsonb, hence base64.
+    try:
+        text = data.decode(_UTF8)
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and "\x00" not in text:
+        encoding, payload = "utf-8", text
+    else:
+        encoding, payload = "base64", base64.b64encode(data).decode("ascii")
+    return {"encoding": encoding, "data": payload, "sha256": _sha256(data), "size": len(data)}
+
+
+def _from_value(value: Mapping[str, Any], where: str) -> bytes:
+    encoding, payload = value.get("encoding"), value.get("data")
+    try:
+        if encoding == "utf-8" and isinstance(payload, str):
+            data = payload.encode(_UTF8)
+        elif encoding == "base64" and isinstance(payload, str):
+            data = base64.b64decode(payload.encode("ascii"), validate=True)
+        else:
+            msg = f"store item {where} is not an archive entry (encoding={encoding!r})"
+            raise ArchiveCorruptError(msg)
+    except (UnicodeEncodeError, binascii.Error) as exc:
+        msg = f"store item {where} holds undecodable data: {exc}"
+        raise ArchiveCorruptError(msg) from exc
+    if value.get("sha256") != _sha256(data):
+        msg = f"store item {where} does not match its recorded sha256; it was changed after writing"
+        raise ArchiveCorruptError(msg)
+    return data
+
+
+class StoreBackend:
+    """An `ArchiveBackend` on any LangGraph `BaseStore` (InMemoryStore, PostgresStore, ...).
+
+    Each entry is one store item whose value is
+    `{"encoding": "utf-8" | "base64", "data": ..., "sha256": ..., "size": ...}`.
+    Items are written with `index=False`, so a store configured for semantic search does not
+    embed archived outputs.
+    """
+
+    def __init__(self, store: BaseStore) -> None:
+        self.store = store
+
+    def put(self, namespace: Namespace, key: str, data: bytes) -> None:
+        """Store `data` as one item."""
+        self.store.put(namespace, key, _to_value(data), index=False)
+
+    def get(self, namespace: Namespace, key: str) -> bytes | None:
+        """The bytes of one item, or `None` when missing."""
+        item = self.store.get(namespace, key)
+        return None if item is None else _from_value(item.value, f"{namespace}/{key}")
+
+    async def aput(self, namespace: Namespace, key: str, data: bytes) -> None:
+        """Async `put`."""
+        await self.store.aput(namespace, key, _to_value(data), index=False)
+
+    async def aget(self, namespace: Namespace, key: str) -> bytes | None:
+        """Async `get`."""
+        item = await self.store.aget(namespace, key)
+        return None if item is None else _from_value(item.value, f"{namespace}/{key}")
+
+
+_PATH_PART = re.compile(r"[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,254}")
+
+
+class DirectoryBackend:
+    """An `ArchiveBackend` writing one file per entry under `root/<namespace parts>/<key>`.
+
+    Directories are created `0o700` and files `0o600` (owner only). Writes go to a temporary
+    file in the same directory, are fsynced, then moved into place with `os.replace`, so a
+    reader never sees half an entry. Namespace parts and keys must match
+    `[A-Za-z0-9_~-][A-Za-z0-9._~-]*` and the resolved path must stay under `root`, which
+    rules out path traversal (`..`, absolute parts, symlinks leading out).
+
+    A relative `root` is made absolute once, here, against the current directory: an agent
+    whose tools change directory mid-run keeps writing to and reading from the same archive.
+    """
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root).expanduser().absolute()
+
+    def _path(self, namespace: Namespace, key: str) -> Path:
+        for part in (*namespace, key):
+            if not isinstance(part, str) or not _PATH_PART.fullmatch(part):
+                msg = (
+                    f"refusing archive path part {part!r} in {(*namespace, key)!r}: parts must "
+                    "match [A-Za-z0-9_~-][A-Za-z0-9._~-]* (no separators, no leading dot)"
+                )
+                raise ArchiveAccessError(msg)
+        path = self.root.joinpath(*namespace, key)
+        root = self.root.resolve()
+        if not path.resolve().is_relative_to(root):
+            msg = f"refusing archive path {path}: it resolves outside the archive root {root}"
+            raise ArchiveAccessError(msg)
+        return path
+
+    def _ensure_dirs(self, directory: Path) -> None:
+        missing: list[Path] = []
+        for candidate in (directory, *directory.parents):
+            if candidate.exists():
+                break
+            missing.append(candidate)
+        for d in reversed(missing):
+            try:
+                d.mkdir(mode=0o700)
+            except FileExistsError:
+                continue  # created concurrently by another writer
+            os.chmod(d, 0o700)  # mkdir's mode is filtered by the umask
+
+    def put(self, namespace: Namespace, key: str, data: bytes) -> None:
+        """Write `data` atomically to its file (owner-only permissions)."""
+        path = self._path(namespace, key)
+        self._ensure_dirs(path.parent)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        _fsync_dir(path.parent)
+
+    def get(self, namespace: Namespace, key: str) -> bytes | None:
+        """The bytes of the entry's file, or `None` when it does not exist."""
+        try:
+            return self._path(namespace, key).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    async def aput(self, namespace: Namespace, key: str, data: bytes) -> None:
+        """Async `put` (runs in a worker thread)."""
+        await asyncio.to_thread(self.put, namespace, key, data)
+
+    async def aget(self, namespace: Namespace, key: str) -> bytes | None:
+        """Async `get` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.get, namespace, key)
+
+
+def _fsync_dir(directory: Path) -> None:
+    # Makes the rename durable; not every platform can open a directory, which is fine.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
