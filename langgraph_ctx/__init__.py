@@ -30,7 +30,8 @@ from langgraph_ctx.errors import (
 from langgraph_ctx.memory import ContextMemory
 from langgraph_ctx.messages.repair import repair_messages
 from langgraph_ctx.messages.validation import validate_messages
-from langgraph_ctx.pipeline import BuildResult, ContextManager
+from langgraph_ctx.pipeline.manager import ContextManager
+from langgraph_ctx.pipeline.result import BuildResult
 from langgraph_ctx.prompt.report import ContextBudget, ContextCostReport, Decision
 from langgraph_ctx.prompt.view import PromptView
 from langgraph_ctx.scripted import ScriptedChatModel

@@ -38,7 +38,8 @@ from langgraph_ctx.archive.history import full_history as full_history
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.ledger.edits import forget_entries, set_last_report
 from langgraph_ctx.ledger.summary import add_dump_ref
-from langgraph_ctx.pipeline import BuildResult, ContextManager
+from langgraph_ctx.pipeline.manager import ContextManager
+from langgraph_ctx.pipeline.result import BuildResult
 from langgraph_ctx.prompt.report import REPORT_KEY, ContextCostReport, attach_report
 from langgraph_ctx.strategies import Strategy, default_strategies
 from langgraph_ctx.summaries.rebuild import plan_rebuild

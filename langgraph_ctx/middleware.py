@@ -50,7 +50,7 @@ logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from langgraph_ctx.memory import ContextMemory
-    from langgraph_ctx.pipeline import BuildResult
+    from langgraph_ctx.pipeline.result import BuildResult
 
 
 def _internal_call_transformers() -> tuple[Any, ...]:

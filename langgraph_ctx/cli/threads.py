@@ -160,7 +160,7 @@ def compact_transcript(
     """A transcript built down to a budget: `(prompt, report, tokens before)`."""
     from langgraph_ctx.archive._backends import DirectoryBackend
     from langgraph_ctx.archive.archive import Archive
-    from langgraph_ctx.pipeline import ContextManager
+    from langgraph_ctx.pipeline.manager import ContextManager
     from langgraph_ctx.strategies import default_strategies
 
     messages = load_transcript(path)

@@ -8,33 +8,44 @@ A build assembles a `PromptView` (base system prompt, tool schemas, retrieved me
 history window and the ledger of earlier edits), runs the strategies of its list on it in
 order (see `langgraph_ctx.strategies` for the default list and what each does), and renders
 the prompt. A prompt still over the limit raises `ContextWindowExceededError` with the report.
+
+Its options are checked in `options`, the steps around the strategies are `steps`, and what a
+build returns is `result.BuildResult`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
 from langgraph_ctx.archive.dumps import plan_spill_dump_refs
 from langgraph_ctx.errors import (
     ConfigError,
-    ContextWindowExceededError,
     InvalidMessagesError,
 )
-from langgraph_ctx.ledger.edits import set_last_report
 from langgraph_ctx.ledger.repair import repair_ledger
-from langgraph_ctx.ledger.schema import ContextLedger
-from langgraph_ctx.ledger.summary import adopt_summary, covered_ids, spill_now
+from langgraph_ctx.ledger.summary import adopt_summary, spill_now
 from langgraph_ctx.messages.base import split_base
 from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.messages.content import text_of
 from langgraph_ctx.messages.validation import coerce_messages
+from langgraph_ctx.pipeline.options import (
+    _check_archive,
+    _check_list_of,
+    _coerce_summarizer,
+    _prepare_ahead,
+)
+from langgraph_ctx.pipeline.result import BuildResult
+from langgraph_ctx.pipeline.steps import (
+    _calibrated_counter,
+    _examined,
+    _finish,
+    _plan_spill_within_budget,
+)
 from langgraph_ctx.prompt.assembly import (
     Skill,
     ToolPolicy,
@@ -44,20 +55,17 @@ from langgraph_ctx.prompt.assembly import (
     render_skills,
 )
 from langgraph_ctx.prompt.render import RenderCache
-from langgraph_ctx.prompt.report import ContextBudget, ContextCostReport
+from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.prompt.view import PromptView
 from langgraph_ctx.prompt.view_data import SummaryPlacement
 from langgraph_ctx.strategies import (
-    Compaction,
     DropMemory,
-    SlidingWindow,
     Strategy,
     apply_strategy,
     default_strategies,
     strategies_from_config,
 )
-from langgraph_ctx.summaries.preparer import AheadBinding, SummaryPreparer, thread_key
-from langgraph_ctx.tokens._calibration import forget_prompt, observe, remember_prompt
+from langgraph_ctx.summaries.preparer import AheadBinding, thread_key
 from langgraph_ctx.tokens.counter import TokenCounter, count_tool_tokens
 from langgraph_ctx.tokens.models import counter_for_model
 
@@ -68,33 +76,6 @@ if TYPE_CHECKING:
     from langgraph_ctx.archive.archive import Archive
     from langgraph_ctx.summaries.extract import EntityExtractor
     from langgraph_ctx.summaries.summarizer import Summarizer
-
-
-@dataclass(frozen=True, slots=True)
-class BuildResult:
-    """What one build returns."""
-
-    messages: list[BaseMessage]
-    """The prompt to send to the model."""
-    tools: list[Any]
-    """The tools to bind (after `tool_policy`)."""
-    state: dict[str, Any]
-    """The ledger to persist (JSON-able, keyed by message ids)."""
-    report: ContextCostReport
-    """The `context_cost` report."""
-    history: Sequence[BaseMessage] = ()
-    """The history the build was given (not copied), for `removable_ids`."""
-
-    @property
-    def removable_ids(self) -> list[str]:
-        """Ids summarized with an insurance dump: safe to remove from live state.
-
-        Derived from the history on each access (`ledger.covered_ids`), not stored.
-        """
-        summary = self.state.get("summary") or {}
-        if not (summary.get("dump_refs") or summary.get("dump_index")):
-            return []
-        return covered_ids(self.history, self.state)
 
 
 class ContextManager:
@@ -320,7 +301,7 @@ class ContextManager:
     ) -> Plan[BuildResult]:
         """The build as a generator of effects (drive it with `run_plan` / `arun_plan`)."""
         given = messages
-        messages, skipped = self._examined(messages, state)
+        messages, skipped = _examined(messages, state, self.max_messages)
         messages = coerce_messages(messages)
         _check_list_of("tools", tools, "tools, e.g. [my_tool] (functions, BaseTool or schemas)")
         _check_list_of("memory", memory, "strings, e.g. ['the user prefers metric units']")
@@ -342,7 +323,7 @@ class ContextManager:
                 "[SystemMessage('...'), HumanMessage('...')]"
             )
             raise InvalidMessagesError(msg, ["no_conversation"])
-        counter, ratio = self._calibrated_counter(ledger, history)
+        counter, ratio = _calibrated_counter(self.token_counter, self.calibrates, ledger, history)
         tools_out = filter_tools(tools, self.tool_policy)
         items = list(memory) if memory is not None else (yield from self._search_memory(history))
         fragments = ([render_skills(self.skills)] if self.skills else []) + self.injections
@@ -383,63 +364,9 @@ class ContextManager:
         ) != summary_before.get("updates", 0):
             # The summary message changed in this build anyway: older dump refs go to the
             # index now, so the prompt does not change again on the next call for it.
-            yield from self._plan_spill_within_budget(view, archive)
+            yield from _plan_spill_within_budget(view, archive)
         view.report.messages_in += skipped
-        return self._finish(view, tools_out, ratio, given)
-
-    def _plan_spill_within_budget(self, view: PromptView, archive: Archive) -> Plan[None]:
-        """Spill older dump refs to the index unless the prompt would then pass its bound.
-
-        The bound is `PromptView.summary_limit`, the one the summary was fitted to: a spill
-        that pushed the prompt over the trigger would make the next build edit again.
-        """
-        before = view.ledger.get("summary")
-        old = view.cost(view.summary_message()) + view.cost(view.system_message())
-        error = yield from plan_spill_dump_refs(view.ledger, archive)
-        if error is not None:
-            view.record("skip", view.tokens, detail={"reason": error})
-            return
-        new = view.cost(view.summary_message()) + view.cost(view.system_message())
-        if view.tokens - old + new > view.summary_limit():
-            view.ledger["summary"] = before  # the next summary tries again
-            return
-        view.tokens += new - old
-
-    def _examined(
-        self, messages: Sequence[BaseMessage], state: Mapping[str, Any] | None
-    ) -> tuple[Sequence[BaseMessage], int]:
-        """The part of `messages` one build examines, and how many it leaves out.
-
-        The base prompt (leading system messages and summary), then the newest messages the
-        window can still show: from the window's pinned task or start (the ledger's
-        `window`) on, and never more than `max_messages` of them. A window only moves
-        forward, so what lies before its start is never shown again; the work per call
-        follows the window, not the thread's length. The full list stays the caller's
-        (`BuildResult.history`, for `removable_ids`).
-        """
-        if not isinstance(messages, Sequence) or isinstance(messages, (str, bytes)):
-            return messages, 0  # `coerce_messages` says what is wrong
-        head = 0
-        while head < len(messages) and _is_base(messages[head]):
-            head += 1
-        lowest = max(head, len(messages) - self.max_messages)
-        window = state.get("window") if isinstance(state, Mapping) else None
-        start = window.get("start_id") if isinstance(window, Mapping) else None
-        pin = window.get("pin_id") if isinstance(window, Mapping) else None
-        cut, found = lowest, False
-        if isinstance(start, str):
-            for i in range(len(messages) - 1, lowest - 1, -1):  # the start is near the end
-                mid = getattr(messages[i], "id", None)
-                if not found and mid == start:
-                    cut, found = i, True
-                    if not isinstance(pin, str):
-                        break
-                elif found and mid == pin:  # the pinned task opens the window's turn
-                    cut = i
-                    break
-        if cut <= head:
-            return messages, 0
-        return [*messages[:head], *messages[cut:]], cut - head
+        return _finish(view, tools_out, ratio, given, self.strategies)
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -451,79 +378,6 @@ class ContextManager:
         """
         timeout = self.summarizer.timeout_seconds
         return None if timeout is None else timeout * (1 + self.summarizer.retries)
-
-    def _calibrated_counter(
-        self, ledger: ContextLedger, history: Sequence[BaseMessage]
-    ) -> tuple[TokenCounter, float | None]:
-        """The counter for this build: an approximation scaled by the ledger's learned ratio.
-
-        Exact counters (and custom callables without `with_ratio`) are used as they are.
-        """
-        with_ratio = getattr(self.token_counter, "with_ratio", None)
-        if not self.calibrates:
-            # Another model's call: learn from the reply to the previous prompt, then forget
-            # it, so that the next reply (to this prompt) is never paired with it.
-            if ledger.get("calibration"):
-                observe(ledger, history)
-                forget_prompt(ledger)
-            return self.token_counter, None
-        if not callable(with_ratio):
-            return self.token_counter, None
-        ratio = observe(ledger, history)
-        if not (ledger.get("calibration") or {}).get("samples"):  # nothing learned yet
-            ratio = float(getattr(self.token_counter, "ratio", 1.0))
-        counter: TokenCounter = with_ratio(ratio)
-        return counter, ratio
-
-    def _finish(
-        self,
-        view: PromptView,
-        tools: list[Any],
-        ratio: float | None,
-        history: Sequence[BaseMessage],
-    ) -> BuildResult:
-        view.reconcile()  # the persisted ledger names only what the prompt shows
-        prompt = view.render()
-        view.tokens = view.count_full()
-        report = view.report
-        report.tokens, report.messages_out = view.tokens, len(prompt)
-        if ratio is not None:
-            report.calibration_ratio = ratio
-            remember_prompt(view.ledger, view.history, view.tokens, ratio)
-        if view.tokens > view.budget.limit:
-            report.fail(
-                f"the prompt needs {view.tokens} tokens but the limit is {view.budget.limit} "
-                f"(window {view.budget.context_window_tokens} - reserved "
-                f"{view.budget.reserved_output_tokens}); tool schemas take {view.tool_tokens}. "
-                + self._advice(report)
-            )
-            view.record("error", view.tokens, detail={"reason": report.error})
-            set_last_report(view.ledger, report.to_dict())
-            raise ContextWindowExceededError(str(report.error), report)
-        set_last_report(view.ledger, report.to_dict())
-        return BuildResult(
-            messages=prompt, tools=tools, state=dict(view.ledger), report=report, history=history
-        )
-
-    def _advice(self, report: ContextCostReport) -> str:
-        """What to do about a prompt that cannot fit, given what was configured and tried."""
-        advice = "Raise context_window_tokens, reserve fewer output tokens, shorten the system "
-        summarizes = any(isinstance(s, SlidingWindow) and s.summarize for s in self.strategies)
-        if any(isinstance(s, Compaction) for s in self.strategies) and summarizes:
-            advice += "prompt or tools, or split the oversized message."
-        else:
-            advice += (
-                "prompt or tools, or add Compaction() / SlidingWindow(summarize=True) so large "
-                "outputs can go."
-            )
-        skipped = [
-            str(d.detail["reason"])
-            for d in report.decisions
-            if d.kind == "skip" and d.detail.get("reason")
-        ]
-        if skipped:  # e.g. an archive write failed, so nothing could be compacted away
-            advice += f" Skipped on the way: {'; '.join(dict.fromkeys(skipped))}."
-        return advice
 
     def _search_memory(self, history: list[BaseMessage]) -> Plan[list[str]]:
         if self.store is None or self.memory_search_limit == 0:
@@ -552,36 +406,6 @@ class ContextManager:
         return resources
 
 
-def _is_base(message: Any) -> bool:
-    """Whether `message` is part of the base prompt `split_base` takes from the head."""
-    from langgraph_ctx.messages.base import is_base_system, is_summary_message
-
-    return isinstance(message, SystemMessage) and (
-        is_summary_message(message) or is_base_system(message)
-    )
-
-
-def _check_list_of(name: str, value: Any, what: str) -> None:
-    """Refuse a string (or a non-list) where a list is expected: "abc" is not three items."""
-    if value is None:
-        return
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
-        msg = f"{name} must be a list, got {type(value).__name__} {value!r}; pass a list of {what}"
-        raise ConfigError(msg)
-
-
-def _check_archive(archive: Any) -> None:
-    from langgraph_ctx.archive.archive import Archive
-
-    if archive is not None and not isinstance(archive, Archive):
-        msg = (
-            f"archive must be an Archive bound to a thread, got {type(archive).__name__} "
-            f"{archive!r}; pass e.g. Archive(DirectoryBackend(path), thread_id=...) or "
-            "Archive(store, thread_id=...) (ContextMemory(archive=path) takes a directory)"
-        )
-        raise ConfigError(msg)
-
-
 def _memory_text(value: Any) -> str:
     if isinstance(value, Mapping):
         for key in ("text", "content", "memory"):
@@ -596,65 +420,3 @@ def _plan_archive(archive: Archive, messages: list[BaseMessage]) -> Plan[dict[st
     for m in messages:
         refs[m.id or ""] = yield from archive.plan_put_message(m)
     return refs
-
-
-def _prepare_ahead(
-    strategies: list[Strategy], budget: ContextBudget, prepare: bool
-) -> tuple[list[Strategy], SummaryPreparer | None]:
-    """The strategies with `prepare_at` set (when `prepare`), and a preparer when one needs it.
-
-    Raises:
-        ConfigError: `prepare` without a summarizing window, or a `prepare_at` not below the
-            budget's trigger.
-    """
-    default = round(budget.trigger - 0.05, 4) if budget.trigger > 0.1 else budget.trigger / 2
-    out: list[Strategy] = []
-    for strategy in strategies:
-        if isinstance(strategy, SlidingWindow) and strategy.summarize:
-            if prepare and strategy.prepare_at is None:
-                strategy = dataclasses.replace(strategy, prepare_at=default)
-            if strategy.prepare_at is not None and strategy.prepare_at >= budget.trigger:
-                msg = (
-                    f"SlidingWindow(prepare_at={strategy.prepare_at}) must be below the "
-                    f"budget's trigger ({budget.trigger}): the summary is prepared before the "
-                    f"trigger is reached; use e.g. prepare_at={default}"
-                )
-                raise ConfigError(msg)
-        out.append(strategy)
-    wanted = [s for s in out if isinstance(s, SlidingWindow) and s.summarize and s.prepare_at]
-    if prepare and not wanted:
-        msg = (
-            "prepare_summaries=True needs a window that summarizes: add "
-            "SlidingWindow(summarize=True) to strategies, e.g. strategies=default_strategies()"
-        )
-        raise ConfigError(msg)
-    return out, (SummaryPreparer() if wanted else None)
-
-
-def _coerce_summarizer(
-    summarizer: Summarizer | BaseChatModel | None,
-    redact: Callable[[str], str] | None,
-    token_counter: TokenCounter,
-) -> Summarizer:
-    """The manager's summarizer (one it builds counts with the manager's counter).
-
-    A `Summarizer` given whole is used as it is.
-    """
-    from langgraph_ctx.summaries.summarizer import Summarizer
-
-    if summarizer is None:
-        return Summarizer(redact=redact, token_counter=token_counter)
-    if hasattr(summarizer, "invoke") and not isinstance(summarizer, Summarizer):
-        return Summarizer(model=summarizer, redact=redact, token_counter=token_counter)
-    if not isinstance(summarizer, Summarizer):
-        msg = f"summarizer must be a Summarizer or a chat model, got {type(summarizer).__name__}"
-        raise ConfigError(msg)
-    if redact is None or summarizer.redact is redact:
-        return summarizer
-    if summarizer.redact is not None:
-        msg = (
-            "redact= is given twice, to ContextManager and to its Summarizer, with different "
-            "functions; give it in one place"
-        )
-        raise ConfigError(msg)
-    return dataclasses.replace(summarizer, redact=redact)
