@@ -27,7 +27,8 @@ from langgraph_ctx.errors import (
     ContextWindowExceededError,
     LangGraphCtxError,
 )
-from langgraph_ctx.memory import ContextMemory
+from langgraph_ctx.graph.memory import ContextMemory
+from langgraph_ctx.graph.state import ContextReactState, ContextState
 from langgraph_ctx.messages.repair import repair_messages
 from langgraph_ctx.messages.validation import validate_messages
 from langgraph_ctx.pipeline.manager import ContextManager
@@ -35,7 +36,6 @@ from langgraph_ctx.pipeline.result import BuildResult
 from langgraph_ctx.prompt.report import ContextBudget, ContextCostReport, Decision
 from langgraph_ctx.prompt.view import PromptView
 from langgraph_ctx.scripted import ScriptedChatModel
-from langgraph_ctx.state import ContextReactState, ContextState
 from langgraph_ctx.strategies import (
     Compaction,
     DropMemory,

@@ -264,7 +264,7 @@ def run_demo(
 
     from langgraph_ctx.archive._backends import DirectoryBackend
     from langgraph_ctx.cli.explorer import ScriptedExplorer
-    from langgraph_ctx.memory import ContextMemory
+    from langgraph_ctx.graph.memory import ContextMemory
     from langgraph_ctx.summaries.summarizer import Summarizer
 
     root = (root or default_root()).resolve()

@@ -523,7 +523,7 @@ def replay(
 ) -> RunResult:
     """Replay a recorded conversation through a real agent graph with `ContextMemory`."""
     from langgraph_ctx.archive._backends import DirectoryBackend
-    from langgraph_ctx.memory import ContextMemory
+    from langgraph_ctx.graph.memory import ContextMemory
     from langgraph_ctx.summaries.summarizer import Summarizer
 
     messages = with_ids(load_transcript(path))

@@ -32,7 +32,7 @@ def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
     """What a stored thread holds: ledger, summary, reports, live and full history, edits."""
     from langgraph_ctx.archive._backends import DirectoryBackend
     from langgraph_ctx.archive.archive import Archive
-    from langgraph_ctx.memory import ContextMemory
+    from langgraph_ctx.graph.memory import ContextMemory
 
     with open_saver(db, create=False) as saver:
         known = thread_ids(saver)

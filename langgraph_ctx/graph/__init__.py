@@ -1,0 +1,13 @@
+"""The LangGraph shells: what a graph, an agent or a UI holds of the package.
+
+- `memory`: `ContextMemory`, the component created once: nodes, middleware, recall tool,
+  and the per-call plans the shells drive (with `views`: the thread views, `removals`:
+  `remove_summarized`, `persistence`: the graph's store and checkpointer).
+- `middleware`: `ContextMiddleware` for `create_agent`, and `_guard`, the call guard that
+  counts what the model actually receives.
+- `state`: the state schemas carrying the ledger next to the messages.
+- `client`: a thread's full history read from a LangGraph server (`langgraph_sdk`).
+
+One model call reads top-down: the shell asks the pipeline (`langgraph_ctx.pipeline`), the
+pipeline runs the strategies, the strategies edit the view; nothing below calls back up here.
+"""

@@ -1,0 +1,232 @@
+"""The full history of a thread served by a LangGraph server, read through `langgraph_sdk`.
+
+Under `langgraph dev` or a LangGraph deployment, a UI reads a thread with
+`client.threads.get_state(thread_id)`: after a hint rebuild (or with `remove_summarized`)
+that state holds a few messages while the archive in the server's store holds the rest.
+`full_history(client, thread_id)` gives the UI every message, in order, as the server-side
+`ContextMemory.get_full_history` would (byte-identical `encode_message` bytes); with
+`limit=`/`before=` it gives one page (`langgraph_ctx.history.history_page`).
+
+It reads, over HTTP, the thread state (`threads.get_state`) and the insurance dumps its ledger
+names (`store.get_item` in the archive's namespace, `("langgraph_ctx", [user,] thread,
+"messages")`); it writes nothing. Pass a sync client (`langgraph_sdk.get_sync_client`) to
+`full_history` and an async one (`get_client`) to `afull_history`.
+
+Example:
+    ```python
+    from langgraph_sdk import get_sync_client
+    from langgraph_ctx.client import full_history
+
+    client = get_sync_client(url="http://127.0.0.1:2024")
+    for message in full_history(client, thread_id, limit=50):
+        print(message.type, message.text)
+    ```
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage, messages_from_dict
+
+from langgraph_ctx._effects import arun_plan, run_plan
+from langgraph_ctx._ids import ArchiveRef
+from langgraph_ctx.archive._backends import Namespace, _from_value
+from langgraph_ctx.archive.archive import Archive
+from langgraph_ctx.archive.history import plan_history_page
+from langgraph_ctx.errors import ArchiveError, ConfigError
+
+__all__ = ["SdkStoreBackend", "afull_history", "full_history", "state_messages"]
+
+_NOT_FOUND = 404
+
+
+class SdkStoreBackend:
+    """A read-only `ArchiveBackend` on a LangGraph server's store, through `langgraph_sdk`.
+
+    `get` needs a sync client (`get_sync_client`), `aget` an async one (`get_client`).
+
+    Args:
+        client: A `langgraph_sdk` client of the server whose store holds the archive.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    def put(self, namespace: Namespace, key: str, data: bytes) -> None:
+        """Refused: the server's graphs write the archive, a UI only reads it."""
+        raise ArchiveError(_READ_ONLY)
+
+    async def aput(self, namespace: Namespace, key: str, data: bytes) -> None:
+        """Refused, like `put`."""
+        raise ArchiveError(_READ_ONLY)
+
+    def get(self, namespace: Namespace, key: str) -> bytes | None:
+        """The bytes of one store item, or `None` when the server has none."""
+        try:
+            item = self.client.store.get_item(list(namespace), key)
+        except Exception as exc:
+            if _status(exc) == _NOT_FOUND:
+                return None
+            raise
+        if inspect.isawaitable(item):
+            _discard(item)
+            msg = (
+                "full_history got an async langgraph_sdk client (get_client); use "
+                "`await afull_history(client, ...)`, or pass get_sync_client(...)"
+            )
+            raise ConfigError(msg)
+        return _bytes(item, namespace, key)
+
+    async def aget(self, namespace: Namespace, key: str) -> bytes | None:
+        """Async `get`."""
+        try:
+            pending = self.client.store.get_item(list(namespace), key)
+            if not inspect.isawaitable(pending):
+                msg = (
+                    "afull_history got a sync langgraph_sdk client (get_sync_client); use "
+                    "full_history(client, ...), or pass get_client(...)"
+                )
+                raise ConfigError(msg)
+            item = await pending
+        except ConfigError:
+            raise
+        except Exception as exc:
+            if _status(exc) == _NOT_FOUND:
+                return None
+            raise
+        return _bytes(item, namespace, key)
+
+
+_READ_ONLY = (
+    "SdkStoreBackend is read-only: it serves UIs reading a thread's history; the graphs "
+    "running on the server write the archive"
+)
+
+
+def _discard(pending: Any) -> None:
+    """Close a coroutine that will not be awaited (no "never awaited" warning)."""
+    close = getattr(pending, "close", None)
+    if callable(close):
+        close()
+
+
+def _status(exc: Exception) -> int | None:
+    response = getattr(exc, "response", None)
+    return getattr(response, "status_code", None)
+
+
+def _bytes(item: Any, namespace: Namespace, key: str) -> bytes | None:
+    if item is None:
+        return None
+    return _from_value(item.get("value") or {}, "/".join((*namespace, key)))
+
+
+def state_messages(values: Mapping[str, Any]) -> tuple[list[BaseMessage], dict[str, Any] | None]:
+    """The live messages and the ledger of a thread state as the server sends it (JSON).
+
+    Args:
+        values: `client.threads.get_state(thread_id)["values"]`.
+
+    Raises:
+        ConfigError: `values` is not a thread state of a graph with a `messages` list.
+    """
+    if not isinstance(values, Mapping):
+        msg = (
+            f"expected the thread state's values (a dict), got {type(values).__name__}; pass "
+            'client.threads.get_state(thread_id)["values"]'
+        )
+        raise ConfigError(msg)
+    raw = values.get("messages") or []
+    if not isinstance(raw, Sequence) or isinstance(raw, (str, bytes)):
+        msg = f"the thread state's messages should be a list, got {type(raw).__name__}"
+        raise ConfigError(msg)
+    messages: list[BaseMessage] = []
+    for n, message in enumerate(raw):
+        if isinstance(message, BaseMessage):
+            messages.append(message)
+        elif isinstance(message, Mapping) and isinstance(message.get("type"), str):
+            # The server sends `message.model_dump()`; `message_to_dict` wraps the same dict.
+            messages.extend(messages_from_dict([{"type": message["type"], "data": message}]))
+        else:
+            msg = f"message {n} of the thread state is not a serialized message: {message!r:.200}"
+            raise ConfigError(msg)
+    ledger = values.get("context_ledger")
+    return messages, dict(ledger) if isinstance(ledger, Mapping) else None
+
+
+def _archive(
+    client: Any, thread_id: str, ledger: Mapping[str, Any] | None, user_id: str | None
+) -> Archive:
+    """The thread's archive on the server's store, scoped as the ledger's references say."""
+    summary = (ledger or {}).get("summary") or {}
+    refs = [
+        *(summary.get("dump_refs") or []),
+        *([summary["dump_index"]] if summary.get("dump_index") else []),
+    ]
+    if refs and user_id is None:
+        label = ArchiveRef.parse(refs[0]).user
+        if label is not None and label.startswith("~"):
+            msg = (
+                f"thread {thread_id!r} is archived under a user id that is not shown in its "
+                "references (it is hashed); pass user_id= (the authenticated user's identity)"
+            )
+            raise ConfigError(msg)
+        user_id = label
+    return Archive(SdkStoreBackend(client), thread_id=thread_id, user_id=user_id)
+
+
+def full_history(
+    client: Any,
+    thread_id: str,
+    *,
+    limit: int | None = None,
+    before: str | None = None,
+    user_id: str | None = None,
+) -> list[BaseMessage]:
+    """A thread's complete history from a LangGraph server, for a UI (sync client).
+
+    The same messages, in the same order and byte for byte, as `ContextMemory.get_full_history`
+    in the server's process. `limit`/`before` page it like `history.history_page`.
+
+    Args:
+        client: `langgraph_sdk.get_sync_client(url=...)`.
+        thread_id: The thread to show.
+        limit: At most this many messages, the newest; `None` for all.
+        before: A message id; the page ends just before it (to scroll up).
+        user_id: The user the archive is scoped by, needed only when the references hide it
+            (an authenticated identity that is not a plain `[A-Za-z0-9_-]` id).
+
+    Raises:
+        ConfigError: Bad arguments, an async client, or a state without messages.
+        ArchiveError: A dump the ledger names is missing or damaged in the server's store.
+    """
+    values = client.threads.get_state(thread_id)
+    if inspect.isawaitable(values):
+        _discard(values)
+        msg = "full_history needs get_sync_client(...); with get_client(...) use afull_history"
+        raise ConfigError(msg)
+    messages, ledger = state_messages(values.get("values") or {})
+    archive = _archive(client, thread_id, ledger, user_id)
+    return run_plan(plan_history_page(messages, ledger, archive, limit=limit, before=before))
+
+
+async def afull_history(
+    client: Any,
+    thread_id: str,
+    *,
+    limit: int | None = None,
+    before: str | None = None,
+    user_id: str | None = None,
+) -> list[BaseMessage]:
+    """Async twin of `full_history`, for `langgraph_sdk.get_client(url=...)`."""
+    pending = client.threads.get_state(thread_id)
+    if not inspect.isawaitable(pending):
+        msg = "afull_history needs get_client(...); with get_sync_client(...) use full_history"
+        raise ConfigError(msg)
+    values = await pending
+    messages, ledger = state_messages(values.get("values") or {})
+    archive = _archive(client, thread_id, ledger, user_id)
+    return await arun_plan(plan_history_page(messages, ledger, archive, limit=limit, before=before))

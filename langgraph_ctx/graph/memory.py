@@ -1,0 +1,360 @@
+"""`ContextMemory`: the component users create once and hand to their graph.
+
+It holds the pipeline (`ContextManager`), the archive backend and the rebuild policy, and
+gives every integration point: a node before the model, a node after a turn, a `create_agent`
+middleware, a `create_react_agent` pre-model hook, the `recall` tool, and thread views that
+read through a compiled graph's checkpointer.
+
+Example:
+    >>> from langgraph_ctx import ContextMemory
+    >>> memory = ContextMemory(context_window_tokens=32_000)
+    >>> memory.manager.budget.limit
+    32000
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_config
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_ctx._effects import Plan, arun_plan, run_plan
+from langgraph_ctx.archive._backends import ArchiveBackend
+from langgraph_ctx.archive.archive import Archive
+from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.graph.persistence import _backend, _config_of, _no_durable_archive, _persistence
+from langgraph_ctx.graph.removals import Removals
+from langgraph_ctx.graph.views import ThreadViews
+from langgraph_ctx.pipeline.manager import ContextManager
+from langgraph_ctx.pipeline.result import BuildResult
+from langgraph_ctx.prompt.report import REPORT_KEY, attach_report
+from langgraph_ctx.strategies import Strategy, default_strategies
+from langgraph_ctx.summaries.rebuild import plan_rebuild
+from langgraph_ctx.tokens.counter import TokenCounter
+from langgraph_ctx.tokens.models import CallCounters, window_for_call
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from langgraph_ctx.summaries.summarizer import Summarizer
+
+
+class ContextMemory(Removals, ThreadViews):
+    """The checkpointer-aware context component.
+
+    Args:
+        model: The chat model the agent uses; its profile sets the window when no number is
+            given, and it picks the token counter (`counter_for_model`: its provider and name).
+            A call to another model (a fallback) gets that model's window when it is smaller
+            (`window_for`) and that model's counter (`counter_for`).
+        context_window_tokens: The window in tokens (wins over the model profile).
+        reserved_output_tokens: Tokens kept free for the reply.
+        strategies: Strategies or configs, run in order; default `default_strategies()`
+            (drop memory, prune, compact, then a window that summarizes what leaves it).
+        archive: Where archived content goes: an `ArchiveBackend`, a LangGraph `BaseStore`,
+            or a directory path. Default: the graph's own persistence (see `archive_for`):
+            the run's store when the graph has one (`create_agent(..., store=)`,
+            `compile(store=)`, the LangGraph server's store); an in-process `InMemoryStore`
+            when the checkpoints live in memory too; and a `ConfigError` at the first call
+            when the checkpointer is durable and there is no store, since an in-process
+            archive would not outlive the checkpoints that point into it.
+        store: A `BaseStore` searched for memory (`<relevant_context>`); also the archive
+            when `archive` is not given.
+        summarizer: A `Summarizer` or chat model; None uses the deterministic summary.
+        hint_threshold: Rebuild after a turn whose real prompt passed this share of the window.
+        remove_summarized: Remove summarized messages from live state, by id, once they are in
+            the archive (`get_full_history` and `get_history_page` keep them in place), so
+            checkpoints stay small however long the thread runs. None (the default): remove
+            them unless the archive lives in this process while the checkpoints do not (an
+            `InMemoryStore` given as `archive=`/`store=` with a durable checkpointer), where
+            a restart would lose them. True/False: always/never.
+        expose_recall: The middleware gives the agent the `recall` tool.
+        **manager_options: Passed to `ContextManager` (token_counter, skills, tool_policy, ...).
+    """
+
+    def __init__(
+        self,
+        *,
+        model: BaseChatModel | None = None,
+        context_window_tokens: int | None = None,
+        reserved_output_tokens: int = 0,
+        strategies: Sequence[Strategy | Mapping[str, Any]] | Mapping[str, Any] | str | None = None,
+        archive: ArchiveBackend | BaseStore | str | os.PathLike[str] | None = None,
+        store: BaseStore | None = None,
+        summarizer: Summarizer | BaseChatModel | None = None,
+        hint_threshold: float = 0.8,
+        remove_summarized: bool | None = None,
+        expose_recall: bool = True,
+        **manager_options: Any,
+    ) -> None:
+        if (
+            not isinstance(hint_threshold, (int, float))
+            or isinstance(hint_threshold, bool)
+            or not 0 < hint_threshold <= 1
+        ):
+            msg = (
+                f"hint_threshold must be a number in (0, 1], got {type(hint_threshold).__name__} "
+                f"{hint_threshold!r}; pass e.g. 0.8"
+            )
+            raise ConfigError(msg)
+        self.manager = ContextManager(
+            model=model,
+            context_window_tokens=context_window_tokens,
+            reserved_output_tokens=reserved_output_tokens,
+            strategies=strategies if strategies is not None else default_strategies(),
+            store=store,
+            summarizer=summarizer,
+            **manager_options,
+        )
+        self.model = model
+        self._archive = _backend(archive)
+        self._store = store
+        # The archive of graphs whose checkpoints live in this process too (no checkpointer,
+        # or an InMemorySaver): it lives exactly as long as what points into it.
+        self._local = InMemoryStore()
+        self._explicit_counter = manager_options.get("token_counter") is not None
+        self._call_counters = CallCounters()
+        self.hint_threshold = hint_threshold
+        self.remove_summarized = remove_summarized
+        self.expose_recall = expose_recall
+
+    # --- archive ---------------------------------------------------------------------------
+
+    def archive_for(self, config: RunnableConfig | None = None, *, graph: Any = None) -> Archive:
+        """The archive of the thread named by `config` (default: the current run's config).
+
+        The backend is, in order: `ContextMemory(archive=...)`, `ContextMemory(store=...)`,
+        the run's store (`runtime.store`, what `get_store()` returns inside a node; or
+        `graph.store` when a compiled `graph` is given, as the thread views do), and, when the
+        checkpointer keeps its checkpoints in this process too (none, or an `InMemorySaver`),
+        an in-process `InMemoryStore`. The user scope is read by `config_identity`.
+
+        Raises:
+            ConfigError: The checkpointer is durable (SQLite, Postgres, ...) and there is no
+                store and no `archive=`: an in-process archive would be lost on restart while
+                the checkpoints still point into it.
+        """
+        if config is None:
+            try:
+                config = get_config()
+            except RuntimeError:
+                config = {}
+        configurable = dict((config or {}).get("configurable") or {})
+        configurable.setdefault("thread_id", "default")  # graphs without a checkpointer
+        return Archive.from_config(self._backend_for(configurable, graph), _config_of(configurable))
+
+    def _backend_for(
+        self, configurable: Mapping[str, Any], graph: Any
+    ) -> ArchiveBackend | BaseStore:
+        if self._archive is not None:
+            return self._archive
+        if self._store is not None:
+            return self._store
+        store, checkpointer = _persistence(configurable, graph)
+        if store is not None:
+            return store
+        if isinstance(checkpointer, BaseCheckpointSaver) and not isinstance(
+            checkpointer, InMemorySaver
+        ):
+            raise ConfigError(_no_durable_archive(checkpointer))
+        return self._local
+
+    def recall_tool(self, *, name: str = "recall", max_chars: int = 20_000) -> BaseTool:
+        """The `recall` tool, reading the archive of whichever thread calls it."""
+        from langgraph_ctx.archive.recall import make_recall_tool
+
+        return make_recall_tool(lambda: self.archive_for(None), name=name, max_chars=max_chars)
+
+    # --- plans shared by every integration ----------------------------------------------
+
+    def plan_build(
+        self,
+        messages: Sequence[BaseMessage],
+        ledger: Mapping[str, Any] | None,
+        config: RunnableConfig | None,
+        *,
+        tools: Sequence[Any] | None = None,
+        harder: bool = False,
+        model: Any = None,
+        window: int | None = None,
+    ) -> Plan[BuildResult]:
+        """The pipeline build for one model call of a thread.
+
+        Tool calls a superseded run left unanswered (a new input reached the thread before the
+        tools ran: two runs racing on one thread, or a message sent during an interrupt, after
+        which LangGraph drops the pending tool tasks) are answered in the prompt view by the
+        build's repair step (`repair_messages`), so the prompt stays valid and the state is
+        not touched.
+
+        Args:
+            messages: The history, system prompt first when there is one.
+            ledger: The thread's ledger.
+            config: The run's config (names the thread's archive); None: the current run's.
+            tools: The tools the model is bound to (counted in the budget).
+            harder: After a provider overflow: assume a 30% smaller window.
+            model: The model about to be called, when known (`window_for`, `counter_for`).
+            window: The window to build for; None: `window_for(model)`. The middleware passes
+                less when what the model receives is more than the build (see `_guard`).
+        """
+        window = self.window_for(model) if window is None else window
+        manager = self._manager_for(window, harder, self.counter_for(model))
+        return manager.plan(messages, tools=tools, state=ledger, archive=self.archive_for(config))
+
+    def counter_for(self, model: Any = None) -> TokenCounter:
+        """The token counter of a call to `model`: the configured one, or the model's own.
+
+        A call to another model than the configured one (a fallback, a model chosen at run
+        time) is counted with `counter_for_model(model)` (its provider family and name), one
+        counter per family and name, kept for the next calls. A `token_counter=` given to the
+        memory counts every call, whatever the model; so does the configured counter for the
+        configured model or a model of the same family and name. A memory configured without
+        a model counts a call to a Claude or Gemini model with that provider's counter (never
+        OpenAI's tokenizer for them, which under-counts Claude by about 20%), and any other
+        call with its default counter (the demo and the replay rely on that for their fake
+        models). Only the configured counter is calibrated from the provider's usage (the
+        ledger holds one ratio per thread).
+        """
+        return self._call_counters.counter_for(
+            model,
+            configured_model=self.model,
+            configured=self.manager.token_counter,
+            explicit=self._explicit_counter,
+        )
+
+    def window_for(self, model: Any = None) -> int:
+        """The window of a call to `model`: the configured one, or the model's when smaller.
+
+        A call may go to another model than the one the memory was configured for (a fallback,
+        a model chosen at run time); its profile's `max_input_tokens`, when it has one and it
+        is smaller, bounds the call. The configured model itself, or a model without a
+        profile, gets the configured window.
+        """
+        return window_for_call(
+            model, configured_model=self.model, configured=self.manager.budget.context_window_tokens
+        )
+
+    def _manager_for(self, window: int, harder: bool, counter: TokenCounter) -> ContextManager:
+        # After a provider overflow our count was too optimistic: assume a 30% smaller window.
+        if harder:
+            window = int(window * 0.7)
+        budget = self.manager.budget
+        if window == budget.context_window_tokens and counter is self.manager.token_counter:
+            return self.manager
+        import copy
+        import dataclasses
+
+        other = copy.copy(self.manager)
+        other.budget = dataclasses.replace(budget, context_window_tokens=window)
+        if counter is not self.manager.token_counter:
+            other.token_counter, other.calibrates = counter, False
+        return other
+
+    def plan_after_turn(
+        self,
+        messages: Sequence[BaseMessage],
+        ledger: Mapping[str, Any] | None,
+        config: RunnableConfig | None,
+    ) -> Plan[dict[str, Any]]:
+        """Attach the last report to the newest AI message; rebuild from a hint when due."""
+        update: dict[str, Any] = {}
+        ledger_dict = dict(ledger or {})
+        newest = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        report = ledger_dict.get("last_report")
+        if newest is not None and report and REPORT_KEY not in newest.response_metadata:
+            update["messages"] = [attach_report(newest, report)]
+        archive = self.archive_for(config)
+        resources = self.manager._resources(archive)
+        result = yield from plan_rebuild(
+            messages,
+            ledger_dict,
+            window_tokens=self.manager.budget.context_window_tokens,
+            threshold=self.hint_threshold,
+            resources=resources,
+        )
+        if result is not None:
+            update["context_ledger"] = result.state
+            if result.remove_ids:
+                update["messages"] = [
+                    *update.get("messages", []),
+                    *(RemoveMessage(id=i) for i in result.remove_ids),
+                ]
+        return update
+
+    def _plan_build_update(
+        self,
+        messages: Sequence[BaseMessage],
+        result: BuildResult,
+        config: RunnableConfig | None,
+        output_key: str,
+    ) -> Plan[dict[str, Any]]:
+        removals, ledger = yield from self.plan_removals(messages, result, config)
+        update: dict[str, Any] = {output_key: result.messages, "context_ledger": ledger}
+        if removals:
+            update["messages"] = removals
+        return update
+
+    # --- LangGraph nodes ---------------------------------------------------------------
+
+    def node(
+        self, *, tools: Sequence[Any] | None = None, output_key: str = "llm_input_messages"
+    ) -> RunnableLambda[Any, dict[str, Any]]:
+        """A node to put before the model node: writes the model's input and the ledger.
+
+        Also the `pre_model_hook` of `create_react_agent` (with `state_schema=ContextReactState`
+        so the ledger has a channel).
+
+        Args:
+            tools: The tools the model is bound to (counted in the budget).
+            output_key: State key the built messages go to.
+        """
+
+        def plan(state: Mapping[str, Any], config: RunnableConfig) -> Plan[dict[str, Any]]:
+            result = yield from self.plan_build(
+                state["messages"], state.get("context_ledger"), config, tools=tools
+            )
+            return (
+                yield from self._plan_build_update(state["messages"], result, config, output_key)
+            )
+
+        def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            return run_plan(plan(state, config))
+
+        async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            return await arun_plan(plan(state, config))
+
+        return RunnableLambda(run, afunc=arun, name="context")
+
+    def after_turn_node(self) -> RunnableLambda[Any, dict[str, Any]]:
+        """A node to put after the model (or after a turn): report onto the AI message, rebuild."""
+
+        def plan(state: Mapping[str, Any], config: RunnableConfig) -> Plan[dict[str, Any]]:
+            return (
+                yield from self.plan_after_turn(
+                    state["messages"], state.get("context_ledger"), config
+                )
+            )
+
+        def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            return run_plan(plan(state, config))
+
+        async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
+            return await arun_plan(plan(state, config))
+
+        return RunnableLambda(run, afunc=arun, name="context_after_turn")
+
+    def middleware(self) -> Any:
+        """A `ContextMiddleware` for `langchain.agents.create_agent`."""
+        from langgraph_ctx.graph.middleware import ContextMiddleware
+
+        return ContextMiddleware(self)
+
+    # --- thread views (read through a compiled graph's checkpointer) -------------------

@@ -1,0 +1,389 @@
+"""`ContextMiddleware`: the pipeline as an `AgentMiddleware` for `langchain.agents.create_agent`.
+
+Around every model call it builds the request from the pipeline (system prompt, summary,
+window, placeholders, tools), calls the model, writes the `context_cost` report onto the AI
+message's `response_metadata`, and persists the ledger in the agent state. When the provider
+still rejects the prompt as too long (`errors.is_context_overflow`: LangChain's
+`ContextOverflowError`, or a server's own error such as llama.cpp's), it rebuilds against a
+smaller window and retries once before raising `ContextWindowExceededError`. Middleware
+placed inside it (after it in `create_agent(middleware=[...])`) may change the request after
+the build; the call guard (`_guard`) counts what the model actually receives, refuses a call
+that cannot fit before the provider sees it, and the next builds leave room for what those
+middleware add. After the agent finishes a turn it runs the hint rebuild (DESIGN part 7).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from langchain.agents.middleware.types import (
+    AgentMiddleware,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+)
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
+from langgraph.types import Command
+
+from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
+from langgraph_ctx.errors import ContextWindowExceededError, is_context_overflow
+from langgraph_ctx.graph._guard import (
+    NOTHING_LEARNED,
+    CallGuard,
+    CallRefused,
+    effective_window,
+    learned,
+    tool_name,
+)
+from langgraph_ctx.graph.state import ContextAgentState
+from langgraph_ctx.ledger.edits import set_called
+from langgraph_ctx.prompt.render import references_recall, without_recall_calls
+from langgraph_ctx.prompt.report import attach_report
+from langgraph_ctx.tokens._calibration import after_overflow, received_prompt
+
+logger = logging.getLogger("langgraph_ctx.middleware")  # the name it always had
+"""Warnings for what a run survives but an operator should see."""
+
+if TYPE_CHECKING:
+    from langgraph_ctx.graph.memory import ContextMemory
+    from langgraph_ctx.pipeline.result import BuildResult
+
+
+def _internal_call_transformers() -> tuple[Any, ...]:
+    try:
+        from langchain.agents.middleware.internal_call_transformer import (
+            InternalCallTransformer,
+        )
+    except ImportError:  # an older langchain: the `nostream` tag still filters `messages`
+        return ()
+    return (InternalCallTransformer,)
+
+
+class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignore[type-var]
+    """Keeps a `create_agent` agent inside its context window.
+
+    Example:
+        >>> from langgraph_ctx import ContextMemory
+        >>> memory = ContextMemory(context_window_tokens=32_000)
+        >>> middleware = memory.middleware()  # create_agent(model, tools, middleware=[middleware])
+
+    Args:
+        memory: The `ContextMemory` whose pipeline, archive and rebuild policy to use.
+    """
+
+    state_schema = ContextAgentState
+    transformers = _internal_call_transformers()
+    """Keeps the summarizer's and extractor's calls out of the v3 stream's `run.messages`."""
+
+    def __init__(self, memory: ContextMemory) -> None:
+        super().__init__()
+        self.memory = memory
+        self.tools = [memory.recall_tool()] if memory.expose_recall else []
+        self._builds = _Builds()
+
+    @property
+    def name(self) -> str:
+        """Middleware name in the agent graph."""
+        return "ContextMiddleware"
+
+    # --- one plan, two drivers -------------------------------------------------------------
+
+    def _request(
+        self,
+        request: ModelRequest[Any],
+        result: BuildResult,
+        call: _Call,
+        called: Mapping[str, Any],
+    ) -> ModelRequest[Any]:
+        messages: list[Any] = list(result.messages)
+        tools = [t for t in result.tools if tool_name(t) not in call.counted_only]
+        if called.get("recall_unbound"):
+            # A middleware inside drops `recall`: placeholders name the archive without
+            # telling the model to call it; `recall` is still offered, should it stay bound.
+            messages = without_recall_calls(messages)
+        elif call.added_recall and not references_recall(result.messages):
+            tools = [t for t in tools if t is not self.tools[0]]
+        first = messages[0] if messages else None
+        system = messages.pop(0) if isinstance(first, SystemMessage) else None
+        return request.override(system_message=system, messages=messages, tools=tools)
+
+    def _call(self, request: ModelRequest[Any]) -> _Call:
+        """What the model will receive, as far as the build must count it."""
+        tools = list(request.tools)
+        names = {tool_name(t) for t in tools}
+        # `recall` stays bound while a placeholder tells the model to call it, whatever an
+        # outer middleware (a tool selector) left in the request.
+        added = bool(self.tools) and self.tools[0].name not in names
+        if added:
+            tools.append(self.tools[0])
+        structured = _structured_output_tools(request.response_format)
+        return _Call(
+            tools=[*tools, *structured],
+            counted_only=frozenset(tool_name(t) for t in structured) - names,
+            added_recall=added,
+        )
+
+    def _plan(self, request: ModelRequest[Any], handler: Callable[[Any], Any]) -> Plan[Any]:
+        history: list[BaseMessage] = list(request.messages)
+        if request.system_message is not None:
+            history.insert(0, request.system_message)
+        ledger: Any = request.state.get("context_ledger") if request.state else None
+        call = self._call(request)
+        # The budget and counter of the model this call goes to (a fallback, a model chosen at
+        # run time), not necessarily the configured one, less what middleware inside ours
+        # added to the calls so far (`_guard`).
+        model = request.model
+        counter = self.memory.counter_for(model)
+        configured = self.memory.window_for(model)
+        called = learned((ledger or {}).get("called"), None, configured)
+        key = _BuildKey.of(request, history, call, effective_window(called, configured), counter)
+        result = self._builds.get(key)
+        if result is None:  # a retry or a fallback of this very request reuses its build
+            result = yield from self._build(history, ledger, call, model, called, configured)
+            self._builds.put(key, (request.state, history), result)
+        harder = refused = False
+        while True:
+            sent = self._request(request, result, call, called)
+            guard = CallGuard(
+                self.memory,
+                model,
+                result.messages,
+                result.tools,
+                result.report.tokens,
+                self._sent_recall(sent),
+                ratio=result.report.calibration_ratio,
+            )
+            try:
+                response = yield CallHandler(guard.around(handler), sent)
+                break
+            except ContextWindowExceededError:
+                raise
+            except Exception as exc:
+                refusal = exc if isinstance(exc, CallRefused) else guard.refusal
+                if refusal is not None:
+                    # A middleware inside changed the request past the called model's budget
+                    # or dropped `recall` (a fallback may then have failed otherwise): learn
+                    # what the model receives and build for it, once.
+                    if refused:
+                        _fail(result, f"the model still receives more than it can: {refusal}", exc)
+                    refused, failure = True, exc
+                    called = learned(called, refusal.received, configured)
+                elif not is_context_overflow(exc):
+                    raise
+                elif harder:
+                    _fail(result, f"the provider still overflowed: {exc}", exc)
+                else:
+                    logger.warning(
+                        "the provider overflowed (%s); rebuilding for a smaller window", exc
+                    )
+                    harder, failure = True, exc
+                    ledger = after_overflow(ledger)  # a ratio under 1 was wrong for this call
+            try:
+                result = yield from self._build(
+                    history, ledger, call, model, called, configured, harder
+                )
+            except ContextWindowExceededError as err:
+                if not refused or not called["added"]:
+                    raise err from failure
+                window = min(configured, called["window"] or configured)
+                msg = (
+                    f"middleware inside ContextMiddleware adds {called['added']:,} tokens to "
+                    f"each model call, which leaves too little of the called model's window "
+                    f"({window:,} tokens) for the conversation; make it add less, or call a "
+                    "model with a larger window"
+                )
+                raise ContextWindowExceededError(msg, err.report) from failure
+        self._builds.drop(key)
+        called = learned(called, guard.last, configured)
+        received = guard.last.tokens if guard.last is not None and guard.last.added else None
+        if received is not None:  # the request changed inside: the report says what was sent
+            result.report.received_tokens = received
+        state_messages = list((request.state or {}).get("messages") or [])
+        removals, ledger = yield from self.memory.plan_removals(state_messages, result, None)
+        if received is not None:  # the reply's usage is of what the model received
+            received_prompt(ledger, received)
+        set_called(ledger, called if called != NOTHING_LEARNED else None)
+        return _with_report(response, result, ledger, removals)
+
+    def _build(
+        self,
+        history: list[BaseMessage],
+        ledger: Any,
+        call: _Call,
+        model: Any,
+        called: Mapping[str, Any],
+        configured: int,
+        harder: bool = False,
+    ) -> Plan[BuildResult]:
+        window = effective_window(called, configured)
+        return self.memory.plan_build(
+            history, ledger, None, tools=call.tools, harder=harder, model=model, window=window
+        )
+
+    def _sent_recall(self, sent: ModelRequest[Any]) -> str | None:
+        """The name of `recall` when `sent` binds it (the guard then checks it stays bound)."""
+        recall = self.tools[0] if self.tools else None
+        return recall.name if recall is not None and recall in sent.tools else None
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Any],
+    ) -> Any:
+        """Build the request from the pipeline, call the model, record the report."""
+        return run_plan(self._plan(request, handler))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
+    ) -> Any:
+        """Async twin of `wrap_model_call`."""
+        return await arun_plan(self._plan(request, handler))
+
+    def after_agent(self, state: ContextAgentState, runtime: Any) -> dict[str, Any] | None:
+        """After a turn: rebuild from a compression hint when the last prompt was too big."""
+        plan = self.memory.plan_after_turn(state["messages"], state.get("context_ledger"), None)
+        return run_plan(plan) or None
+
+    async def aafter_agent(self, state: ContextAgentState, runtime: Any) -> dict[str, Any] | None:
+        """Async twin of `after_agent`."""
+        plan = self.memory.plan_after_turn(state["messages"], state.get("context_ledger"), None)
+        return await arun_plan(plan) or None
+
+
+def _fail(result: BuildResult, why: str, cause: BaseException) -> NoReturn:
+    """Fail the build: its report says why and travels on `ContextWindowExceededError`."""
+    report = result.report
+    report.fail(why)
+    raise ContextWindowExceededError(str(report.error), report) from cause
+
+
+def _with_report(
+    response: Any,
+    result: BuildResult,
+    ledger: dict[str, Any],
+    removals: list[RemoveMessage],
+) -> ExtendedModelResponse[Any]:
+    if isinstance(response, ExtendedModelResponse):
+        inner, command = response.model_response, response.command
+    elif isinstance(response, AIMessage):
+        inner, command = ModelResponse(result=[response]), None
+    else:
+        inner, command = response, None
+    report = result.report.to_dict()
+    inner = ModelResponse(
+        result=[attach_report(m, report) if isinstance(m, AIMessage) else m for m in inner.result],
+        structured_response=inner.structured_response,
+    )
+    update: dict[str, Any] = {"context_ledger": ledger}
+    if removals:  # `remove_summarized`: applied after the new AI message, by id
+        update["messages"] = removals
+    if command is not None and isinstance(command.update, dict):
+        inner_update = dict(command.update)
+        if removals and inner_update.get("messages"):
+            update["messages"] = [*inner_update.pop("messages"), *removals]
+        update = {**inner_update, **update}
+    return ExtendedModelResponse(model_response=inner, command=Command(update=update))
+
+
+# --- what one model call receives, and the build cache -----------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    tools: list[Any]
+    """Every tool the model will receive: the request's, `recall`, the structured-output tool."""
+    counted_only: frozenset[str]
+    """Tools counted but added by the agent itself (structured output), not by the request."""
+    added_recall: bool
+    """`recall` was not in the request: it is bound only while the prompt references it."""
+
+
+def _structured_output_tools(response_format: Any) -> list[Any]:
+    """The tools the agent adds for `response_format` (counted: the model receives them).
+
+    A `ToolStrategy` binds one tool per schema; an `AutoStrategy` may become one, and a
+    `ProviderStrategy` sends the same JSON schema another way, so both are counted alike.
+    """
+    if response_format is None:
+        return []
+    from langchain.agents.structured_output import (
+        AutoStrategy,
+        OutputToolBinding,
+        ProviderStrategy,
+        ToolStrategy,
+    )
+
+    if isinstance(response_format, (AutoStrategy, ProviderStrategy)):
+        response_format = ToolStrategy(response_format.schema)
+    elif not isinstance(response_format, ToolStrategy):  # a bare schema: an AutoStrategy
+        response_format = ToolStrategy(response_format)
+    return [OutputToolBinding.from_schema_spec(spec).tool for spec in response_format.schema_specs]
+
+
+@dataclass(frozen=True, slots=True)
+class _BuildKey:
+    """Identity of one model call's inputs: a retry or fallback of it has the same key.
+
+    LangGraph gives every model-node run a state of its own; middleware that retries or falls
+    back calls the inner handler again with that state, the same messages and (a fallback) a
+    model with the same or another window. Ids are of objects the cache keeps alive.
+    """
+
+    state: int
+    messages: tuple[int, ...]
+    tools: tuple[str, ...]
+    window: int
+    counter: int
+
+    @classmethod
+    def of(
+        cls,
+        request: ModelRequest[Any],
+        history: Sequence[Any],
+        call: _Call,
+        window: int,
+        counter: Any,
+    ) -> _BuildKey:
+        return cls(
+            state=id(request.state),
+            messages=tuple(id(m) for m in history),
+            tools=tuple(tool_name(t) for t in call.tools),
+            window=window,
+            counter=id(counter),  # the memory keeps its counters: an id is never reused
+        )
+
+
+class _Builds:
+    """A few recent builds by call inputs, so a retried call does not build (or summarize) again.
+
+    Each entry keeps the objects its key names alive (state, messages), so their ids cannot be
+    reused while it is cached.
+    """
+
+    size = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[_BuildKey, tuple[Any, BuildResult]] = OrderedDict()
+
+    def get(self, key: _BuildKey) -> BuildResult | None:
+        with self._lock:
+            entry = self._entries.get(key)
+        return entry[1] if entry is not None else None
+
+    def put(self, key: _BuildKey, keep: Any, result: BuildResult) -> None:
+        with self._lock:
+            self._entries[key] = (keep, result)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def drop(self, key: _BuildKey) -> None:
+        with self._lock:
+            self._entries.pop(key, None)

@@ -1,0 +1,75 @@
+"""The graph's own persistence, as a `ContextMemory` reads it: its store, its checkpointer.
+
+The archive a thread gets defaults to the graph's persistence (`ContextMemory.archive_for`):
+the run's store, or an in-process store when the checkpoints live in this process too, and
+never an in-process archive under durable checkpoints (`_no_durable_archive`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.store.base import BaseStore
+
+from langgraph_ctx.archive._backends import ArchiveBackend, DirectoryBackend
+from langgraph_ctx.archive.dumps import all_dump_refs as all_dump_refs  # re-exported: public here
+from langgraph_ctx.archive.history import FullHistory as FullHistory
+from langgraph_ctx.archive.history import afull_history as afull_history
+from langgraph_ctx.archive.history import full_history as full_history
+from langgraph_ctx.errors import ConfigError
+
+# LangGraph's run-config keys for the run's runtime (its `.store`) and its checkpointer.
+_CONFIG_KEY_RUNTIME = "__pregel_runtime"
+
+
+_CONFIG_KEY_CHECKPOINTER = "__pregel_checkpointer"
+
+
+def _config_of(configurable: Mapping[str, Any]) -> RunnableConfig:
+    """A run config holding only `configurable`."""
+    return {"configurable": dict(configurable)}
+
+
+def _persistence(configurable: Mapping[str, Any], graph: Any) -> tuple[BaseStore | None, Any]:
+    """The store and checkpointer of a compiled `graph`, else of the run `configurable` is of."""
+    if graph is not None:
+        store, checkpointer = getattr(graph, "store", None), getattr(graph, "checkpointer", None)
+    else:
+        runtime = configurable.get(_CONFIG_KEY_RUNTIME)
+        store = getattr(runtime, "store", None)
+        checkpointer = configurable.get(_CONFIG_KEY_CHECKPOINTER)
+    return (store if isinstance(store, BaseStore) else None), checkpointer
+
+
+def _no_durable_archive(checkpointer: Any) -> str:
+    return (
+        f"the graph's checkpointer ({type(checkpointer).__name__}) outlives this process but "
+        "there is no archive that does: the graph has no store and ContextMemory got no "
+        "archive=. An in-process archive would be lost on restart while the checkpoints still "
+        "point into it. Give the graph a store (create_agent(..., store=store) or "
+        "builder.compile(checkpointer=..., store=store), e.g. a SqliteStore or PostgresStore), "
+        "or pass ContextMemory(archive='path/to/archive-dir') or ContextMemory(archive=store)"
+    )
+
+
+def _backend(archive: Any) -> ArchiveBackend | BaseStore | None:
+    if archive is None:
+        return None
+    if isinstance(archive, (str, bytes)) or hasattr(archive, "__fspath__"):
+        if not os.fspath(archive):  # "" would silently mean the working directory
+            msg = (
+                f"archive is an empty path ({archive!r}); pass the directory to archive into, "
+                "e.g. archive='.langgraph_ctx/archive', or None for the graph's store"
+            )
+            raise ConfigError(msg)
+        return DirectoryBackend(archive)
+    if isinstance(archive, (BaseStore, ArchiveBackend)):
+        return archive
+    msg = (
+        f"archive must be an ArchiveBackend, a BaseStore or a directory path, got "
+        f"{type(archive).__name__}"
+    )
+    raise ConfigError(msg)
