@@ -5,11 +5,13 @@ package, so its dependencies (rich, matplotlib) stay out of a plain install.
 
 Modules:
 
-* `commands`: argument parsing and the command handlers (`demo`, `replay`, `inspect`,
-  `restore`, `compact`, `count`); `output`: what they print.
-* `replay`: drive a real agent over a recorded conversation (scripted model, replay tools,
-  SQLite checkpointer), inspect a thread, restore an entry, compact a transcript.
-* `runs`: record a run call by call, check that nothing was lost, write reports and plots.
+* `commands`: argument parsing; `handlers`: the command handlers (`demo`, `replay`,
+  `inspect`, `restore`, `compact`, `count`); `output`: what they print.
+* `replay`: drive a real agent over a recorded conversation (SQLite checkpointer, whole runs);
+  `playback`: read the recording and play it back (scripted model, replay tools);
+  `threads`: inspect a thread, restore an entry, compact a transcript.
+* `recorder`: record a run call by call; `runs`: the record, the check that nothing was lost,
+  the reports and plots.
 * `explorer`: the offline chat models (the demo's scripted explorer and their shared base).
 * `demo`: the demo agent and its read-only tools over a local folder.
 """

@@ -9,7 +9,8 @@ Commands:
 * `compact FILE`: a transcript built down to a budget, written to a new file.
 * `count FILE`: exact tokens of a transcript.
 
-The work happens in `langgraph_ctx.cli.demo` and `langgraph_ctx.cli.replay`. Exit codes:
+The handlers are `langgraph_ctx.cli.handlers`; the work happens in `langgraph_ctx.cli.demo` and
+`langgraph_ctx.cli.replay`. Exit codes:
 0 success, 1 a runtime failure (the prompt cannot fit, an archive entry is missing), 2 a usage
 error (bad arguments, a missing or malformed file, a transcript with no conversation, an
 unknown strategy). Errors are one line on stderr.
@@ -18,19 +19,23 @@ unknown strategy). Errors are one line on stderr.
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from langgraph_ctx.cli.output import Output
+from langgraph_ctx.cli.handlers import (
+    HOME,
+    PROG,
+    _compact,
+    _count,
+    _demo,
+    _fail,
+    _first_line,
+    _inspect,
+    _replay,
+    _restore,
+)
 from langgraph_ctx.errors import ConfigError, InvalidMessagesError, LangGraphCtxError
-
-PROG = "langgraph-ctx"
-HOME = Path(".langgraph_ctx")
-"""Default folder of the database and archive, relative to the working directory."""
 
 
 class _UsageError(Exception):
@@ -86,16 +91,6 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _fail(f"{PROG} {args.command}: {exc}", 1)
     except KeyboardInterrupt:
         return _fail(f"{PROG} {args.command}: interrupted", 130)
-
-
-def _fail(message: str, code: int) -> int:
-    print(message, file=sys.stderr)
-    return code
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 # --- the parser ------------------------------------------------------------------------------
@@ -225,282 +220,3 @@ def _budget_args(parser: argparse.ArgumentParser, *, window: int | None) -> None
         parser.add_argument("--window", type=_positive, default=window, help="window in tokens")
     parser.add_argument("--reserved", type=_non_negative, default=0, help="output tokens kept")
     parser.add_argument("--strategies", help="strategy configs: JSON text or a JSON file")
-
-
-# --- commands ---------------------------------------------------------------------------------
-
-
-def _demo(args: argparse.Namespace) -> int:
-    from langgraph_ctx.cli.demo import run_demo
-
-    out = Output()
-    with out.progress("demo agent", None) as on_call:
-        result = run_demo(
-            root=args.path,
-            window=args.window,
-            model=args.model,
-            db=args.db,
-            archive_dir=args.archive,
-            thread=args.thread,
-            steps=args.steps,
-            on_call=on_call,
-        )
-    if result.answer:
-        out.text("the agent's last answer", _clip_lines(result.answer, 14))
-    title = f"{PROG} demo: {args.model or 'scripted explorer'}, window {args.window:,} tokens"
-    return _finish(out, title, result, "demo")
-
-
-def _clip_lines(text: str, lines: int) -> str:
-    kept = text.splitlines()
-    more = len(kept) - lines
-    return "\n".join(kept[:lines] + ([f"… {more} more line(s)"] if more > 0 else []))
-
-
-def _replay(args: argparse.Namespace) -> int:
-    from langgraph_ctx.cli.replay import replay
-    from langgraph_ctx.cli.runs import plot_run
-
-    if args.plot is not None:  # before the replay, not after it
-        from langgraph_ctx.cli.runs import InputError
-
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            msg = "--plot needs matplotlib: pip install 'langgraph-ctx[cli]'"
-            raise InputError(msg) from None
-        _existing_folder(args.plot, "--plot")
-    out = Output()
-    total: list[int] = []
-    with out.progress(f"replaying {args.file.name}", total) as on_call:
-        result = replay(
-            args.file,
-            window=args.window,
-            reserved=args.reserved,
-            strategies=args.strategies,
-            summarizer=args.summarizer,
-            db=args.db,
-            archive_dir=args.archive,
-            thread=args.thread,
-            reports=args.report_json,
-            on_start=total.append,
-            on_call=on_call,
-        )
-    if args.plot and result.log.calls:
-        title = f"{args.file.name}: window {args.window:,}, reserved {args.reserved:,}"
-        result.files["plot"] = str(plot_run(args.plot, result.log, title=title))
-    title = f"{PROG} replay {args.file.name}: window {args.window:,} tokens"
-    return _finish(out, title, result, "replay")
-
-
-def _finish(out: Output, title: str, result: Any, command: str) -> int:
-    if result.log.calls:
-        out.table(title, result.rows, result.files)
-    for note in result.notes:
-        out.note(note)
-    if result.log.error:
-        return _fail(f"{PROG} {command}: {result.log.error}", 1)
-    return 0
-
-
-def _inspect(args: argparse.Namespace) -> int:
-    from langgraph_ctx.cli.runs import SUMMARY_SOURCES
-    from langgraph_ctx.cli.threads import inspect_thread
-
-    data = inspect_thread(args.db, args.thread, args.archive)
-    ledger = data["ledger"]
-    summary = ledger.get("summary") or {}
-    hint = ledger.get("hint") or {}
-    window = ledger.get("window") or {}
-    full = data["full"]
-    compacted = ledger.get("compacted") or {}
-    rows = [
-        ("live messages", f"{len(data['live'])}"),
-        (
-            "full history (archive + live)",
-            f"{len(full)} messages"
-            + (
-                f"; missing what the archive cannot read: {data['full_error']}"
-                if data["full_error"]
-                else ""
-            ),
-        ),
-        ("pruned in the current prompt", f"{len(ledger.get('pruned') or {})}"),
-        (
-            "compacted in the current prompt",
-            f"{len(compacted)} ({sum(int(e.get('chars', 0)) for e in compacted.values()):,} chars"
-            " in the archive)",
-        ),
-        ("window starts at", f"{window.get('start_id') or 'the beginning'}"),
-        (
-            "running summary",
-            f"{len(summary.get('text') or ''):,} chars, "
-            f"{SUMMARY_SOURCES.get(str(summary.get('source')), summary.get('source'))}, "
-            f"{summary.get('updates', 0)} update(s), covers {summary.get('covered', 0)}"
-            f" messages, {len(summary.get('dump_refs') or [])} insurance dump(s) named"
-            + (" (older ones in the archive's dump index)" if summary.get("dump_index") else "")
-            if summary
-            else "none",
-        ),
-        (
-            "compression hint",
-            f"yes ({len(hint.get('cleared_ids') or [])} messages cleared)" if hint else "none",
-        ),
-        ("entities", json.dumps((ledger.get("entities") or {}).get("values") or {})),
-        ("reports in the checkpoints", f"{len(data['reports'])}"),
-    ]
-    out = Output()
-    out.table(f"thread {args.thread} in {args.db}", rows, {})
-    if summary.get("text"):
-        out.text("running summary", summary["text"])
-    _edits_grid(out, data["edits"], args)
-    if data["reports"]:
-        last = data["reports"][-1]
-        header = ["kind", "attempt", "before", "after", "saved", "messages"]
-        body = [
-            [
-                d.kind,
-                "" if d.attempt is None else str(d.attempt),
-                f"{d.tokens_before:,}",
-                f"{d.tokens_after:,}",
-                f"{d.saved:,}",
-                str(len(d.message_ids)),
-            ]
-            for d in last.decisions
-        ]
-        caption = f"last report: {last.tokens:,}/{last.limit:,} tokens, ok={last.ok}"
-        out.grid(caption, header, body or [["(no decisions)", "", "", "", "", ""]])
-    return 0
-
-
-def _edits_grid(out: Output, edits: list[Any], args: argparse.Namespace) -> None:
-    """Everything the thread's edits took out of the prompt, and the references to restore."""
-    from langgraph_ctx.cli.threads import EDIT_KINDS
-
-    header = ["kind", "what", "edits", "messages", "still live", "references"]
-    body = [
-        [
-            edit.kind,
-            EDIT_KINDS[edit.kind],
-            str(edit.edits),
-            str(len(edit.message_ids)),
-            str(edit.live),
-            str(len(edit.refs)),
-        ]
-        for edit in edits
-    ]
-    caption = "what the thread's edits took out of the prompt (from every report of the thread)"
-    out.grid(caption, header, body or [["(no edits)", "", "", "", "", ""]])
-    lines = []
-    for edit in edits:
-        for ref in edit.refs[:_REFS_SHOWN]:
-            lines.append(f"  {edit.kind:<13} {ref}")
-        if len(edit.refs) > _REFS_SHOWN:
-            lines.append(f"  {edit.kind:<13} … {len(edit.refs) - _REFS_SHOWN} more")
-    if lines:
-        restore = f"{PROG} restore REF --thread {args.thread} --archive {args.archive}"
-        out.console.print(
-            f"restore any of these with: {restore}\n(a message id works too; 'still live' "
-            "messages are in the thread unchanged, the prompt only showed them less)",
-            soft_wrap=True,
-        )
-        out.console.print("\n".join(lines), soft_wrap=True, markup=False)
-
-
-_REFS_SHOWN = 5
-
-
-def _restore(args: argparse.Namespace) -> int:
-    from langgraph_ctx.cli.threads import restore_entry
-
-    if args.out is not None:
-        _existing_folder(args.out, "--out")
-    data = restore_entry(args.ref, thread=args.thread, archive_dir=args.archive)
-    if args.out is not None:
-        args.out.write_bytes(data)
-        print(f"wrote {len(data):,} bytes to {args.out}", file=sys.stderr)
-        return 0
-    sys.stdout.write(data.decode("utf-8", "surrogatepass") + "\n")
-    return 0
-
-
-def _existing_folder(path: Path, option: str) -> None:
-    from langgraph_ctx.cli.runs import InputError
-
-    folder = path.parent
-    if not folder.is_dir():
-        msg = f"{option} {path}: folder {folder} does not exist; create it first"
-        raise InputError(msg)
-
-
-def _compact(args: argparse.Namespace) -> int:
-    from langchain_core.messages import messages_to_dict
-
-    from langgraph_ctx.cli.threads import compact_transcript
-
-    _existing_folder(args.out, "--out")
-    messages, report, before = compact_transcript(
-        args.file,
-        window=args.window,
-        reserved=args.reserved,
-        strategies=args.strategies,
-        archive_dir=args.archive,
-        thread=args.thread,
-    )
-    text = json.dumps(messages_to_dict(messages), indent=1, ensure_ascii=False)
-    args.out.write_text(text, encoding="utf-8")
-    kinds: dict[str, int] = {}
-    for kind in report.kinds():
-        kinds[kind] = kinds.get(kind, 0) + 1
-    done = ", ".join(f"{k} {n}" for k, n in kinds.items()) or "no edits needed"
-    print(
-        f"wrote {args.out}: {report.messages_in} messages, {before:,} tokens -> "
-        f"{len(messages)} messages, {report.tokens:,} tokens (limit {report.limit:,}); {done}; "
-        f"archive {args.archive} (thread {args.thread})"
-    )
-    return 0
-
-
-def _count(args: argparse.Namespace) -> int:
-    from langgraph_ctx.cli.replay import load_tools, load_transcript
-    from langgraph_ctx.cli.runs import InputError
-    from langgraph_ctx.tokens._encodings import encoding_name_for_model
-    from langgraph_ctx.tokens.exact import get_counter
-
-    if not _known_model(args.model):
-        msg = (
-            f"no tokenizer is known for model {args.model!r}; pass an OpenAI model name "
-            "(gpt-4o and later: o200k_base; gpt-4, gpt-3.5-turbo: cl100k_base)"
-        )
-        raise InputError(msg)
-    messages = load_transcript(args.file)
-    tools = load_tools(args.tools) if args.tools else None
-    counter = get_counter(args.model)
-    total = counter.count(messages, tools=tools)
-    per_type: dict[str, list[int]] = {}
-    for message in messages:
-        per_type.setdefault(message.type, []).append(counter.count_message(message))
-    parts = ", ".join(f"{k} {len(v)} ({sum(v):,})" for k, v in per_type.items())
-    tool_part = f"; tool schemas {counter.count_tools(tools):,}" if tools else ""
-    largest = max((n for v in per_type.values() for n in v), default=0)
-    median = int(statistics.median([n for v in per_type.values() for n in v] or [0]))
-    print(
-        f"{total:,} tokens for {args.model} ({encoding_name_for_model(args.model)}): "
-        f"{len(messages)} messages: {parts}{tool_part}; per message median {median:,}, "
-        f"largest {largest:,}"
-    )
-    return 0
-
-
-_FAMILIES = ("gpt-", "o1", "o3", "o4", "chatgpt-", "text-embedding-", "ft:gpt-")
-
-
-def _known_model(model: str) -> bool:
-    """Whether tiktoken knows the name, or it is of an OpenAI family the counter maps."""
-    from tiktoken.model import encoding_name_for_model
-
-    try:
-        encoding_name_for_model(model)
-    except KeyError:
-        return model.lower().startswith(_FAMILIES)
-    return True

@@ -21,7 +21,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from pydantic import BaseModel, Field
 
-from langgraph_ctx.cli.replay import RunResult, execute, init_model
+from langgraph_ctx.cli.playback import init_model
+from langgraph_ctx.cli.replay import RunResult, execute
 from langgraph_ctx.cli.runs import CallStat, InputError
 from langgraph_ctx.strategies import (
     Compaction,

@@ -17,13 +17,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.archive.codec import encode_message
-from langgraph_ctx.cli.replay import (
-    CheckpointView,
-    load_strategies,
-    load_transcript,
-    open_saver,
-    thread_ids,
-)
+from langgraph_ctx.cli.playback import load_strategies, load_transcript
+from langgraph_ctx.cli.replay import CheckpointView, open_saver, thread_ids
 from langgraph_ctx.cli.runs import InputError
 from langgraph_ctx.errors import ArchiveError
 

@@ -284,11 +284,11 @@ def test_without_the_cli_extra_one_line_and_exit_2(
     tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # As if `[cli]` were not installed: every rich module (loaded or not) fails to import, and
-    # the commands module is imported afresh.
+    # the command modules are imported afresh.
     for name in ["rich", *(n for n in sys.modules if n.startswith("rich."))]:
         monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.delitem(sys.modules, "langgraph_ctx.cli.commands", raising=False)
-    monkeypatch.delitem(sys.modules, "langgraph_ctx.cli.output", raising=False)
+    for name in ("commands", "handlers", "output"):
+        monkeypatch.delitem(sys.modules, f"langgraph_ctx.cli.{name}", raising=False)
     assert main(["demo", str(tree), "--window", "4000", "--steps", "3"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
