@@ -112,7 +112,7 @@ class PrepareSummary(Effect):
     key: str
     """The thread the span belongs to."""
     digest: str
-    """Names the span and the summary it folds into (`langgraph_ctx.ahead.span_digest`)."""
+    """Names the span and the summary it folds into (`strategies.ahead_span.span_digest`)."""
     summarize: Callable[[list[BaseMessage], str | None], Plan[Any]]
     """The summarizer's plan factory, run in the background."""
     messages: tuple[BaseMessage, ...]
@@ -150,7 +150,7 @@ class Resources:
     )
     """Update entity state from recent messages; the plan returns the new values."""
     ahead: Any = None
-    """The thread's `AheadBinding` when summaries are prepared ahead (`langgraph_ctx.ahead`)."""
+    """The thread's `AheadBinding` when summaries are prepared ahead (`strategies.ahead`)."""
 
 
 def _timed_out(timeout: float | None) -> TimeoutError:

@@ -6,9 +6,7 @@ The code now lives in `langgraph_ctx.prompt.render` (`summary_text_of`:
 
 from __future__ import annotations
 
-from langgraph_ctx.messages.base import (
-    summary_text_of,
-)
+from langgraph_ctx.messages.base import summary_text_of
 from langgraph_ctx.prompt.render import (
     RECALL_CALL,
     RenderCache,

@@ -20,9 +20,7 @@ from langgraph_ctx.strategies.ahead import (
     slack_tokens,
     take_prepared,
 )
-from langgraph_ctx.strategies.ahead_span import (
-    span_digest,
-)
+from langgraph_ctx.strategies.ahead_span import span_digest
 from langgraph_ctx.summaries.preparer import (
     AheadBinding,
     SummaryPreparer,

@@ -7,17 +7,13 @@ package itself imports it from there.
 
 from __future__ import annotations
 
-from langgraph_ctx.archive.dumps import (
-    all_dump_refs,
-)
+from langgraph_ctx.archive.dumps import all_dump_refs
 from langgraph_ctx.archive.history import (
     FullHistory,
     afull_history,
     full_history,
 )
-from langgraph_ctx.graph.memory import (
-    ContextMemory,
-)
+from langgraph_ctx.graph.memory import ContextMemory
 from langgraph_ctx.prompt.report import (
     REPORT_KEY,
     attach_report,

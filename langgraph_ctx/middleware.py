@@ -6,9 +6,7 @@ there.
 
 from __future__ import annotations
 
-from langgraph_ctx.graph.middleware import (
-    ContextMiddleware,
-)
+from langgraph_ctx.graph.middleware import ContextMiddleware
 from langgraph_ctx.graph.middleware import _structured_output_tools as _structured_output_tools
 
 __all__ = [

@@ -7,12 +7,8 @@ imports it from there.
 
 from __future__ import annotations
 
-from langgraph_ctx.prompt.fallback import (
-    fallback_summary,
-)
-from langgraph_ctx.prompt.markup import (
-    SUMMARY_SECTIONS,
-)
+from langgraph_ctx.prompt.fallback import fallback_summary
+from langgraph_ctx.prompt.markup import SUMMARY_SECTIONS
 from langgraph_ctx.summaries.summarizer import (
     Summarizer,
     SummaryOutcome,

@@ -6,12 +6,8 @@ The code now lives in `langgraph_ctx.prompt.view` (with `view_data`, `view_rende
 
 from __future__ import annotations
 
-from langgraph_ctx.prompt.view import (
-    PromptView,
-)
-from langgraph_ctx.prompt.view_data import (
-    SummaryPlacement,
-)
+from langgraph_ctx.prompt.view import PromptView
+from langgraph_ctx.prompt.view_data import SummaryPlacement
 
 __all__ = [
     "PromptView",

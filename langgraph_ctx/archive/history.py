@@ -8,7 +8,7 @@ newest insurance dumps it needs instead of the whole archive.
 
 Both are plans on plain data (the live messages, the ledger, an `Archive`); the thread views
 on `ContextMemory` (`get_full_history`, `get_history_page`) read them through a compiled graph,
-and `langgraph_ctx.client` reads them from a LangGraph server through `langgraph_sdk`.
+and `langgraph_ctx.graph.client` reads them from a LangGraph server through `langgraph_sdk`.
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ def history_page(
     limit: int | None = None,
     before: str | None = None,
 ) -> list[BaseMessage]:
-    """A page of the thread's complete history (`memory.full_history`), for a UI.
+    """A page of the thread's complete history (`full_history`), for a UI.
 
     Without arguments it is the whole history. `limit=n` gives the last `n` messages;
     `before=message_id` ends the page just before that message (the first message of the page

@@ -26,9 +26,7 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import create_model
 
-from langgraph_ctx.cli.runs import (
-    InputError,
-)
+from langgraph_ctx.cli.runs import InputError
 from langgraph_ctx.scripted import ScriptedChatModel
 from langgraph_ctx.tokens.exact import TiktokenCounter
 

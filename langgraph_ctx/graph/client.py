@@ -5,7 +5,7 @@ Under `langgraph dev` or a LangGraph deployment, a UI reads a thread with
 that state holds a few messages while the archive in the server's store holds the rest.
 `full_history(client, thread_id)` gives the UI every message, in order, as the server-side
 `ContextMemory.get_full_history` would (byte-identical `encode_message` bytes); with
-`limit=`/`before=` it gives one page (`langgraph_ctx.history.history_page`).
+`limit=`/`before=` it gives one page (`langgraph_ctx.archive.history.history_page`).
 
 It reads, over HTTP, the thread state (`threads.get_state`) and the insurance dumps its ledger
 names (`store.get_item` in the archive's namespace, `("langgraph_ctx", [user,] thread,
@@ -189,7 +189,7 @@ def full_history(
     """A thread's complete history from a LangGraph server, for a UI (sync client).
 
     The same messages, in the same order and byte for byte, as `ContextMemory.get_full_history`
-    in the server's process. `limit`/`before` page it like `history.history_page`.
+    in the server's process. `limit`/`before` page it like `archive.history.history_page`.
 
     Args:
         client: `langgraph_sdk.get_sync_client(url=...)`.

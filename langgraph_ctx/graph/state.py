@@ -1,7 +1,7 @@
 """State schemas that carry the context ledger next to the messages.
 
-The ledger is plain JSON-able data (see `ledger.py`) merged key by key, so it works with the
-standard `add_messages` reducer, every checkpointer and `LANGGRAPH_STRICT_MSGPACK=true`.
+The ledger is plain JSON-able data (see `langgraph_ctx.ledger`) merged key by key, so it works
+with the standard `add_messages` reducer, every checkpointer and `LANGGRAPH_STRICT_MSGPACK=true`.
 """
 
 from __future__ import annotations

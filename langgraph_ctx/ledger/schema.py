@@ -36,7 +36,7 @@ class SummaryEntry(TypedDict, total=False):
 
     Its size does not grow with the thread: it names the newest message it covers, not each
     one (`covered_ids` derives them from the state), and the newest insurance dumps, not each
-    one (older ones are listed in the archive, `dump_index`; see `langgraph_ctx._dumps`).
+    one (older ones are listed in the archive, `dump_index`; see `langgraph_ctx.ledger.summary`).
     """
 
     text: str
@@ -78,7 +78,7 @@ class EntitiesEntry(TypedDict, total=False):
 
 
 class CalibrationEntry(TypedDict, total=False):
-    """What the provider's real usage taught about the counter (see `_calibration`)."""
+    """What the provider's real usage taught about the counter (see `tokens._calibration`)."""
 
     ratio: float
     samples: list[float]
@@ -89,7 +89,7 @@ class CalibrationEntry(TypedDict, total=False):
 
 
 class AheadEntry(TypedDict, total=False):
-    """A summary being prepared ahead of the trigger (see `langgraph_ctx.ahead`).
+    """A summary being prepared ahead of the trigger (see `langgraph_ctx.strategies.ahead`).
 
     The span is what leaves the window when it moves to `start_id` (keeping `pin_id`); `digest`
     hashes the previous summary and the span's messages, so a prepared summary is used only
@@ -106,7 +106,7 @@ class AheadEntry(TypedDict, total=False):
 
 
 class CalledEntry(TypedDict, total=False):
-    """What the calls the model actually received taught (see `langgraph_ctx._guard`).
+    """What the calls the model actually received taught (see `langgraph_ctx.graph._guard`).
 
     Middleware inside `ContextMiddleware` may change a request after the build: add a system
     prompt or tools, drop tools, call another model. The guard counts what the model received;

@@ -120,7 +120,7 @@ class ContextManager:
             prompt shows them. The window's recorded start bounds the work first.
         prepare_summaries: Prepare the next summary in the background once the prompt passes
             `trigger - 0.05` of the limit, so the model call that reaches the trigger does not
-            wait for the summarizer (`langgraph_ctx.ahead`); sets `prepare_at` on each
+            wait for the summarizer (`langgraph_ctx.strategies.ahead`); sets `prepare_at` on each
             `SlidingWindow(summarize=True)` that has none. Off by default: it costs 17% to 23%
             more effective cost on the benchmark workloads (`python -m benchmarks latency`).
     """

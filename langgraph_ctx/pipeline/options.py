@@ -10,9 +10,7 @@ import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from langgraph_ctx.errors import (
-    ConfigError,
-)
+from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.strategies import (
     SlidingWindow,

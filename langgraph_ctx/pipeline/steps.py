@@ -15,9 +15,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.archive.dumps import plan_spill_dump_refs
-from langgraph_ctx.errors import (
-    ContextWindowExceededError,
-)
+from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.ledger.edits import set_last_report
 from langgraph_ctx.ledger.schema import ContextLedger
 from langgraph_ctx.pipeline.result import BuildResult

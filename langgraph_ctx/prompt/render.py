@@ -223,7 +223,7 @@ def compacted_text(message_id: str, entry: Mapping[str, Any], original: str | No
     """The deterministic text a compacted tool output shows (see `pruned_text` on the ref).
 
     With `lines` in the entry and the `original` text at hand, the output shows those whole
-    lines (`langgraph_ctx.excerpt`) under a one-line header instead of the character preview.
+    lines (`langgraph_ctx.prompt.excerpt`) under a one-line header instead of the character preview.
     """
     lines = entry.get("lines")
     if lines is not None and original is not None:

@@ -322,7 +322,7 @@ REPORT_KEY = "context_cost"
 def attach_report(message: AIMessage, report: Mapping[str, Any]) -> AIMessage:
     """A copy of `message` carrying the report in `response_metadata["context_cost"]`.
 
-    The message carries the brief form (`report.brief_report`: sizes and one line per
+    The message carries the brief form (`brief_report`: sizes and one line per
     decision); the full report is the ledger's `last_report`. The report gains
     `reported_tokens`, the provider's count of the prompt from the reply's `usage_metadata`,
     next to the package's estimate `tokens`.

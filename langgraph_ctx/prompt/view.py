@@ -34,9 +34,7 @@ from langgraph_ctx.messages.repair import (
 )
 from langgraph_ctx.messages.validation import check_tool_args, check_unique_ids
 from langgraph_ctx.prompt.fallback import fallback_summary
-from langgraph_ctx.prompt.render import (
-    still_describes,
-)
+from langgraph_ctx.prompt.render import still_describes
 from langgraph_ctx.prompt.report import ContextCostReport
 from langgraph_ctx.prompt.view_edits import ViewEdits
 from langgraph_ctx.tokens.counter import checked_count

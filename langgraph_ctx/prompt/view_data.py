@@ -18,9 +18,7 @@ from langgraph_ctx._effects import Resources
 from langgraph_ctx.ledger.schema import ContextLedger
 from langgraph_ctx.messages.blocks import Block, is_user_input, split_blocks
 from langgraph_ctx.messages.content import get_tag
-from langgraph_ctx.prompt.render import (
-    RenderCache,
-)
+from langgraph_ctx.prompt.render import RenderCache
 from langgraph_ctx.prompt.report import ContextBudget, ContextCostReport, Decision, DecisionKind
 from langgraph_ctx.tokens.counter import TokenCounter, checked_count
 

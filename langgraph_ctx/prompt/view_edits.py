@@ -68,7 +68,7 @@ class ViewEdits(ViewRendering):
         """Show the tool output at history `index` as its archive reference and a preview.
 
         With `lines`, those whole lines of the output are shown instead of the preview (an
-        excerpt, `langgraph_ctx.excerpt`).
+        excerpt, `langgraph_ctx.prompt.excerpt`).
         """
         msg = self.history[index]
         old = self.cost(self.shown(msg))

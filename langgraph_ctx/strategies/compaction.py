@@ -57,7 +57,7 @@ class Compaction:
     excerpt: bool = False
     """Show whole lines instead of the character preview: the first and last two, and every
     line carrying a name (path, identifier, id, number) that a later model message used, up to
-    `excerpt_chars` and a third of the output (`langgraph_ctx.excerpt`). The agent keeps what
+    `excerpt_chars` and a third of the output (`langgraph_ctx.prompt.excerpt`). The agent keeps what
     it was working with; the rest is one `recall` away."""
     excerpt_chars: int = 1_500
     """At most this many characters of used lines in an excerpt."""

@@ -42,7 +42,7 @@ def summarize_span(
     Nothing is summarized when only a previous summary would be; the report says why.
     `summarize` replaces the resources' summarizer plan (a summary prepared ahead).
     `quote_chars` > 0: the summary also quotes, verbatim, up to that many characters of the
-    tool-output lines a later model message used (`langgraph_ctx.excerpt.quoted_lines`),
+    tool-output lines a later model message used (`langgraph_ctx.prompt.excerpt.quoted_lines`),
     whatever the summarizer kept. `read_shown`: the summarizer reads the messages as the
     prompt showed them (a compacted output as its excerpt and reference) instead of the
     originals; the insurance dump and the archive still hold every original. Returns whether

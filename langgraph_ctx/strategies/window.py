@@ -35,7 +35,7 @@ class SlidingWindow:
     When even the newest turn does not fit the limit, its task gives way to a short note.
 
     With `prepare_at` the next summary is prepared in the background once the prompt passes
-    that share of the limit, and taken when the trigger is reached (`langgraph_ctx.ahead`).
+    that share of the limit, and taken when the trigger is reached (`strategies.ahead`).
     """
 
     summarize: bool = False

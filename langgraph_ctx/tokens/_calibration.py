@@ -12,7 +12,7 @@ A provider overflow refutes a ratio under 1 (`after_overflow`). This pairs each 
 prompt that was really sent (after pruning, summaries and windowing), which the history alone
 cannot tell.
 
-Pure: decisions on the ledger and the message list; the ledger writes are `ledger.py`'s.
+Pure: decisions on the ledger and the message list; the ledger writes are `langgraph_ctx.ledger`'s.
 """
 
 from __future__ import annotations
