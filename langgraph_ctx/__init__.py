@@ -19,8 +19,7 @@ Less common pieces live in their modules: `langgraph_ctx.errors` (every error cl
 """
 
 from langgraph_ctx._effects import Plan
-from langgraph_ctx.archive._backends import ArchiveBackend, DirectoryBackend
-from langgraph_ctx.archive.archive import Archive
+from langgraph_ctx.archive import Archive, ArchiveBackend, DirectoryBackend
 from langgraph_ctx.errors import (
     ArchiveError,
     ConfigError,
@@ -29,10 +28,8 @@ from langgraph_ctx.errors import (
 )
 from langgraph_ctx.graph.memory import ContextMemory
 from langgraph_ctx.graph.state import ContextReactState, ContextState
-from langgraph_ctx.messages.repair import repair_messages
-from langgraph_ctx.messages.validation import validate_messages
-from langgraph_ctx.pipeline.manager import ContextManager
-from langgraph_ctx.pipeline.result import BuildResult
+from langgraph_ctx.messages import repair_messages, validate_messages
+from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.prompt.report import ContextBudget, ContextCostReport, Decision
 from langgraph_ctx.prompt.view import PromptView
 from langgraph_ctx.scripted import ScriptedChatModel
@@ -50,10 +47,13 @@ from langgraph_ctx.strategies import (
 )
 from langgraph_ctx.summaries.extract import EntityExtractor
 from langgraph_ctx.summaries.summarizer import Summarizer
-from langgraph_ctx.tokens.approximate import ApproximateCounter
-from langgraph_ctx.tokens.counter import TokenCounter
-from langgraph_ctx.tokens.exact import TiktokenCounter, count_tokens
-from langgraph_ctx.tokens.models import counter_for_model
+from langgraph_ctx.tokens import (
+    ApproximateCounter,
+    TiktokenCounter,
+    TokenCounter,
+    count_tokens,
+    counter_for_model,
+)
 
 __all__ = [
     "ApproximateCounter",
