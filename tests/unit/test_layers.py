@@ -159,6 +159,12 @@ def test_every_shim_listed_exists_and_every_other_module_has_a_layer() -> None:
     assert unplaced == [], f"modules in no layer of LAYERS: {unplaced}"
 
 
+def test_every_folder_of_the_package_is_a_package() -> None:
+    """A folder without `__init__.py` would be left out of the wheel (`packages.find`)."""
+    folders = {p.parent for p in PACKAGE.rglob("*.py")}
+    assert sorted(str(f) for f in folders if not (f / "__init__.py").exists()) == []
+
+
 def test_shims_only_re_export() -> None:
     """An old path holds no code: a docstring saying where the code lives, imports, `__all__`."""
     for shim in sorted(SHIMS):

@@ -1,0 +1,11 @@
+"""Summaries and the other model calls a build makes for itself.
+
+- `summarizer`: `Summarizer`, a structured running summary from any chat model, with the
+  deterministic fallback (with `transcript`: what the model reads, `validation`: what its
+  answer must be).
+- `preparer`: summaries prepared ahead, in the background (`SummaryPreparer`, `AheadBinding`).
+- `extract`: `EntityExtractor`, entity state kept up to date by a structured-output call.
+- `rebuild`: the rebuild from a compression hint between graph steps.
+
+The strategies reach these only through the build's `Resources` (plans), never by import.
+"""
