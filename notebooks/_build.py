@@ -107,17 +107,17 @@ QUICKSTART: list[Cell] = [
         script = [
             # turn 1: "Map this code base."
             call(1, "list_dir", path="."),
-            read(2, "pipeline.py"),
-            read(3, "memory.py"),
-            read(4, "archive.py"),
-            read(5, "summarize.py"),
-            read(6, "tokens.py"),
-            AIMessage("pipeline.py builds each prompt; memory.py plugs it into graphs.", id="ai-7"),
+            read(2, "pipeline/manager.py"),
+            read(3, "graph/memory.py"),
+            read(4, "archive/archive.py"),
+            read(5, "summaries/summarizer.py"),
+            read(6, "tokens/exact.py"),
+            AIMessage("pipeline/manager.py builds each prompt; graph/memory.py plugs it in.", id="ai-7"),
             # turn 2: "Find where tokens are counted."
             call(8, "search_text", pattern="def count"),
-            read(9, "tokens.py", start=101),
-            read(10, "view.py"),
-            AIMessage("Tokens are counted by TiktokenCounter in tokens.py.", id="ai-11"),
+            read(9, "tokens/exact.py", start=101),
+            read(10, "prompt/view.py"),
+            AIMessage("Tokens are counted by TiktokenCounter in tokens/exact.py.", id="ai-11"),
         ]
         model = ScriptedChatModel(messages=script)
         """
@@ -713,16 +713,16 @@ PERSISTENCE: list[Cell] = [
         conn, memory, agent = open_agent(
             [
                 call(1, "list_dir", path="."),
-                read(2, "pipeline.py"),
-                read(3, "memory.py"),
-                read(4, "archive.py"),
+                read(2, "pipeline/manager.py"),
+                read(3, "graph/memory.py"),
+                read(4, "archive/archive.py"),
                 AIMessage(
-                    "pipeline.py builds prompts, memory.py wires them in, archive.py stores.", id="ai-5"
+                    "pipeline/ builds prompts, graph/ wires them in, archive/ stores.", id="ai-5"
                 ),
                 call(6, "search_text", pattern="def count_tokens"),
-                read(7, "tokens.py", start=250),
-                read(8, "summarize.py"),
-                AIMessage("count_tokens (tokens.py) counts exactly, offline.", id="ai-9"),
+                read(7, "tokens/exact.py", start=250),
+                read(8, "summaries/summarizer.py"),
+                AIMessage("count_tokens (tokens/exact.py) counts exactly, offline.", id="ai-9"),
             ]
         )
         agent.invoke({"messages": [HumanMessage("Map this code base.", id="user-1")]}, config)
@@ -762,13 +762,13 @@ PERSISTENCE: list[Cell] = [
         conn, memory, agent = open_agent(
             [
                 read(10, "strategies.py"),
-                read(11, "view.py"),
-                read(12, "recall.py"),
+                read(11, "prompt/view.py"),
+                read(12, "archive/recall.py"),
                 AIMessage("Strategies run by stage on a workspace; recall reads the archive.", id="ai-13"),
                 # used by the fork below
                 call(14, "search_text", pattern="def put_messages"),
-                read(15, "archive.py", start=600),
-                AIMessage("Archive.put_messages (archive.py) archives messages.", id="ai-16"),
+                read(15, "archive/archive.py", start=600),
+                AIMessage("Archive.put_messages (archive/archive.py) archives messages.", id="ai-16"),
             ]
         )
         restarted = agent.get_state(config).values
