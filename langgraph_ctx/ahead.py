@@ -1,12 +1,14 @@
 """Old import path, kept so that existing imports keep working.
 
 The code now lives in `langgraph_ctx.strategies.ahead` and `langgraph_ctx.strategies.ahead_span`
-(the window's decisions and the span they record) and `langgraph_ctx.summaries.preparer` (the
-preparations themselves); the package itself imports it from there.
+(the window's decisions and the span they record), `langgraph_ctx.summaries.preparer` (the
+preparations themselves) and `langgraph_ctx.pipeline.steps` (`thread_key`); the package itself
+imports it from there.
 """
 
 from __future__ import annotations
 
+from langgraph_ctx.pipeline.steps import thread_key
 from langgraph_ctx.strategies.ahead import (
     DEFER_CALLS,
     LOOKAHEAD_CALLS,
@@ -24,7 +26,6 @@ from langgraph_ctx.strategies.ahead_span import span_digest
 from langgraph_ctx.summaries.preparer import (
     AheadBinding,
     SummaryPreparer,
-    thread_key,
 )
 
 __all__ = [

@@ -45,6 +45,7 @@ from langgraph_ctx.pipeline.steps import (
     _examined,
     _finish,
     _plan_spill_within_budget,
+    thread_key,
 )
 from langgraph_ctx.prompt.assembly import (
     Skill,
@@ -65,7 +66,7 @@ from langgraph_ctx.strategies import (
     default_strategies,
     strategies_from_config,
 )
-from langgraph_ctx.summaries.preparer import AheadBinding, thread_key
+from langgraph_ctx.summaries.preparer import AheadBinding
 from langgraph_ctx.tokens.counter import TokenCounter, count_tool_tokens
 from langgraph_ctx.tokens.models import counter_for_model
 

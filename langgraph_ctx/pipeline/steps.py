@@ -4,10 +4,12 @@
 counter it counts with (`_calibrated_counter`: scaled by the ledger's learned ratio), and,
 once the strategies ran, spills older dump refs within the summary's bound
 (`_plan_spill_within_budget`) and renders, counts and checks the prompt (`_finish`).
+`thread_key` names the thread a build is for (summaries prepared ahead are kept per thread).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -175,3 +177,11 @@ def _advice(report: ContextCostReport, strategies: Sequence[Strategy]) -> str:
     if skipped:  # e.g. an archive write failed, so nothing could be compacted away
         advice += f" Skipped on the way: {'; '.join(dict.fromkeys(skipped))}."
     return advice
+
+
+def thread_key(archive: Archive | None, history: Sequence[BaseMessage]) -> str:
+    """The thread a build is for: its archive's user and thread, else its first message id."""
+    if archive is not None:
+        return json.dumps(["archive", archive.user_id, archive.thread_id])
+    first = history[0].id if history else None
+    return json.dumps(["first", first])

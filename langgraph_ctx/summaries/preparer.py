@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -25,7 +24,6 @@ from langgraph_ctx._effects import AwaitPrepared, Plan, PrepareSummary, arun_pla
 from langgraph_ctx.strategies.ahead import SummarizePlan
 
 if TYPE_CHECKING:
-    from langgraph_ctx.archive.archive import Archive
     from langgraph_ctx.summaries.summarizer import SummaryOutcome
 
 
@@ -163,14 +161,6 @@ def _loop_of_this_thread(loop: asyncio.AbstractEventLoop) -> bool:
         return asyncio.get_running_loop() is loop
     except RuntimeError:
         return False
-
-
-def thread_key(archive: Archive | None, history: Sequence[BaseMessage]) -> str:
-    """The thread a build is for: its archive's user and thread, else its first message id."""
-    if archive is not None:
-        return json.dumps(["archive", archive.user_id, archive.thread_id])
-    first = history[0].id if history else None
-    return json.dumps(["first", first])
 
 
 @dataclass(frozen=True, slots=True)
