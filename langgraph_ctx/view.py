@@ -160,6 +160,7 @@ class PromptView:
             tokens=self.tokens,
             tokens_in=self.tokens,
             messages_in=messages_in,
+            trigger=self.trigger,
         )
         if repaired is not None or self.repairs:
             actions, ids = repaired or ([], [])
