@@ -131,6 +131,7 @@ class PromptView:
     """Where a strategy's scan may resume in its next attempt of this build, by the strategy's
     key (pruning: nothing before it is left to prune). Valid because edits within a build only
     take messages out of reach, never bring one back."""
+    _fixed_tokens: int = field(init=False, default=0)
     memo: dict[Any, Any] = field(init=False, default_factory=dict)
     """What a strategy worked out from the history once per build (the history is fixed)."""
     _attempts: dict[str, int] = field(init=False, default_factory=dict)
@@ -154,6 +155,8 @@ class PromptView:
         repaired = self._repair_view()
         self.reconcile()
         self.tokens = self.count_full()
+        # As the build found the prompt: the goals stay put while its strategies edit.
+        self._fixed_tokens = self._fixed_part() if self.budget.targets_above_fixed else 0
         self._learn_growth(messages_in)
         self.report = ContextCostReport(
             limit=self.budget.limit,
@@ -204,18 +207,24 @@ class PromptView:
         return min(self.goal, self._share_goal(self.budget.summary_target))
 
     def _share_goal(self, share: float) -> int:
+        """Tokens for a share of the budget (see `ContextBudget.targets_above_fixed`).
+
+        Never above the budget's trigger: a build that stopped over it would leave the next
+        build on the same state something to edit.
+        """
         if not self.budget.targets_above_fixed:
             return int(self.budget.limit * share)
-        fixed = self.memo.get("fixed_tokens")
-        if fixed is None:  # as the build found the prompt: goals stay put while it edits
-            task = self.pin
-            if task is None and self.history and is_user_input(self.history[0]):
-                task = 0  # the task opens the window; a shrink would pin it
-            pinned = self.cost(self.history[task]) if task is not None else 0
-            head = self.cost(self.system_message()) + self.cost(self.summary_message())
-            fixed = self.memo["fixed_tokens"] = head + pinned + self.tool_tokens
-        room = max(0, self.budget.limit - fixed)
-        return min(self.budget.limit, int(fixed + room * share))
+        room = max(0, self.budget.limit - self._fixed_tokens)
+        return min(self.budget.trigger_tokens, int(self._fixed_tokens + room * share))
+
+    def _fixed_part(self) -> int:
+        """Tokens of the base system prompt, tool schemas, summary and task in the window."""
+        task = self.pin
+        if task is None and self.start == 0 and self.history and is_user_input(self.history[0]):
+            task = 0  # the task opens the window; a shrink would pin it
+        pinned = self.cost(self.history[task]) if task is not None else 0
+        head = self.cost(self.system_message()) + self.cost(self.summary_message())
+        return head + pinned + self.tool_tokens
 
     def over_trigger(self) -> bool:
         """Whether edits are due: the prompt passed the trigger in this build.
