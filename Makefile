@@ -105,7 +105,7 @@ type: $(STAMP)  ## mypy --strict
 notebooks: $(STAMP)  ## execute every notebook top to bottom
 	$(BIN)/python -m pytest tests/test_notebooks.py
 
-bench: $(STAMP)  ## print the benchmark tables next to the anchors (about an hour on two cores; progress on stderr)
+bench: $(STAMP)  ## print the benchmark tables next to the anchors and write benchmarks/results/frontier.png (about 35 min on two cores; progress on stderr)
 	$(BIN)/python -m benchmarks
 
 bench_quick: $(STAMP)  ## every benchmark table on a short run (--quick), progress on stderr

@@ -1,7 +1,9 @@
-"""Every Python block of the README runs as written: offline, no key, in a clone's root.
+"""Every Python block of the README and the docs pages runs as written: offline, no key.
 
 Each block runs in a fresh namespace in a folder holding a copy of the README (the quickstart
-reads it), and the blocks a newcomer meets first are checked for what the README says they do.
+reads it), and the blocks a newcomer meets first are checked for what the pages say they do.
+A section is looked up by its heading in whichever page holds it now. Blocks fenced as ```py
+need a server and are deliberately not run.
 """
 
 from __future__ import annotations
@@ -19,24 +21,60 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langgraph_ctx import ContextManager, PromptView
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK_RE = re.compile(r"```python\n(.*?)```", flags=re.S)
+HEADING_RE = re.compile(r"^(#{1,6}) +(.+?)\s*$")
 
 
-def blocks() -> list[tuple[int, str]]:
-    """(line number, code) of every Python block of the README."""
-    text = README.read_text(encoding="utf-8")
+def blocks(page: Path = README) -> list[tuple[int, str]]:
+    """(line number, code) of every Python block of one page."""
+    text = page.read_text(encoding="utf-8")
     return [(text.count("\n", 0, m.start()) + 2, m.group(1)) for m in BLOCK_RE.finditer(text)]
 
 
-def run_block(code: str, line: int) -> dict[str, Any]:
+def all_blocks() -> list[tuple[Path, int, str]]:
+    """(page, line number, code) of every Python block of the README and the docs pages."""
+    return [(page, line, code) for page in PAGES for line, code in blocks(page)]
+
+
+def section(title: str) -> tuple[Path, str]:
+    """The page holding the heading `title` (at any level) and the section's text under it.
+
+    The section runs to the next heading of the same or a higher level; lines inside code
+    fences are never headings.
+    """
+    found: list[tuple[Path, str]] = []
+    for page in PAGES:
+        lines = page.read_text(encoding="utf-8").split("\n")
+        fenced, start, level = False, None, 0
+        for n, line in enumerate(lines):
+            if line.startswith("```"):
+                fenced = not fenced
+                continue
+            match = None if fenced else HEADING_RE.match(line)
+            if match is None:
+                continue
+            if start is not None and len(match.group(1)) <= level:
+                found.append((page, "\n".join(lines[start:n])))
+                start = None
+            if match.group(2) == title:
+                start, level = n + 1, len(match.group(1))
+        if start is not None:
+            found.append((page, "\n".join(lines[start:])))
+    assert len(found) == 1, f"{title!r} should head exactly one section: {found}"
+    return found[0]
+
+
+def run_block(code: str, line: int, page: Path = README) -> dict[str, Any]:
     """Run one block as a module of its own (dataclasses look their module up)."""
-    module = types.ModuleType(f"readme_line{line}")
+    module = types.ModuleType(re.sub(r"\W", "_", f"{page.stem}_line{line}"))
     sys.modules[module.__name__] = module
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # create_react_agent's deprecation notice
-            exec(compile(code, f"{README}:{line}", "exec"), module.__dict__)
+            exec(compile(code, f"{page}:{line}", "exec"), module.__dict__)
     finally:
         del sys.modules[module.__name__]
     return module.__dict__
@@ -49,9 +87,19 @@ def clone_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize(("line", "code"), blocks(), ids=[f"line{n}" for n, _ in blocks()])
-def test_every_readme_block_runs_as_written(clone_root: Path, line: int, code: str) -> None:
-    run_block(code, line)
+def test_the_readme_and_the_docs_pages_have_python_blocks() -> None:
+    pages = {page.relative_to(ROOT).as_posix() for page, _, _ in all_blocks()}
+    assert {"README.md", "docs/integration.md", "docs/strategies.md"} <= pages
+    assert len(all_blocks()) >= 10
+
+
+@pytest.mark.parametrize(
+    ("page", "line", "code"),
+    all_blocks(),
+    ids=[f"{page.relative_to(ROOT).as_posix()}:line{n}" for page, n, _ in all_blocks()],
+)
+def test_every_block_runs_as_written(clone_root: Path, page: Path, line: int, code: str) -> None:
+    run_block(code, line, page)
 
 
 def test_the_first_block_runs_offline_and_shows_the_report(
@@ -76,11 +124,11 @@ def test_the_first_block_runs_offline_and_shows_the_report(
 def test_integration_blocks_count_tools_and_report_on_every_ai_message(
     clone_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    graphs = [(n, c) for n, c in blocks() if "memory.node(tools=tools)" in c]
+    graphs = [(p, n, c) for p, n, c in all_blocks() if "memory.node(tools=tools)" in c]
     assert len(graphs) == 2  # the hand-built StateGraph and create_react_agent
-    for line, code in graphs:
+    for page, line, code in graphs:
         assert "after_turn_node()" in code
-        namespace = run_block(code, line)
+        namespace = run_block(code, line, page)
         model = namespace["model"]
         # The tool schemas reached the model and were counted in every report.
         assert all(tools for tools in model.prompt_tools)
@@ -95,10 +143,9 @@ def test_integration_blocks_count_tools_and_report_on_every_ai_message(
 
 
 def test_readme_user_strategy_runs_as_written() -> None:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("### Strategies", 1)[1]
-    code = BLOCK_RE.findall(section)[0]
-    namespace = run_block(code, 0)
+    page, text = section("Strategies")
+    code = BLOCK_RE.findall(text)[0]
+    namespace = run_block(code, 0, page)
     memory = namespace["memory"]
     first = memory.manager.strategies[0]
     assert type(first).__name__ == "KeepLastResults" and first.tool == "grep"
@@ -121,11 +168,10 @@ def test_readme_user_strategy_runs_as_written() -> None:
 
 
 def test_readme_middleware_order_runs_as_written() -> None:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Using it with other middleware", 1)[1]
-    code = re.findall(r"```python\n(.*?)```", section, flags=re.S)[0]
+    page, text = section("Using it with other middleware")
+    code = BLOCK_RE.findall(text)[0]
     namespace: dict[str, Any] = {}
-    exec(compile(code, "README.md", "exec"), namespace)
+    exec(compile(code, str(page), "exec"), namespace)
     memory, agent, model, small = (namespace[k] for k in ("memory", "agent", "model", "small"))
     assert memory.window_for(small) == 16_000
     result = agent.invoke({"messages": [HumanMessage("hi")]})
@@ -138,13 +184,12 @@ def test_readme_middleware_order_runs_as_written() -> None:
 def test_readme_ui_history_block_prints_what_the_readme_says(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("### Showing the conversation in a UI", 1)[1].split("\n## ", 1)[0]
-    code = BLOCK_RE.findall(section)[0]
-    namespace = run_block(code, 0)
+    page, text = section("Showing the conversation in a UI")
+    code = BLOCK_RE.findall(text)[0]
+    namespace = run_block(code, 0, page)
     printed = capsys.readouterr().out
     assert "4 messages in the state, 12 in the full history" in printed
-    assert "4 messages in the state, 12 in the full history" in section
+    assert "4 messages in the state, 12 in the full history" in text
     shown = [m.text for m in namespace["older"] + namespace["newest"]]
     assert [s.split(":")[0].rstrip("?") for s in shown] == [
         f"{kind} {n}" for n in range(2, 6) for kind in ("Question", "Answer")

@@ -175,6 +175,9 @@ class ContextCostReport:
     """Messages in the history handed to the build."""
     messages_out: int = 0
     """Messages in the prompt sent."""
+    trigger: int | None = None
+    """The prompt size above which this build would edit: the budget's trigger, or earlier
+    where a shorter cycle costs less (`ContextBudget.cache_price`)."""
     decisions: list[Decision] = field(default_factory=list)
     """Steps taken, in order."""
     calibration_ratio: float = 1.0

@@ -67,12 +67,15 @@ class PromptView(ViewEdits):
         repaired = self._repair_view()
         self.reconcile()
         self.tokens = self.count_full()
+        # As the build found the prompt: the goals stay put while its strategies edit.
+        self._fixed_tokens = self._fixed_part() if self.budget.targets_above_fixed else 0
         self._learn_growth(messages_in)
         self.report = ContextCostReport(
             limit=self.budget.limit,
             tokens=self.tokens,
             tokens_in=self.tokens,
             messages_in=messages_in,
+            trigger=self.trigger,
         )
         if repaired is not None or self.repairs:
             actions, ids = repaired or ([], [])
@@ -114,18 +117,24 @@ class PromptView(ViewEdits):
         return min(self.goal, self._share_goal(self.budget.summary_target))
 
     def _share_goal(self, share: float) -> int:
+        """Tokens for a share of the budget (see `ContextBudget.targets_above_fixed`).
+
+        Never above the budget's trigger: a build that stopped over it would leave the next
+        build on the same state something to edit.
+        """
         if not self.budget.targets_above_fixed:
             return int(self.budget.limit * share)
-        fixed = self.memo.get("fixed_tokens")
-        if fixed is None:  # as the build found the prompt: goals stay put while it edits
-            task = self.pin
-            if task is None and self.history and is_user_input(self.history[0]):
-                task = 0  # the task opens the window; a shrink would pin it
-            pinned = self.cost(self.history[task]) if task is not None else 0
-            head = self.cost(self.system_message()) + self.cost(self.summary_message())
-            fixed = self.memo["fixed_tokens"] = head + pinned + self.tool_tokens
-        room = max(0, self.budget.limit - fixed)
-        return min(self.budget.limit, int(fixed + room * share))
+        room = max(0, self.budget.limit - self._fixed_tokens)
+        return min(self.budget.trigger_tokens, int(self._fixed_tokens + room * share))
+
+    def _fixed_part(self) -> int:
+        """Tokens of the base system prompt, tool schemas, summary and task in the window."""
+        task = self.pin
+        if task is None and self.start == 0 and self.history and is_user_input(self.history[0]):
+            task = 0  # the task opens the window; a shrink would pin it
+        pinned = self.cost(self.history[task]) if task is not None else 0
+        head = self.cost(self.system_message()) + self.cost(self.summary_message())
+        return head + pinned + self.tool_tokens
 
     def over_trigger(self) -> bool:
         """Whether edits are due: the prompt passed the trigger in this build.

@@ -20,6 +20,7 @@ from langgraph.warnings import LangGraphDeprecatedSinceV10
 
 from langgraph_ctx import ApproximateCounter, ContextMemory, ContextReactState, TiktokenCounter
 from langgraph_ctx.memory import REPORT_KEY
+from tests.conftest import summary_first_strategies
 from tests.integration._agents import drive, hand_built, synthetic_script
 
 SCALE = 1.3
@@ -192,12 +193,17 @@ def test_a_ratio_learned_on_small_prompts_is_taken_back_at_the_first_overflow() 
         for i in range(8)
     ]
     model = scripted(*steps, usage_counter=usage, provider_limit=window - 256)
+    # Prune, compact, then summarize (the list before excerpts): as in that run, a large
+    # output the under-count hides goes to the server whole. The defaults show an output over
+    # a tenth of the limit as its excerpt when it arrives, so no prompt nears the window and
+    # no overflow ever tests the ratio.
     memory = ContextMemory(
         model=model,
         token_counter=counter,
         context_window_tokens=window,
         reserved_output_tokens=256,
         expose_recall=False,
+        strategies=summary_first_strategies(),
     )
     agent = create_agent(
         model, [read_file], middleware=[memory.middleware()], checkpointer=InMemorySaver()

@@ -29,7 +29,7 @@ from langgraph_ctx.ledger import covered_ids
 from langgraph_ctx.memory import REPORT_KEY, all_dump_refs
 from langgraph_ctx.report import ContextBudget
 from langgraph_ctx.state import ContextReactState
-from tests.conftest import load_trajectories, make_strategies
+from tests.conftest import load_trajectories, make_strategies, summary_first_strategies
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
     Script,
@@ -183,8 +183,13 @@ def test_remove_summarized_keeps_the_full_history(checkpointer: Any, shape: str)
     In one long turn the task stays pinned while the blocks after it are summarized away.
     """
     script = synthetic_script(turns=8) if shape == "turns" else long_turn_script(10)
+    # Prune, compact, then summarize (the list before excerpts and shortened turns): the
+    # short run reaches the summaries whose messages leave the state.
     memory = ContextMemory(
-        context_window_tokens=5_000, remove_summarized=True, archive=InMemoryStore()
+        context_window_tokens=5_000,
+        remove_summarized=True,
+        archive=InMemoryStore(),
+        strategies=summary_first_strategies(),
     )
     model = script.model()
     agent = create_agent(
@@ -210,7 +215,10 @@ def test_remove_summarized_keeps_the_full_history(checkpointer: Any, shape: str)
 
     # The same with the nodes of a hand-built graph (the state also holds the system prompt).
     memory = ContextMemory(
-        context_window_tokens=5_000, remove_summarized=True, archive=InMemoryStore()
+        context_window_tokens=5_000,
+        remove_summarized=True,
+        archive=InMemoryStore(),
+        strategies=summary_first_strategies(),
     )
     model = script.model()
     graph = hand_built(memory, model, script.tools()).compile(checkpointer=checkpointer)
@@ -225,8 +233,12 @@ def test_remove_summarized_keeps_the_full_history(checkpointer: Any, shape: str)
 
 def test_create_agent_retries_once_on_provider_overflow(checkpointer: Any) -> None:
     """The provider counts 25% more than we do: its rejections are retried on a 30% smaller
-    window, and a provider that still rejects raises `ContextWindowExceededError`."""
-    script = synthetic_script(turns=8, recall=False)
+    window, and a provider that still rejects raises `ContextWindowExceededError`.
+
+    Sixteen turns: with the defaults (excerpts, shortened turns, edits started early by the
+    cache price) the prompt of a shorter run never nears the window, so nothing overflows.
+    """
+    script = synthetic_script(turns=16, recall=False)
     window = 6_000
     memory = ContextMemory(
         context_window_tokens=window, hint_threshold=1.0, archive=InMemoryStore()
@@ -291,7 +303,9 @@ def react_agent(memory: ContextMemory, model: Any, tools: list[Any], **kwargs: A
 
 
 def test_create_react_agent_pre_model_hook(mode: str) -> None:
-    script = synthetic_script(turns=6, recall=False)
+    # Fourteen turns: excerpts and shortened turns hold a shorter run without a summary, and
+    # the hook should also hand the model a prompt the window summarized.
+    script = synthetic_script(turns=14, recall=False)
     memory = ContextMemory(context_window_tokens=5_000, archive=InMemoryStore())
     model = script.model()
     tools = script.tools()
@@ -349,8 +363,8 @@ def test_create_react_agent_post_model_hook_with_rebuild() -> None:
 
 
 async def test_hand_built_graph(checkpointer_backend: CheckpointerBackend, mode: str) -> None:
-    script = synthetic_script(turns=8)
-    # Compaction alone cannot hold 8 turns.
+    script = synthetic_script(turns=12)
+    # Excerpts and shortened turns alone cannot hold 12 turns (they can 8): a summary comes.
     memory = ContextMemory(context_window_tokens=4_500, archive=InMemoryStore())
     model = script.model()  # no usage reported: no hint rebuild (tested in test_persistence)
     tools = [*script.tools(), memory.recall_tool()]
@@ -405,7 +419,7 @@ def test_subgraphs_keep_their_own_ledgers(checkpointer: Any) -> None:
     from langgraph.store.memory import InMemoryStore
 
     store = InMemoryStore()
-    turns = 8
+    turns = 16  # with excerpts and shortened turns, the lanes need this many to summarize
     scripts = {
         name: synthetic_script(turns=turns, seed=seed, recall=False, prefix=f"{name}-")
         for seed, name in enumerate(("coder", "tester"), start=1)

@@ -174,13 +174,18 @@ def test_long_agent_run_fits_and_the_estimate_converges(
         f"{sum(errors[5:]) / len(errors[5:]):.3f}"
     )
     # Converged: after five calls the estimate is within 5% of the server's count on
-    # average and on most calls. A 4k window holds one or two tool outputs, so a prompt is
-    # about one file's text, and files differ in how they tokenize: no single call is far off.
+    # average and on most calls, and no call is far under it (the side that overflows).
     later = sorted(errors[5:])
     assert sum(later) / len(later) <= 0.05, errors
     assert later[len(later) // 2] <= 0.03, errors
     assert sum(e <= 0.05 for e in later) >= 0.8 * len(later), errors
-    assert later[-1] <= 0.15, errors
+    assert all(r["tokens"] >= 0.85 * r["reported_tokens"] for r in reports[5:]), errors
+    # Over it by more only for a call or two after the history was summarized or rebuilt:
+    # with excerpts a 4k window holds many short messages, and this server's chat template
+    # frames each with about a dozen tokens more than the counter assumes, which the ratio
+    # learns; a prompt of a few long messages then counts high (the safe side) until the
+    # next reports correct the ratio.
+    assert later[-1] <= 0.3, errors
     assert max(server.prompt_tokens) > N_CTX * 0.5  # the run did press on the window
 
 

@@ -1,4 +1,4 @@
-"""Long threads with the defaults: a 100,000-message thread keeps working, and every message a
+"""Long threads: a 100,000-message thread keeps working with the defaults, and every message a
 summary replaced is recallable by the agent through a reference its prompt shows."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from langgraph_ctx import ContextMemory
 from langgraph_ctx._dumps import parse_dump_index
 from langgraph_ctx.memory import REPORT_KEY, all_dump_refs
 from langgraph_ctx.messages import text_of, validate_messages
+from tests.conftest import summary_first_strategies
 from tests.fakes import ScriptedChatModel
 
 REF_RE = re.compile(r'recall\(ref="(lgctx:[^"]+)"\)')
@@ -62,8 +63,11 @@ def test_a_thread_of_100000_messages_keeps_working_with_the_defaults() -> None:
 
 def test_the_agent_recalls_summarized_messages_through_the_references_it_sees() -> None:
     """A real agent: after summaries removed the early turns, the model calls `recall` with a
-    reference named in its prompt's summary message, and reads back an early tool output."""
-    memory = ContextMemory(context_window_tokens=3_000)
+    reference named in its prompt's summary message, and reads back an early tool output.
+
+    Prune, compact, then summarize (the list before excerpts and shortened turns): the run
+    reaches several summaries (with the defaults' excerpts, twelve reads reach one)."""
+    memory = ContextMemory(context_window_tokens=3_000, strategies=summary_first_strategies())
     outputs = {n: f"secret-{n}: " + "data " * 300 for n in range(12)}
 
     @tool

@@ -24,7 +24,7 @@ from langgraph_ctx.archive import encode_message
 from langgraph_ctx.messages import get_tag, validate_messages
 from langgraph_ctx.rebuild import HINT_NOTE
 from langgraph_ctx.report import ContextBudget
-from tests.conftest import make_strategies
+from tests.conftest import make_strategies, summary_first_strategies
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
     Script,
@@ -77,7 +77,13 @@ def test_restart_between_turns_continues_the_ledger(
     # The reference: one uninterrupted run on its own storage.
     from langgraph.checkpoint.memory import InMemorySaver
 
-    ref_memory = ContextMemory(context_window_tokens=5_000, archive=tmp_path / "ref-archive")
+    # Prune, compact, then summarize (the list before excerpts and shortened turns): the run
+    # reaches every kind of ledger entry (with the defaults the hint rebuild comes first).
+    ref_memory = ContextMemory(
+        context_window_tokens=5_000,
+        archive=tmp_path / "ref-archive",
+        strategies=summary_first_strategies(),
+    )
     ref_model = script.model(usage_counter=ref_memory.manager.token_counter)
     ref_agent = agent_for(ref_memory, ref_model, script, InMemorySaver())
     drive(ref_agent, script.inputs, config)
@@ -88,7 +94,11 @@ def test_restart_between_turns_continues_the_ledger(
     prompts: list[list[BaseMessage]] = []
     seen = Seen()
     for human in script.inputs:
-        memory = ContextMemory(context_window_tokens=5_000, archive=tmp_path / "archive")
+        memory = ContextMemory(
+            context_window_tokens=5_000,
+            archive=tmp_path / "archive",
+            strategies=summary_first_strategies(),
+        )
         model = script.model(skip=len(prompts), usage_counter=memory.manager.token_counter)
         with checkpointer_backend.open() as saver:
             agent = agent_for(memory, model, script, saver)
@@ -157,9 +167,12 @@ def test_update_state_removals_keep_the_ledger_consistent(checkpointer: Any) -> 
     # The ledger names only what the prompt shows, so the edits must leave pruned and
     # compacted outputs in view: marks 0.95/0.7, a cut to 70% that pruning the first turn
     # cannot reach alone and compacting one more output does, with no window move.
+    # Prune, compact, then summarize (the list before excerpts and shortened turns): pruned
+    # outputs are what the user deletes.
     memory = ContextMemory(
         budget=ContextBudget(context_window_tokens=5_000, trigger=0.95, target=0.7),
         archive=InMemoryStore(),
+        strategies=summary_first_strategies(),
     )
     model = script.model()
     agent = agent_for(memory, model, script, checkpointer)
@@ -204,9 +217,12 @@ def test_fork_from_an_earlier_checkpoint_stays_consistent(checkpointer: Any) -> 
     script = synthetic_script(turns=8, recall=False)
     # Marks 0.95/0.6: the final window still shows compacted outputs next to the summary
     # (5,000 tokens for the messages, about 100 for the replay tools' typed schemas).
+    # Prune, compact, then summarize (the list before excerpts and shortened turns): the
+    # short run reaches a summary.
     memory = ContextMemory(
         budget=ContextBudget(context_window_tokens=5_100, trigger=0.95, target=0.6),
         archive=InMemoryStore(),
+        strategies=summary_first_strategies(),
     )
     agent = agent_for(memory, script.model(), script, checkpointer)
     config = thread()
@@ -317,7 +333,9 @@ def strict_msgpack_child(backend: str, target: str | None) -> None:
         from langgraph.checkpoint.memory import InMemorySaver
 
         storage = CheckpointerBackend("memory", _memory=InMemorySaver())
-    script = synthetic_script(turns=8)
+    # Fourteen turns: the defaults (excerpts, shortened turns) hold a shorter run without a
+    # summary, and the summary's part of the ledger should make the round trip too.
+    script = synthetic_script(turns=14)
     memory = ContextMemory(context_window_tokens=5_000, archive=InMemoryStore())
     config = thread()
     with storage.open() as saver:

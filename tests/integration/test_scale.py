@@ -27,6 +27,7 @@ from langgraph_ctx.archive import encode_message
 from langgraph_ctx.errors import ArchiveError
 from langgraph_ctx.memory import all_dump_refs
 from langgraph_ctx.messages import validate_messages
+from tests.conftest import summary_first_strategies
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
     Script,
@@ -70,10 +71,13 @@ def build(job: Job, model: ScriptedChatModel, saver: Any, store: Any) -> tuple[A
         memory = ContextMemory(context_window_tokens=14_000, archive=store)
         tools = [*script.tools(), memory.recall_tool()]
         return hand_built(memory, model, tools).compile(checkpointer=saver), memory
+    # The agent variants are there for rebuilds and removals: the summary-first list reaches
+    # them in a short script (the defaults' excerpts keep these prompts under the hint's bar).
     memory = ContextMemory(
         context_window_tokens=5_000,
         archive=store,
         remove_summarized=job.variant == "agent+remove",
+        strategies=summary_first_strategies(),
     )
     agent = create_agent(
         model,

@@ -35,7 +35,7 @@ from langgraph_sdk import get_client, get_sync_client
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.client import afull_history, full_history, state_messages
 from langgraph_ctx.errors import ArchiveAccessError, ConfigError
-from tests.test_readme import README
+from tests.test_readme import section
 
 pytestmark = pytest.mark.slow
 
@@ -221,13 +221,13 @@ async def test_a_ui_reads_the_full_history_of_a_thread_a_rebuild_emptied(server:
     log = server.log()
     assert not any(marker in log for marker in BLOCKING_MARKERS), log[-4000:]
     # The README's server block, as written but for the URL and the thread.
-    section = README.read_text(encoding="utf-8").split("### Showing the conversation in a UI")[1]
-    code = re.findall(r"```py\n(.*?)```", section, flags=re.S)[0]
+    page, text = section("Showing the conversation in a UI")
+    code = re.findall(r"```py\n(.*?)```", text, flags=re.S)[0]
     code = code.replace('"http://127.0.0.1:2024"', repr(server.url))
     code = re.sub(r"(?m)^thread_id = .*$", f"thread_id = {thread_id!r}", code)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {})
+        exec(compile(code, str(page), "exec"), {})
     lines = out.getvalue().splitlines()
     assert len(lines) == len(expected) and lines[0] == "human: read part 1", lines
 

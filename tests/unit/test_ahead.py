@@ -21,10 +21,11 @@ from langgraph_ctx.archive import Archive, StoreBackend
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.pipeline import BuildResult
+from langgraph_ctx.report import ContextBudget
 from langgraph_ctx.strategies import SlidingWindow, default_strategies
 from langgraph_ctx.summarize import Summarizer
 from langgraph_ctx.tokens import get_counter
-from tests.conftest import call
+from tests.conftest import call, summary_first_strategies
 
 DELAY = 0.4
 
@@ -65,15 +66,29 @@ class SlowSummarizer(BaseChatModel):
         return self._answer(messages)
 
 
+def _old_budget(window: int) -> ContextBudget:
+    """The budget before targets above the fixed part and the cache-priced trigger: edits
+    start at the trigger itself, and the cuts are shares of the whole limit."""
+    return ContextBudget(
+        context_window_tokens=window,
+        target=0.25,
+        summary_target=0.1,
+        targets_above_fixed=False,
+        cache_price=None,
+    )
+
+
 def _manager(
     model: SlowSummarizer, *, thread: str = "t", prepare: bool = True, **options: Any
 ) -> ContextManager:
     # One token per message: a 40-message window, trigger at 36, preparing from 34 (or
-    # three calls of growth before the trigger).
+    # three calls of growth before the trigger). Prune, compact, then summarize (the list
+    # before excerpts and shortened turns) with the trigger where the budget puts it: every
+    # cut these tests wait for is a summary, at a place they can count to.
     return ContextManager(
-        context_window_tokens=40,
+        budget=_old_budget(40),
         token_counter=len,
-        strategies=default_strategies(),
+        strategies=summary_first_strategies(),
         archive=Archive(StoreBackend(InMemoryStore()), thread_id=thread),
         summarizer=Summarizer(model=model),
         prepare_summaries=prepare,
@@ -313,9 +328,9 @@ async def test_redaction_and_the_dump_apply_to_the_prepared_summary(mode: str) -
 def _tokens_manager(model: SlowSummarizer) -> ContextManager:
     """Real token counts (gpt-4o), so compaction brings a large output back under the trigger."""
     return ContextManager(
-        context_window_tokens=3_000,
+        budget=_old_budget(3_000),
         token_counter=get_counter("gpt-4o"),
-        strategies=default_strategies(),
+        strategies=summary_first_strategies(),
         archive=Archive(StoreBackend(InMemoryStore()), thread_id="t"),
         summarizer=Summarizer(model=model),
         prepare_summaries=True,

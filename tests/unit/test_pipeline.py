@@ -1045,3 +1045,119 @@ def test_default_compaction_compacts_a_large_output_as_it_arrives() -> None:
     assert result.report.kinds() == ["compact"]
     again = cm.build(messages, state=result.state)  # the compacted form stays: cache kept
     assert dump(again.messages) == dump(result.messages) and again.report.decisions == []
+
+
+def test_a_build_that_dropped_the_task_keeps_its_goal_and_its_rerun_changes_nothing() -> None:
+    # Found by the property tests: the fixed part of the prompt (which the targets count from)
+    # counted a task the window no longer showed, so the goal rose over the trigger, the build
+    # stopped above it and building again on its state cut more.
+    from tests.strategies import Setup
+
+    LISTING = (
+        "   0 def handler(event, context):\n"
+        "   1     return {'statusCode': 200, 'body': json.dumps(result)}\n"
+        "   2 ERROR tests/test_api.py::test_login - AssertionError: 401 != 200\n"
+        "   3 drwxr-xr-x  5 dev dev  4096"
+    )
+
+    messages: list[BaseMessage] = [
+        SystemMessage(content="0", additional_kwargs={}, response_metadata={}, id="sys-0"),
+        HumanMessage(
+            content=[
+                {"type": "image_url", "image_url": {"url": "https://example.com/0.png"}},
+                {"type": "image_url", "image_url": {"url": "https://example.com/0.png"}},
+            ],
+            additional_kwargs={},
+            response_metadata={},
+            id="human-1",
+        ),
+        SystemMessage(
+            content="[tool: bash] exit 0", additional_kwargs={}, response_metadata={}, id="inside-0"
+        ),
+        AIMessage(
+            content="",
+            additional_kwargs={},
+            response_metadata={},
+            id="ai-3",
+            tool_calls=[{"name": "read_file", "args": {}, "id": "call-2", "type": "tool_call"}],
+            invalid_tool_calls=[],
+        ),
+        ToolMessage(
+            content=LISTING,
+            name="read_file",
+            id="tool-4",
+            tool_call_id="call-2",
+        ),
+        AIMessage(
+            content="",
+            additional_kwargs={},
+            response_metadata={},
+            id="ai-7",
+            tool_calls=[
+                {"name": "read_file", "args": {}, "id": "call-5", "type": "tool_call"},
+                {"name": "read_file", "args": {}, "id": "call-6", "type": "tool_call"},
+            ],
+            invalid_tool_calls=[],
+        ),
+        ToolMessage(
+            content=[{"type": "image_url", "image_url": {"url": "https://example.com/0.png"}}],
+            name="read_file",
+            id="tool-8",
+            tool_call_id="call-5",
+        ),
+        ToolMessage(
+            content="", name="read_file", id="tool-9", tool_call_id="call-6", status="error"
+        ),
+        HumanMessage(content="0", additional_kwargs={}, response_metadata={}, id="human-10"),
+        AIMessage(
+            content="",
+            additional_kwargs={},
+            response_metadata={},
+            id="ai-13",
+            tool_calls=[
+                {"name": "read_file", "args": {}, "id": "call-11", "type": "tool_call"},
+                {"name": "read_file", "args": {}, "id": "call-12", "type": "tool_call"},
+            ],
+            invalid_tool_calls=[],
+        ),
+        ToolMessage(
+            content=LISTING,
+            name="read_file",
+            id="tool-14",
+            tool_call_id="call-11",
+        ),
+        ToolMessage(
+            content=LISTING,
+            name="read_file",
+            id="tool-15",
+            tool_call_id="call-12",
+        ),
+        HumanMessage(
+            content=[{"type": "image_url", "image_url": {"url": "https://example.com/0.png"}}],
+            additional_kwargs={},
+            response_metadata={},
+            id="human-16",
+        ),
+    ]
+    setup = Setup(
+        counter="tiktoken",
+        window=1156,
+        reserved=115,
+        auto_compact=False,
+        compaction=False,
+        placement="separate",
+        tools=False,
+        memory=(),
+        protect_turns=0,
+        prune_errors=False,
+        dynamic=True,
+        injections=(),
+        n_tools=1,
+    )
+    cm = setup.manager(InMemoryStore())
+    result = setup.build(cm, messages)
+    assert result.report.trigger is not None
+    assert result.report.tokens <= result.report.trigger
+    rerun = setup.build(cm, messages, result.state)
+    assert dump(rerun.messages) == dump(result.messages)
+    assert rerun.report.edits() == []
