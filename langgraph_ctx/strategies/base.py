@@ -62,6 +62,27 @@ _SCALAR_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
+def archive_or_skip(
+    view: PromptView, picked: Sequence[int], what: str
+) -> Plan[dict[str, str] | None]:
+    """Write the messages at history `picked` to the archive before an edit hides them.
+
+    Returns their references by message id; None when the write failed, which is then a
+    `skip` decision naming `what` and the cause (nothing is hidden without its archive copy).
+    """
+    archive = view.resources.archive_messages
+    ids = [view.history[i].id or "" for i in picked]
+    if archive is None:
+        return None
+    try:
+        refs: dict[str, str] = yield from archive([view.history[i] for i in picked])
+    except Exception as exc:
+        reason = f"{what}: archive write failed: {type(exc).__name__}: {exc}"
+        view.record("skip", view.tokens, message_ids=ids, detail={"reason": reason})
+        return None
+    return refs
+
+
 def check_field_types(config: Any) -> None:
     """Refuse a strategy field whose value is not of its declared scalar type.
 

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-from langchain_core.messages import AIMessage, BaseMessage
 
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages.content import is_error_result, is_tool_output, text_of
 from langgraph_ctx.prompt.excerpt import LaterUse, excerpt_lines
 from langgraph_ctx.prompt.render import tool_of
-from langgraph_ctx.strategies.base import check_field_types
+from langgraph_ctx.strategies.base import archive_or_skip, check_field_types
 
 if TYPE_CHECKING:
     from langgraph_ctx.prompt.view import PromptView
@@ -61,13 +58,6 @@ class Compaction:
     it was working with; the rest is one `recall` away."""
     excerpt_chars: int = 1_500
     """At most this many characters of used lines in an excerpt."""
-    settle_after: int | None = None
-    """With `excerpt`: an output is shown as its excerpt once this many model turns came after
-    it, whatever the prompt's size (None: only over the trigger). The model read it whole and
-    acted on it; the lines it used stay. Such edits sit at the end of the prompt, so the cached
-    prefix before them stays as it was."""
-    settle_min_tokens: int = 200
-    """Outputs under this many tokens are left whole by `settle_after`."""
     keep_share: float = 0.0
     """Besides the newest `keep_last`, the newest outputs within this share of the limit stay
     whole (the outputs of the newest tool-call batch always do)."""
@@ -94,40 +84,32 @@ class Compaction:
 
     def apply(self, view: PromptView) -> Plan[None]:
         """Compact until at or under the target."""
-        archive = view.resources.archive_messages
-        if archive is None:
+        if view.resources.archive_messages is None:
             return
         arriving = self._pick_arriving(view)
-        if arriving and not (yield from self._compact(view, archive, arriving, {"arrival": True})):
-            return
-        settled = self._pick_settled(view)
-        if settled and not (yield from self._compact(view, archive, settled, {"settled": True})):
+        if arriving and not (yield from self._compact(view, arriving, {"arrival": True})):
             return
         if not view.over_trigger() or view.tokens <= view.goal:
             return
         picked = self._pick(view)
-        if picked and not (yield from self._compact(view, archive, picked, {})):
+        if picked and not (yield from self._compact(view, picked, {})):
             return
         oversized = self._pick_oversized(view)
         if oversized:
-            yield from self._compact(view, archive, oversized, {"oversized": True})
+            yield from self._compact(view, oversized, {"oversized": True})
 
     def _compact(
         self,
         view: PromptView,
-        archive: Callable[[list[BaseMessage]], Plan[dict[str, str]]],
         picked: list[int],
         detail: dict[str, Any],
     ) -> Plan[bool]:
         """Archive and compact the outputs at `picked`; False when the archive write failed."""
         before = view.tokens
-        ids = [view.history[i].id or "" for i in picked]
-        try:
-            refs = yield from archive([view.history[i] for i in picked])
-        except Exception as exc:  # nothing is compacted without its archive copy
-            reason = f"compaction: archive write failed: {type(exc).__name__}: {exc}"
-            view.record("skip", before, message_ids=ids, detail={"reason": reason})
+        refs = yield from archive_or_skip(view, picked, "compaction")
+        if refs is None:
             return False
+        ids = [view.history[i].id or "" for i in picked]
         for i in picked:
             ref = refs[view.history[i].id or ""]
             view.compact(i, ref, preview_chars=self.preview_chars, lines=self._lines(view, i))
@@ -159,33 +141,6 @@ class Compaction:
             and view.cost(view.history[i]) > bound
             and self._compacted_cost(view, i) < view.cost(view.history[i])
         ]
-
-    def _pick_settled(self, view: PromptView) -> list[int]:
-        """Outputs that `settle_after` model turns have answered, whatever the prompt's size.
-
-        The newest outputs within `keep_share` of the limit stay whole.
-        """
-        if self.settle_after is None or not self.excerpt:
-            return []
-        positions = [i for i in view.window_indices() if is_tool_output(view.history[i])]
-        kept = self._newest(view, positions)
-        picked: list[int] = []
-        turns_after = 0
-        for i in reversed(view.window_indices()):
-            msg = view.history[i]
-            if isinstance(msg, AIMessage):
-                turns_after += 1
-                continue
-            if (
-                turns_after >= self.settle_after
-                and i not in kept
-                and self._eligible(view, i)
-                and len(text_of(msg)) >= self.min_chars
-                and view.cost(msg) >= self.settle_min_tokens
-                and view.cost(msg) - self._compacted_cost(view, i) >= self.settle_min_tokens // 2
-            ):
-                picked.append(i)
-        return sorted(picked)
 
     def _lines(self, view: PromptView, i: int) -> list[int] | None:
         """The excerpt's lines of the output at history `i` (None: the character preview)."""

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages.content import text_of
-from langgraph_ctx.strategies.base import check_field_types
+from langgraph_ctx.strategies.base import archive_or_skip, check_field_types
 
 if TYPE_CHECKING:
     from langgraph_ctx.prompt.view import PromptView
@@ -65,19 +65,13 @@ class ShortenTurns:
         if not picked:
             return
         before = view.tokens
-        ids = [view.history[i].id or "" for i in picked]
-        try:
-            refs = yield from archive([view.history[i] for i in picked])
-        except Exception as exc:  # nothing is shortened without its archive copy
-            reason = f"shorten turns: archive write failed: {type(exc).__name__}: {exc}"
-            view.record("skip", before, message_ids=ids, detail={"reason": reason})
+        refs = yield from archive_or_skip(view, picked, "shorten turns")
+        if refs is None:
             return
-        for i in picked:
+        ids = [view.history[i].id or "" for i in picked]
+        for i, mid in zip(picked, ids, strict=True):
             view.shorten_turn(
-                i,
-                refs[ids[picked.index(i)]],
-                lines=self._lines(view, i),
-                max_arg_chars=self.max_arg_chars,
+                i, refs[mid], lines=self._lines(view, i), max_arg_chars=self.max_arg_chars
             )
         view.record("compact", before, message_ids=ids, detail={"model_turns": len(ids)})
 

@@ -302,3 +302,48 @@ def test_a_summarizer_reads_what_the_prompt_showed_when_asked() -> None:
     assert "auto_compact" in result.report.kinds()
     read = "\n".join(text_of(m) for call_ in model.prompts for m in call_)
     assert "[compacted tool output: bash" in read  # the excerpts, not the originals
+
+
+@pytest.mark.parametrize("window", [3_000, 8_000])
+@pytest.mark.parametrize("parallel", [1, 3])
+def test_the_default_list_keeps_every_invariant_call_by_call(window: int, parallel: int) -> None:
+    # DESIGN's invariants on the defaults (excerpts, shortened turns, quoted lines, the
+    # cache-priced trigger), replayed call by call as a graph would: each prompt fits and is
+    # valid for both providers, building again on its state gives the same bytes, and every
+    # excerpted output or shortened turn comes back byte for byte from the archive.
+    from langgraph_ctx.strategies import default_strategies
+
+    history: list[BaseMessage] = [SystemMessage("Be terse.", id="s"), HumanMessage("Fix.", id="h")]
+    for step in range(24):
+        calls = [
+            {"name": "bash", "args": {"command": f"cat m_{step}_{k}.py"}, "id": f"c{step}_{k}"}
+            for k in range(parallel)
+        ]
+        thought = f"Looking at handler_{step - 1} next.\n" + "reasoning line\n" * 10 + "done"
+        history.append(AIMessage(thought, tool_calls=calls, id=f"a{step}"))
+        for k in range(parallel):
+            size = 200 if (step + k) % 5 == 0 else 40  # now and then a large output
+            text = listing(size, {size // 2: f"  def handler_{step}(event):  # part {k}"})
+            history.append(ToolMessage(text, tool_call_id=f"c{step}_{k}", id=f"t{step}_{k}"))
+    history.append(AIMessage("All fixed.", id="final"))
+    store = archive()
+    cm = ContextManager(
+        budget=ContextBudget(context_window_tokens=window, reserved_output_tokens=window // 10),
+        strategies=default_strategies(),
+        archive=store,
+    )
+    originals = {m.id: m for m in history}
+    state: dict[str, Any] | None = None
+    kinds: set[str] = set()
+    calls = [i for i, m in enumerate(history) if isinstance(m, AIMessage) and i > 1]
+    for i in calls:
+        result = cm.build(history[:i], state=state)
+        assert result.report.ok and result.report.tokens <= result.report.limit
+        assert provider_problems(result.messages) == []
+        again = cm.build(history[:i], state=result.state)
+        assert [m.model_dump() for m in again.messages] == [m.model_dump() for m in result.messages]
+        for mid, entry in result.state["compacted"].items():
+            assert store.restore(entry["ref"]) == originals[mid]
+        kinds |= set(result.report.kinds())
+        state = result.state
+    assert "compact" in kinds, "the defaults excerpted or shortened something"
