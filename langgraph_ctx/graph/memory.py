@@ -40,7 +40,7 @@ from langgraph_ctx.prompt.report import REPORT_KEY, attach_report
 from langgraph_ctx.strategies import Strategy, default_strategies
 from langgraph_ctx.summaries.rebuild import plan_rebuild
 from langgraph_ctx.tokens.counter import TokenCounter
-from langgraph_ctx.tokens.models import CallCounters, window_for_call
+from langgraph_ctx.tokens.models import CallCounters
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -238,7 +238,7 @@ class ContextMemory(Removals, ThreadViews):
         is smaller, bounds the call. The configured model itself, or a model without a
         profile, gets the configured window.
         """
-        return window_for_call(
+        return self._call_counters.window_for(
             model, configured_model=self.model, configured=self.manager.budget.context_window_tokens
         )
 

@@ -6,16 +6,20 @@
 - `context_window_for`: the window, from an explicit number or the model's profile.
 - `shared_counter_for_model`: a model's counter, the per-process shared one for OpenAI models
   (the summarizer's default).
-- `CallCounters` and `window_for_call`: what one call of a `ContextMemory` gets when it goes
-  to another model than the configured one (a fallback, a model chosen at run time).
+- `CallCounters`: what one call of a `ContextMemory` gets (counter and window) when it goes
+  to another model than the configured one (a fallback, a model chosen at run time), read
+  off each model object once (`terms_of`).
 
 The pipeline, the summarizer, the memory, its middleware and the call guard all ask here.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
+import weakref
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from langgraph_ctx.errors import ConfigError
@@ -114,17 +118,63 @@ _OWN_COUNTER_FAMILIES = ("anthropic", "google")
 """Provider families a memory without a model counts with their own counter (`counter_for`)."""
 
 
-class CallCounters:
-    """The counter of each call of a `ContextMemory`, one per provider family and model name.
+@dataclass(frozen=True, slots=True)
+class ModelTerms:
+    """What the package reads off one chat model object, once: its family, name and window."""
 
+    family: str
+    """`provider_family(model)`."""
+    name: str
+    """`model_name_of(model)`."""
+    window: int | None
+    """The profile's `max_input_tokens` when it is a whole number > 0, else None."""
+
+
+def terms_of(model: Any) -> ModelTerms:
+    """The `ModelTerms` of `model`, read from the model itself (not cached)."""
+    profile = getattr(model, "profile", None)
+    own = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+    window = own if isinstance(own, int) and not isinstance(own, bool) and own > 0 else None
+    return ModelTerms(provider_family(model), model_name_of(model), window)
+
+
+class CallCounters:
+    """The counter and window of each call of a `ContextMemory`, resolved once per model.
+
+    A model object's terms (`terms_of`) are read the first time a call goes to it and kept
+    while the object lives (models are not hashable, so the cache is keyed by identity and
+    dropped with the object); counters are made once per provider family and model name.
     See `ContextMemory.counter_for`: a call to the configured model (or one of the same family
     and name) is counted with the configured counter; a call to another model with
-    `counter_for_model(model)`, made once per family and name and kept for the next calls.
+    `counter_for_model(model)`. See `ContextMemory.window_for` for the window.
     """
 
     def __init__(self) -> None:
         self._counters: dict[tuple[str, str], TokenCounter] = {}
-        self._counters_lock = threading.Lock()
+        self._terms: dict[int, tuple[weakref.ref[Any], ModelTerms]] = {}
+        self._lock = threading.Lock()
+
+    def terms(self, model: Any) -> ModelTerms:
+        """`terms_of(model)`, read once per model object."""
+        key = id(model)
+        with self._lock:
+            entry = self._terms.get(key)
+        if entry is not None and entry[0]() is model:
+            return entry[1]
+        terms = terms_of(model)
+        try:
+            ref = weakref.ref(model, functools.partial(self._forget, key))
+        except TypeError:  # a model that takes no weak reference (a str name): not kept
+            return terms
+        with self._lock:
+            self._terms[key] = (ref, terms)
+        return terms
+
+    def _forget(self, key: int, _ref: object = None) -> None:
+        with self._lock:
+            entry = self._terms.get(key)
+            if entry is not None and entry[0]() is None:
+                del self._terms[key]
 
     def counter_for(
         self, model: Any, *, configured_model: Any, configured: TokenCounter, explicit: bool
@@ -139,33 +189,28 @@ class CallCounters:
         """
         if model is None or model is configured_model or explicit:
             return configured
-        key = (provider_family(model), model_name_of(model))
-        if configured_model is None and key[0] not in _OWN_COUNTER_FAMILIES:
+        terms = self.terms(model)
+        key = (terms.family, terms.name)
+        if configured_model is None and terms.family not in _OWN_COUNTER_FAMILIES:
             return configured
-        if configured_model is not None and key == (
-            provider_family(configured_model),
-            model_name_of(configured_model),
-        ):
-            return configured
-        with self._counters_lock:
+        if configured_model is not None:
+            mine = self.terms(configured_model)
+            if key == (mine.family, mine.name):
+                return configured
+        with self._lock:
             counter = self._counters.get(key)
             if counter is None:
                 counter = self._counters[key] = counter_for_model(model)
         return counter
 
+    def window_for(self, model: Any, *, configured_model: Any, configured: int) -> int:
+        """The window of a call to `model` (`ContextMemory.window_for`).
 
-def window_for_call(model: Any, *, configured_model: Any, configured: int) -> int:
-    """The window of a call to `model` (`ContextMemory.window_for`).
-
-    The `configured` window, or the called model's profile `max_input_tokens` when it has one
-    and it is smaller. The configured model itself, or a model without a profile, gets the
-    configured window.
-    """
-    window = configured
-    if model is None or model is configured_model:
-        return window
-    profile = getattr(model, "profile", None)
-    own = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
-    if isinstance(own, int) and not isinstance(own, bool) and 0 < own < window:
-        return own
-    return window
+        The `configured` window, or the called model's profile `max_input_tokens` when it has
+        one and it is smaller. The configured model itself, or a model without a profile, gets
+        the configured window.
+        """
+        if model is None or model is configured_model:
+            return configured
+        own = self.terms(model).window
+        return own if own is not None and own < configured else configured
