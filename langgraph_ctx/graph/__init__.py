@@ -2,7 +2,8 @@
 
 - `memory`: `ContextMemory`, the component created once: nodes, middleware, recall tool,
   and the per-call plans the shells drive (with `views`: the thread views, `removals`:
-  `remove_summarized`, `persistence`: the graph's store and checkpointer).
+  `remove_summarized`, `persistence`: the graph's store and checkpointer, `durable`: the
+  archive kept in a durable checkpointer's own database when the graph has no store).
 - `middleware`: `ContextMiddleware` for `create_agent`, and `_guard`, the call guard that
   counts what the model actually receives.
 - `state`: the state schemas carrying the ledger next to the messages.

@@ -21,8 +21,6 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_config
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
@@ -31,7 +29,8 @@ from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive._backends import ArchiveBackend
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.graph.persistence import _backend, _config_of, _no_durable_archive, _persistence
+from langgraph_ctx.graph.durable import checkpointer_archive
+from langgraph_ctx.graph.persistence import _backend, _config_of, _persistence
 from langgraph_ctx.graph.removals import Removals
 from langgraph_ctx.graph.views import ThreadViews
 from langgraph_ctx.pipeline.manager import ContextManager
@@ -63,10 +62,12 @@ class ContextMemory(Removals, ThreadViews):
         archive: Where archived content goes: an `ArchiveBackend`, a LangGraph `BaseStore`,
             or a directory path. Default: the graph's own persistence (see `archive_for`):
             the run's store when the graph has one (`create_agent(..., store=)`,
-            `compile(store=)`, the LangGraph server's store); an in-process `InMemoryStore`
-            when the checkpoints live in memory too; and a `ConfigError` at the first call
-            when the checkpointer is durable and there is no store, since an in-process
-            archive would not outlive the checkpoints that point into it.
+            `compile(store=)`, the LangGraph server's store); else, under a durable
+            checkpointer, its own database (`SqliteSaver`, `PostgresSaver` and their async
+            twins: a LangGraph store next to the checkpoints, so a restart finds both); else
+            an in-process `InMemoryStore`, as short-lived as in-memory checkpoints. A durable
+            checkpointer of another kind, with no store, gets a `ConfigError` at the first
+            call, before anything is written.
         store: A `BaseStore` searched for memory (`<relevant_context>`); also the archive
             when `archive` is not given.
         summarizer: A `Summarizer` or chat model; None uses the deterministic summary.
@@ -134,14 +135,18 @@ class ContextMemory(Removals, ThreadViews):
 
         The backend is, in order: `ContextMemory(archive=...)`, `ContextMemory(store=...)`,
         the run's store (`runtime.store`, what `get_store()` returns inside a node; or
-        `graph.store` when a compiled `graph` is given, as the thread views do), and, when the
-        checkpointer keeps its checkpoints in this process too (none, or an `InMemorySaver`),
-        an in-process `InMemoryStore`. The user scope is read by `config_identity`.
+        `graph.store` when a compiled `graph` is given, as the thread views do), the durable
+        checkpointer's own database (`checkpointer_archive`: a `SqliteStore` on the
+        `SqliteSaver`'s file, a `PostgresStore` on the `PostgresSaver`'s connection, ...),
+        and, when the checkpointer keeps its checkpoints in this process too (none, an
+        `InMemorySaver`, SQLite's `:memory:`), an in-process `InMemoryStore`. The user scope is
+        read by `config_identity`.
 
         Raises:
-            ConfigError: The checkpointer is durable (SQLite, Postgres, ...) and there is no
-                store and no `archive=`: an in-process archive would be lost on restart while
-                the checkpoints still point into it.
+            ConfigError: The checkpointer is durable but of a kind whose database the archive
+                can not share (a custom saver), and there is no store and no `archive=`: an
+                in-process archive would be lost on restart while the checkpoints still
+                point into it.
         """
         if config is None:
             try:
@@ -162,11 +167,8 @@ class ContextMemory(Removals, ThreadViews):
         store, checkpointer = _persistence(configurable, graph)
         if store is not None:
             return store
-        if isinstance(checkpointer, BaseCheckpointSaver) and not isinstance(
-            checkpointer, InMemorySaver
-        ):
-            raise ConfigError(_no_durable_archive(checkpointer))
-        return self._local
+        durable = checkpointer_archive(checkpointer)
+        return durable if durable is not None else self._local
 
     def recall_tool(self, *, name: str = "recall", max_chars: int = 20_000) -> BaseTool:
         """The `recall` tool, reading the archive of whichever thread calls it."""

@@ -1,8 +1,8 @@
 """The graph's own persistence, as a `ContextMemory` reads it: its store, its checkpointer.
 
 The archive a thread gets defaults to the graph's persistence (`ContextMemory.archive_for`):
-the run's store, or an in-process store when the checkpoints live in this process too, and
-never an in-process archive under durable checkpoints (`_no_durable_archive`).
+the run's store; else the checkpointer's own database when it is durable (`durable`); else an
+in-process store, when the checkpoints live in this process too.
 """
 
 from __future__ import annotations
@@ -42,17 +42,6 @@ def _persistence(configurable: Mapping[str, Any], graph: Any) -> tuple[BaseStore
         store = getattr(runtime, "store", None)
         checkpointer = configurable.get(_CONFIG_KEY_CHECKPOINTER)
     return (store if isinstance(store, BaseStore) else None), checkpointer
-
-
-def _no_durable_archive(checkpointer: Any) -> str:
-    return (
-        f"the graph's checkpointer ({type(checkpointer).__name__}) outlives this process but "
-        "there is no archive that does: the graph has no store and ContextMemory got no "
-        "archive=. An in-process archive would be lost on restart while the checkpoints still "
-        "point into it. Give the graph a store (create_agent(..., store=store) or "
-        "builder.compile(checkpointer=..., store=store), e.g. a SqliteStore or PostgresStore), "
-        "or pass ContextMemory(archive='path/to/archive-dir') or ContextMemory(archive=store)"
-    )
 
 
 def _backend(archive: Any) -> ArchiveBackend | BaseStore | None:

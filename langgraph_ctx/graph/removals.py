@@ -84,9 +84,9 @@ class Removals:
             return self.remove_summarized
         backend = self._archive if self._archive is not None else self._store
         if not isinstance(backend, InMemoryStore):
-            # The graph's own store, a directory or a durable store: it outlives the process
-            # as long as the checkpoints do (`archive_for` refuses an in-process archive for
-            # durable checkpoints).
+            # The graph's own store, the checkpointer's database, a directory or a durable
+            # store: it lasts as long as the checkpoints do (`archive_for` never gives durable
+            # checkpoints an in-process archive).
             return True
         if config is None:
             try:

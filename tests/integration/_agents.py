@@ -176,6 +176,28 @@ def long_turn_script(
     return script
 
 
+def recall_script() -> Script:
+    """One long turn that compacts, then a turn where the model recalls an early output."""
+    script = long_turn_script(10)
+    script.inputs.append(HumanMessage("Show me the oldest output you compacted.", id="h-again"))
+    script.replies += [recall_step("call_recall"), AIMessage("Here it is.", id="ai-again")]
+    return script
+
+
+def compacting_memory(**options: Any) -> ContextMemory:
+    """Compaction without summaries, cut to 60%: placeholders stay in view for `recall`.
+
+    For `recall_script`; no archive and no store unless `options` give one.
+    """
+    from langgraph_ctx import Compaction
+    from langgraph_ctx.report import ContextBudget
+    from tests.conftest import make_strategies
+
+    budget = ContextBudget(context_window_tokens=14_000, trigger=0.95, target=0.6)
+    strategies = make_strategies(compaction=Compaction())
+    return ContextMemory(budget=budget, strategies=strategies, **options)
+
+
 RECALL_RE = re.compile(r'recall\(ref="([^"]+)"\)')
 
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
 from langchain.agents import create_agent
 from langchain.agents.middleware import before_model
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -24,11 +23,9 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.store.sqlite import SqliteStore
 
-from langgraph_ctx import Compaction, ContextMemory
+from langgraph_ctx import ContextMemory
 from langgraph_ctx.archive import NAMESPACE_ROOT, Archive
-from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.report import ContextBudget
-from tests.conftest import make_strategies, run
+from tests.conftest import run
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (
     Script,
@@ -36,10 +33,10 @@ from tests.integration._agents import (
     adrive,
     check_history,
     check_prompts,
+    compacting_memory,
     drive,
     hand_built,
-    long_turn_script,
-    recall_step,
+    recall_script,
     synthetic_script,
 )
 
@@ -104,20 +101,6 @@ async def test_server_config_runs_and_scopes_by_the_authenticated_user(mode: str
 # --- the archive follows the graph's persistence ---------------------------------------------
 
 
-def compacting_memory() -> ContextMemory:
-    """Compaction without summaries, cut to 60%: placeholders stay in view for `recall`."""
-    budget = ContextBudget(context_window_tokens=14_000, trigger=0.95, target=0.6)
-    return ContextMemory(budget=budget, strategies=make_strategies(compaction=Compaction()))
-
-
-def recall_script() -> Script:
-    """One long turn that compacts, then a turn where the model recalls an early output."""
-    script = long_turn_script(10)
-    script.inputs.append(HumanMessage("Show me the oldest output you compacted.", id="h-again"))
-    script.replies += [recall_step("call_recall"), AIMessage("Here it is.", id="ai-again")]
-    return script
-
-
 def recalled(seen: Seen) -> list[ToolMessage]:
     return [m for m in seen.messages.values() if isinstance(m, ToolMessage) and m.name == "recall"]
 
@@ -162,15 +145,27 @@ def test_state_graph_store_holds_the_archive() -> None:
     check_history(memory, graph, config, seen)
 
 
-def test_durable_checkpointer_without_a_store_is_refused(tmp_path: Path) -> None:
-    script = synthetic_script(turns=2, recall=False)
-    memory = ContextMemory(context_window_tokens=WINDOW)
-    with sqlite3.connect(tmp_path / "threads.sqlite", check_same_thread=False) as conn:
-        agent = agent_for(memory, script, script.model(), checkpointer=SqliteSaver(conn))
-        with pytest.raises(ConfigError, match=r"store=") as caught:
-            drive(agent, script.inputs[:1], thread())
-    text = str(caught.value)
-    assert "SqliteSaver" in text and "archive=" in text
+def test_durable_checkpointer_without_a_store_keeps_the_archive_in_its_database(
+    tmp_path: Path,
+) -> None:
+    """No store and no archive=: the archive goes into the SqliteSaver's own file (a custom
+    durable checkpointer is refused instead: tests/integration/test_durable_archive.py)."""
+    script = recall_script()
+    memory = compacting_memory()
+    db = tmp_path / "threads.sqlite"
+    config = thread()
+    conn = sqlite3.connect(db, check_same_thread=False)
+    try:
+        model = script.model()
+        agent = agent_for(memory, script, model, checkpointer=SqliteSaver(conn))
+        seen = drive(agent, script.inputs, config)
+        check_prompts(model, memory)
+        assert_recalled_an_original(seen)
+        check_history(memory, agent, config, seen)
+    finally:
+        conn.close()
+    with SqliteStore.from_conn_string(str(db)) as store:
+        assert archive_scopes(store) == {(config["configurable"]["thread_id"],)}
 
 
 def test_recall_after_a_restart_with_a_persistent_store(tmp_path: Path) -> None:
