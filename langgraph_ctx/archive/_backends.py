@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore
 
+from langgraph_ctx.checks import check_path
 from langgraph_ctx.errors import ArchiveAccessError, ArchiveCorruptError
 
 _UTF8 = "utf-8"
@@ -135,6 +136,7 @@ class DirectoryBackend:
     """
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
+        check_path("root", root, example=".langgraph_ctx/archive")
         self.root = Path(root).expanduser().absolute()
 
     def _path(self, namespace: Namespace, key: str) -> Path:

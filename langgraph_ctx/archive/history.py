@@ -24,6 +24,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.dumps import plan_all_dump_refs
+from langgraph_ctx.checks import check_bool, check_int, check_str
 from langgraph_ctx.errors import ArchiveError, ConfigError
 
 logger = logging.getLogger("langgraph_ctx.memory")  # where these warnings were always logged
@@ -63,6 +64,7 @@ def _plan_full_history(
     strict: bool,
 ) -> Plan[FullHistory]:
     """`full_history` as a plan: it reads the dumps the ledger names, then merges."""
+    check_bool("strict", strict)
     dumps: list[list[BaseMessage]] = []
     unreadable: list[tuple[str, str]] = []
     try:
@@ -308,12 +310,5 @@ def _after_last(merged: Sequence[BaseMessage], source: Sequence[BaseMessage], he
 
 
 def _check_page(limit: Any, before: Any) -> None:
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        msg = f"limit must be a positive int or None, got {type(limit).__name__} {limit!r}"
-        raise ConfigError(msg)
-    if before is not None and (not isinstance(before, str) or not before):
-        msg = (
-            f"before must be a message id (a non-empty str) or None, got "
-            f"{type(before).__name__} {before!r}"
-        )
-        raise ConfigError(msg)
+    check_int("limit", limit, minimum=1, optional=True, example=50)
+    check_str("before", before, optional=True, note="a message id")

@@ -29,7 +29,8 @@ from pydantic import BaseModel, Field
 
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive.archive import Archive
-from langgraph_ctx.errors import ArchiveError, ConfigError
+from langgraph_ctx.checks import check_int, check_str
+from langgraph_ctx.errors import ArchiveError, ConfigError, shorten
 
 __all__ = ["RecallArgs", "entry_text", "make_recall_tool", "render_recall"]
 
@@ -163,10 +164,18 @@ def make_recall_tool(
         so a bad reference comes back to the model as an error message.
 
     Raises:
-        ConfigError: `max_chars` is not positive.
+        ConfigError: `max_chars` is not a whole number >= 1, or `name` not a tool name.
     """
-    if max_chars < 1:
-        msg = f"max_chars must be >= 1, got {max_chars}; it caps the characters per recall"
+    check_int(
+        "max_chars", max_chars, minimum=1, example=20_000, note="it caps the characters per recall"
+    )
+    check_str("name", name, example="recall")
+    if not (isinstance(archive, Archive) or callable(archive)):
+        msg = (
+            f"archive must be an Archive or a function returning one, got "
+            f"{type(archive).__name__} {shorten(archive)}; pass e.g. "
+            "Archive(store, thread_id=...)"
+        )
         raise ConfigError(msg)
 
     def current() -> Archive:

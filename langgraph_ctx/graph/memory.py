@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -28,6 +29,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive._backends import ArchiveBackend
 from langgraph_ctx.archive.archive import Archive
+from langgraph_ctx.checks import check_bool, check_number, check_str
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.graph.durable import checkpointer_archive
 from langgraph_ctx.graph.persistence import _backend, _config_of, _persistence
@@ -38,13 +40,17 @@ from langgraph_ctx.pipeline.result import BuildResult
 from langgraph_ctx.prompt.report import REPORT_KEY, attach_report
 from langgraph_ctx.strategies import Strategy, default_strategies
 from langgraph_ctx.summaries.rebuild import plan_rebuild
-from langgraph_ctx.tokens.counter import TokenCounter
+from langgraph_ctx.tokens.counter import TokenCounter, check_tools
 from langgraph_ctx.tokens.models import CallCounters
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from langgraph_ctx.summaries.summarizer import Summarizer
+
+
+_MANAGER_OPTIONS = frozenset(inspect.signature(ContextManager).parameters)
+"""What `ContextMemory(**manager_options)` may pass on to `ContextManager`."""
 
 
 class ContextMemory(Removals, ThreadViews):
@@ -97,16 +103,18 @@ class ContextMemory(Removals, ThreadViews):
         expose_recall: bool = True,
         **manager_options: Any,
     ) -> None:
-        if (
-            not isinstance(hint_threshold, (int, float))
-            or isinstance(hint_threshold, bool)
-            or not 0 < hint_threshold <= 1
-        ):
+        # Every option is checked before anything is made: a bad one leaves nothing behind.
+        check_number("hint_threshold", hint_threshold, gt=0, le=1, example=0.8)
+        check_bool("remove_summarized", remove_summarized, optional=True)
+        check_bool("expose_recall", expose_recall)
+        unknown = sorted(set(manager_options) - _MANAGER_OPTIONS)
+        if unknown:
             msg = (
-                f"hint_threshold must be a number in (0, 1], got {type(hint_threshold).__name__} "
-                f"{hint_threshold!r}; pass e.g. 0.8"
+                f"unknown option(s) {unknown} for ContextMemory; it takes its own options and "
+                f"those of ContextManager: {sorted(_MANAGER_OPTIONS)}"
             )
             raise ConfigError(msg)
+        backend = _backend(archive)
         self.manager = ContextManager(
             model=model,
             context_window_tokens=context_window_tokens,
@@ -117,7 +125,7 @@ class ContextMemory(Removals, ThreadViews):
             **manager_options,
         )
         self.model = model
-        self._archive = _backend(archive)
+        self._archive = backend
         self._store = store
         # The archive of graphs whose checkpoints live in this process too (no checkpointer,
         # or an InMemorySaver): it lives exactly as long as what points into it.
@@ -317,7 +325,12 @@ class ContextMemory(Removals, ThreadViews):
         Args:
             tools: The tools the model is bound to (counted in the budget).
             output_key: State key the built messages go to.
+
+        Raises:
+            ConfigError: `tools` is not a list of tools, or `output_key` not a state key.
         """
+        check_tools(tools)
+        check_str("output_key", output_key, example="llm_input_messages")
 
         def plan(state: Mapping[str, Any], config: RunnableConfig) -> Plan[dict[str, Any]]:
             result = yield from self.plan_build(

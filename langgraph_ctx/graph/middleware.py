@@ -31,7 +31,12 @@ from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, Syste
 from langgraph.types import Command
 
 from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
-from langgraph_ctx.errors import ContextWindowExceededError, is_context_overflow
+from langgraph_ctx.errors import (
+    ConfigError,
+    ContextWindowExceededError,
+    is_context_overflow,
+    shorten,
+)
 from langgraph_ctx.graph._guard import (
     NOTHING_LEARNED,
     CallGuard,
@@ -81,6 +86,14 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
     """Keeps the summarizer's and extractor's calls out of the v3 stream's `run.messages`."""
 
     def __init__(self, memory: ContextMemory) -> None:
+        # What the middleware calls on it (importing the class here would close an import
+        # circle: `ContextMemory.middleware()` imports this module).
+        if not all(hasattr(memory, a) for a in ("plan_build", "plan_after_turn", "recall_tool")):
+            msg = (
+                f"memory must be a ContextMemory, got {type(memory).__name__} {shorten(memory)}; "
+                "pass e.g. ContextMemory(model=model).middleware()"
+            )
+            raise ConfigError(msg)
         super().__init__()
         self.memory = memory
         self.tools = [memory.recall_tool()] if memory.expose_recall else []

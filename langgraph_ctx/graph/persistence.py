@@ -19,7 +19,8 @@ from langgraph_ctx.archive.dumps import all_dump_refs as all_dump_refs  # re-exp
 from langgraph_ctx.archive.history import FullHistory as FullHistory
 from langgraph_ctx.archive.history import afull_history as afull_history
 from langgraph_ctx.archive.history import full_history as full_history
-from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.checks import check_path
+from langgraph_ctx.errors import ConfigError, shorten
 
 # LangGraph's run-config keys for the run's runtime (its `.store`) and its checkpointer.
 _CONFIG_KEY_RUNTIME = "__pregel_runtime"
@@ -47,18 +48,20 @@ def _persistence(configurable: Mapping[str, Any], graph: Any) -> tuple[BaseStore
 def _backend(archive: Any) -> ArchiveBackend | BaseStore | None:
     if archive is None:
         return None
-    if isinstance(archive, (str, bytes)) or hasattr(archive, "__fspath__"):
-        if not os.fspath(archive):  # "" would silently mean the working directory
-            msg = (
-                f"archive is an empty path ({archive!r}); pass the directory to archive into, "
-                "e.g. archive='.langgraph_ctx/archive', or None for the graph's store"
-            )
-            raise ConfigError(msg)
-        return DirectoryBackend(archive)
+    if isinstance(archive, (str, bytes, os.PathLike)):
+        # "" would silently mean the working directory; a bytes path names no text directory.
+        check_path(
+            "archive",
+            archive,
+            example=".langgraph_ctx/archive",
+            note="or None for the graph's store",
+        )
+        return DirectoryBackend(archive)  # type: ignore[arg-type]  # a text path: checked
     if isinstance(archive, (BaseStore, ArchiveBackend)):
         return archive
     msg = (
         f"archive must be an ArchiveBackend, a BaseStore or a directory path, got "
-        f"{type(archive).__name__}"
+        f"{type(archive).__name__} {shorten(archive)}; pass e.g. archive=store (a BaseStore "
+        "such as PostgresStore) or archive='.langgraph_ctx/archive'"
     )
     raise ConfigError(msg)

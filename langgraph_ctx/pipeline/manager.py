@@ -23,6 +23,7 @@ from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
 from langgraph_ctx.archive.dumps import plan_spill_dump_refs
+from langgraph_ctx.checks import check_bool, check_callable, check_int, check_list
 from langgraph_ctx.errors import (
     ConfigError,
     InvalidMessagesError,
@@ -35,7 +36,6 @@ from langgraph_ctx.messages.content import text_of
 from langgraph_ctx.messages.validation import coerce_messages
 from langgraph_ctx.pipeline.options import (
     _check_archive,
-    _check_list_of,
     _coerce_summarizer,
     _prepare_ahead,
 )
@@ -67,7 +67,7 @@ from langgraph_ctx.strategies import (
     strategies_from_config,
 )
 from langgraph_ctx.summaries.preparer import AheadBinding
-from langgraph_ctx.tokens.counter import TokenCounter, count_tool_tokens
+from langgraph_ctx.tokens.counter import TokenCounter, check_tools, count_tool_tokens
 from langgraph_ctx.tokens.models import counter_for_model
 
 if TYPE_CHECKING:
@@ -159,30 +159,27 @@ class ContextManager:
         if summary_placement not in ("separate", "merged"):
             msg = f"summary_placement must be 'separate' or 'merged', got {summary_placement!r}"
             raise ConfigError(msg)
-        counts = {
-            "memory_search_limit": memory_search_limit,
-            "max_messages": max_messages,
-        }
-        for name, value in counts.items():
-            if not isinstance(value, int) or isinstance(value, bool):
-                msg = f"{name} must be a whole number, got {type(value).__name__} {value!r}"
-                raise ConfigError(msg)
-        if token_counter is not None and not callable(token_counter):
-            msg = (
-                f"token_counter must be callable on a message list, got "
-                f"{type(token_counter).__name__} {token_counter!r}; pass TiktokenCounter(...), "
-                "ApproximateCounter() or any Sequence[BaseMessage] -> int"
-            )
-            raise ConfigError(msg)
+        check_int("memory_search_limit", memory_search_limit, example=5)
+        check_int("max_messages", max_messages, minimum=1, example=20_000)
+        check_callable(
+            "token_counter",
+            token_counter,
+            what="callable on a message list",
+            optional=True,
+            example='TiktokenCounter("gpt-4o")',
+            note="or ApproximateCounter(), or any Sequence[BaseMessage] -> int",
+        )
         check_tool_policy(tool_policy)
-        _check_list_of("injections", injections, "strings, e.g. ['Answer in French.']")
+        check_list("injections", injections, "strings, e.g. ['Answer in French.']")
         _check_archive(archive)
-        if redact is not None and not callable(redact):
-            msg = (
-                f"redact must be a function from text to text, got {type(redact).__name__} "
-                f"{redact!r}; pass e.g. lambda text: text.replace(secret, '***')"
-            )
-            raise ConfigError(msg)
+        check_callable(
+            "redact",
+            redact,
+            what="a function from text to text",
+            optional=True,
+            example="lambda text: text.replace(secret, '***')",
+        )
+        check_bool("prepare_summaries", prepare_summaries)
         if not isinstance(memory_namespace, tuple) or not all(
             isinstance(part, str) for part in memory_namespace
         ):
@@ -190,12 +187,6 @@ class ContextManager:
                 f"memory_namespace must be a tuple of strings, got "
                 f"{type(memory_namespace).__name__} {memory_namespace!r}; pass e.g. "
                 f"{(memory_namespace,) if isinstance(memory_namespace, str) else ('memories',)!r}"
-            )
-            raise ConfigError(msg)
-        if memory_search_limit < 0 or max_messages < 1:
-            msg = (
-                "memory_search_limit must be >= 0 and max_messages >= 1, got "
-                f"{memory_search_limit}, {max_messages}"
             )
             raise ConfigError(msg)
         self.budget = budget
@@ -304,9 +295,9 @@ class ContextManager:
         given = messages
         messages, skipped = _examined(messages, state, self.max_messages)
         messages = coerce_messages(messages)
-        _check_list_of("tools", tools, "tools, e.g. [my_tool] (functions, BaseTool or schemas)")
-        _check_list_of("memory", memory, "strings, e.g. ['the user prefers metric units']")
-        _check_list_of("injections", injections, "strings, e.g. ['Answer in French.']")
+        check_tools(tools)
+        check_list("memory", memory, "strings, e.g. ['the user prefers metric units']")
+        check_list("injections", injections, "strings, e.g. ['Answer in French.']")
         _check_archive(archive)
         ledger, repairs = repair_ledger(state)
         archive = archive if archive is not None else self.archive

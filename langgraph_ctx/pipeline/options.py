@@ -1,13 +1,14 @@
 """The options of a `ContextManager`, checked and made ready once, when it is created.
 
-Lists that must be lists, a thread-bound archive, the summaries prepared ahead (`prepare_at`
-on each summarizing window) and the summarizer the manager builds or is given.
+A thread-bound archive, the summaries prepared ahead (`prepare_at` on each summarizing window)
+and the summarizer the manager builds or is given. Plain values (numbers, flags, lists) are
+checked by `langgraph_ctx.checks`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from langgraph_ctx.errors import ConfigError
@@ -23,15 +24,6 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from langgraph_ctx.summaries.summarizer import Summarizer
-
-
-def _check_list_of(name: str, value: Any, what: str) -> None:
-    """Refuse a string (or a non-list) where a list is expected: "abc" is not three items."""
-    if value is None:
-        return
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
-        msg = f"{name} must be a list, got {type(value).__name__} {value!r}; pass a list of {what}"
-        raise ConfigError(msg)
 
 
 def _check_archive(archive: Any) -> None:

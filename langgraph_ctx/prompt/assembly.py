@@ -16,7 +16,8 @@ from xml.sax.saxutils import escape, quoteattr
 from langchain_core.messages import BaseMessage, SystemMessage
 
 from langgraph_ctx._ids import SYSTEM_ID
-from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.checks import check_list, check_str
+from langgraph_ctx.errors import ConfigError, shorten
 from langgraph_ctx.messages.content import TAG_KEY, get_tag, text_of
 from langgraph_ctx.prompt.markup import escape_markup
 
@@ -34,6 +35,13 @@ class Skill:
     """One line on when to use it."""
     location: str | None = None
     """Where its instructions live (a path or URL), if any."""
+
+    def __post_init__(self) -> None:
+        check_str("name", self.name, example="web_search", owner="Skill")
+        check_str(
+            "description", self.description, empty=True, example="search the web", owner="Skill"
+        )
+        check_str("location", self.location, optional=True, owner="Skill")
 
 
 def render_memory(items: Sequence[str]) -> str:
@@ -61,17 +69,28 @@ def render_entities(values: Mapping[str, Any]) -> str:
 
 
 def coerce_skills(skills: Sequence[Skill | Mapping[str, Any]] | None) -> tuple[Skill, ...]:
-    """Accept `Skill` objects or dicts with name/description/location."""
+    """Accept `Skill` objects or dicts with name/description/location.
+
+    Raises:
+        ConfigError: Not a list, or a skill without a name and a description or with a field
+            of the wrong type; the message names it as `skills[i]`.
+    """
+    check_list("skills", skills, "skills, e.g. [{'name': 'search', 'description': '...'}]")
     out: list[Skill] = []
-    for item in skills or ():
+    for i, item in enumerate(skills or ()):
         if isinstance(item, Skill):
             out.append(item)
         elif isinstance(item, Mapping) and "name" in item and "description" in item:
-            out.append(
-                Skill(**{k: item[k] for k in ("name", "description", "location") if k in item})
-            )
+            try:
+                fields = {k: item[k] for k in ("name", "description", "location") if k in item}
+                out.append(Skill(**fields))
+            except ConfigError as exc:
+                raise ConfigError(f"skills[{i}]: {exc}") from exc
         else:
-            msg = f"a skill needs a name and a description, got {item!r}"
+            msg = (
+                f"skills[{i}] needs a name and a description, got {shorten(item)}; pass e.g. "
+                "{'name': 'web_search', 'description': 'search the web'}"
+            )
             raise ConfigError(msg)
     return tuple(out)
 

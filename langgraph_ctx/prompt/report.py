@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
 
+from langgraph_ctx.checks import check_bool, check_int, check_number
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.ledger.edits import set_last_report
 from langgraph_ctx.ledger.schema import ContextLedger
@@ -77,38 +78,21 @@ class ContextBudget:
     when that is under the trigger. None: always at the trigger."""
 
     def __post_init__(self) -> None:
-        for name in ("context_window_tokens", "reserved_output_tokens"):
+        check_int("context_window_tokens", self.context_window_tokens, example=32_000)
+        check_int("reserved_output_tokens", self.reserved_output_tokens, example=0)
+        check_number(
+            "cache_price",
+            self.cache_price,
+            gt=0,
+            le=1,
+            optional=True,
+            example=0.1,
+            note="0.1 for providers that bill cached prompt tokens at a tenth",
+        )
+        for name, example in [("trigger", 0.9), ("target", 0.15), ("summary_target", 0.05)]:
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool):
-                msg = (
-                    f"{name} must be a whole number of tokens, got {type(value).__name__} "
-                    f"{value!r}; pass an int such as 32_000"
-                )
-                raise ConfigError(msg)
-        if self.cache_price is not None and (
-            not isinstance(self.cache_price, (int, float))
-            or isinstance(self.cache_price, bool)
-            or not 0 < self.cache_price <= 1
-        ):
-            msg = (
-                f"cache_price must be a number in (0, 1] or None, got {self.cache_price!r}; "
-                "pass 0.1 for providers that bill cached prompt tokens at a tenth"
-            )
-            raise ConfigError(msg)
-        for name in ("trigger", "target", "summary_target"):
-            value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                msg = (
-                    f"{name} must be a fraction of the limit, got {type(value).__name__} "
-                    f"{value!r}; pass a number such as 0.9"
-                )
-                raise ConfigError(msg)
-        if self.context_window_tokens < 0 or self.reserved_output_tokens < 0:
-            msg = (
-                "context_window_tokens and reserved_output_tokens must be >= 0, got "
-                f"{self.context_window_tokens} and {self.reserved_output_tokens}"
-            )
-            raise ConfigError(msg)
+            check_number(name, value, example=example, note="a fraction of the limit")
+        check_bool("targets_above_fixed", self.targets_above_fixed)
         if not 0 < self.summary_target <= self.trigger or not 0 < self.target <= self.trigger <= 1:
             msg = (
                 "need 0 < target <= trigger <= 1 and 0 < summary_target <= trigger, got "

@@ -21,6 +21,7 @@ list, e.g. `[KeepLastResults("grep"), *default_strategies()]`.
 
 from __future__ import annotations
 
+from langgraph_ctx.checks import check_bool
 from langgraph_ctx.strategies.base import (
     Strategy,
     apply_strategy,
@@ -62,6 +63,7 @@ def default_strategies(*, summarize: bool = True) -> list[Strategy]:
     Args:
         summarize: Summarize what leaves the window (`SlidingWindow(summarize=True)`).
     """
+    check_bool("summarize", summarize)
     return [
         DropMemory(),
         Compaction(

@@ -19,6 +19,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from langgraph_ctx._effects import Plan
+from langgraph_ctx.checks import check_bool, check_int, check_number, check_str
 from langgraph_ctx.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -54,14 +55,6 @@ def apply_strategy(strategy: Strategy, view: PromptView) -> Plan[None]:
         yield from result
 
 
-_SCALAR_TYPES: dict[str, type | tuple[type, ...]] = {
-    "int": int,
-    "bool": bool,
-    "float": (int, float),
-    "str": str,
-}
-
-
 def archive_or_skip(
     view: PromptView, picked: Sequence[int], what: str
 ) -> Plan[dict[str, str] | None]:
@@ -84,30 +77,36 @@ def archive_or_skip(
 
 
 def check_field_types(config: Any) -> None:
-    """Refuse a strategy field whose value is not of its declared scalar type.
+    """Refuse a strategy field whose value is not of its declared kind (`langgraph_ctx.checks`).
 
-    Only plain `int`/`bool`/`float`/`str` fields (optionally `| None`) are checked; `True` is
-    not a number here. Raises `ConfigError` with the field, the value and the type expected.
+    Plain `int`, `bool`, `float` and `str` fields (optionally `| None`) and `tuple[str, ...]`
+    fields of tool names are checked. Every `int` field of a strategy is a count or a size,
+    so it must be >= 0; a `float` field must be a finite number (its range, a share of the
+    limit, is the strategy's own check). The message shows the call, the value, and the
+    field's default as the example.
+
+    Raises:
+        ConfigError: A field of the wrong kind, a negative count, `nan` or `inf`.
     """
+    owner = type(config).__name__
     for f in dataclasses.fields(config):
         declared = str(f.type)
-        options = [part.strip() for part in declared.split("|")]
+        options = {part.strip() for part in declared.split("|")}
+        optional = "None" in options
+        options.discard("None")
         value = getattr(config, f.name)
-        wanted = [o for o in options if o != "None"]
-        if wanted == ["tuple[str, ...]"] and value is not None:
-            _check_names(config, f.name, value)
-            continue
-        if (value is None and "None" in options) or not all(o in _SCALAR_TYPES for o in wanted):
-            continue
-        if not any(
-            isinstance(value, _SCALAR_TYPES[o]) and (o == "bool" or not isinstance(value, bool))
-            for o in wanted
-        ):
-            msg = (
-                f"{type(config).__name__}({f.name}={value!r}): {f.name} must be {declared}, "
-                f"got {type(value).__name__}"
-            )
-            raise ConfigError(msg)
+        example = f.default if f.default is not dataclasses.MISSING else None
+        if options == {"tuple[str, ...]"}:
+            if value is not None or not optional:
+                _check_names(config, f.name, value)
+        elif options == {"int"}:
+            check_int(f.name, value, optional=optional, example=example, owner=owner)
+        elif options == {"bool"}:
+            check_bool(f.name, value, optional=optional, owner=owner)
+        elif options == {"float"}:
+            check_number(f.name, value, optional=optional, example=example, owner=owner)
+        elif options == {"str"}:
+            check_str(f.name, value, optional=optional, example=example, owner=owner)
 
 
 def _check_names(config: Any, name: str, value: Any) -> None:
@@ -127,6 +126,7 @@ _REGISTRY: dict[str, type[Any]] = {}
 
 def register_strategy(name: str, cls: type[Any]) -> None:
     """Make a strategy class buildable from config as `{"type": name, ...}`."""
+    check_str("name", name, example="keep_last_results")
     if not callable(getattr(cls, "apply", None)):
         msg = f"{cls!r} is not a strategy: it needs an `apply(view)` method"
         raise ConfigError(msg)

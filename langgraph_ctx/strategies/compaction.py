@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from langgraph_ctx._effects import Plan
-from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.checks import check_number
 from langgraph_ctx.messages.content import is_error_result, is_tool_output, text_of
 from langgraph_ctx.prompt.excerpt import LaterUse, excerpt_lines
 from langgraph_ctx.prompt.render import tool_of
@@ -63,24 +63,12 @@ class Compaction:
     whole (the outputs of the newest tool-call batch always do)."""
 
     def __post_init__(self) -> None:
-        check_field_types(self)
-        if self.on_arrival is not None and not 0 < self.on_arrival <= 1:
-            msg = (
-                f"on_arrival must be a share of the limit in (0, 1] or None, got {self.on_arrival}"
-            )
-            raise ConfigError(msg)
-        if self.arrival_min_tokens < 0:
-            msg = f"arrival_min_tokens must be >= 0, got {self.arrival_min_tokens}"
-            raise ConfigError(msg)
-        if not 0 <= self.keep_share <= 1:
-            msg = f"keep_share must be a share of the limit in [0, 1], got {self.keep_share}"
-            raise ConfigError(msg)
-        if self.min_chars < 0 or self.keep_last < 0 or self.preview_chars < 0:
-            msg = (
-                "min_chars, keep_last and preview_chars must be >= 0, got "
-                f"{self.min_chars}, {self.keep_last}, {self.preview_chars}"
-            )
-            raise ConfigError(msg)
+        check_field_types(self)  # and every count (min_chars, keep_last...) >= 0
+        share = "a share of the limit"
+        check_number(
+            "on_arrival", self.on_arrival, gt=0, le=1, optional=True, example=0.1, note=share
+        )
+        check_number("keep_share", self.keep_share, ge=0, le=1, example=0.05, note=share)
 
     def apply(self, view: PromptView) -> Plan[None]:
         """Compact until at or under the target."""

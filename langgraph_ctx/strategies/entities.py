@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from langgraph_ctx._effects import Plan
-from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.checks import check_int
 from langgraph_ctx.ledger.edits import record_extraction
 from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.strategies.base import check_field_types
@@ -29,12 +29,13 @@ class EntityExtraction:
 
     def __post_init__(self) -> None:
         check_field_types(self)
-        if self.recent_messages < 1:
-            msg = (
-                f"recent_messages must be >= 1, got {self.recent_messages}; it is how many of "
-                "the newest messages the extractor reads"
-            )
-            raise ConfigError(msg)
+        check_int(
+            "recent_messages",
+            self.recent_messages,
+            minimum=1,
+            example=6,
+            note="how many of the newest messages the extractor reads",
+        )
 
     def apply(self, view: PromptView) -> Plan[None]:
         """Extract when a new user message arrived since the last extraction."""

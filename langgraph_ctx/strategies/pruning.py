@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import Plan
-from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages.content import is_error_result, is_tool_output, text_of
 from langgraph_ctx.strategies.base import check_field_types
 
@@ -48,13 +47,7 @@ class PruneToolOutputs:
     """Outputs shorter than this are not worth a placeholder."""
 
     def __post_init__(self) -> None:
-        check_field_types(self)
-        if self.protect_turns < 0 or self.min_chars < 0:
-            msg = (
-                f"protect_turns and min_chars must be >= 0, got {self.protect_turns}, "
-                f"{self.min_chars}"
-            )
-            raise ConfigError(msg)
+        check_field_types(self)  # protect_turns and min_chars >= 0
 
     def apply(self, view: PromptView) -> Plan[None]:
         """One pruning attempt, when edits are due."""

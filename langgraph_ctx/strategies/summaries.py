@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import Plan
+from langgraph_ctx.checks import check_int
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages.base import is_summary_message
 from langgraph_ctx.messages.content import get_tag
@@ -135,18 +136,14 @@ class DynamicSummarization:
     again)."""
 
     def __post_init__(self) -> None:
-        check_field_types(self)
+        check_field_types(self)  # threshold_turns and threshold_tokens >= 0 or None
         if self.threshold_turns is None and self.threshold_tokens is None:
-            msg = "DynamicSummarization needs threshold_turns or threshold_tokens"
+            msg = (
+                "DynamicSummarization needs threshold_turns or threshold_tokens, got None for "
+                "both; pass e.g. threshold_turns=10"
+            )
             raise ConfigError(msg)
-        if self.turns < 1:
-            msg = f"turns must be >= 1, got {self.turns}"
-            raise ConfigError(msg)
-        for name in ("threshold_turns", "threshold_tokens"):
-            value = getattr(self, name)
-            if value is not None and value < 0:
-                msg = f"{name} must be >= 0 or None, got {value}"
-                raise ConfigError(msg)
+        check_int("turns", self.turns, minimum=1, example=5, owner="DynamicSummarization")
 
     def apply(self, view: PromptView) -> Plan[None]:
         """Summarize the oldest turns when a threshold is passed."""

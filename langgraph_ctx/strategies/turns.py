@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import AIMessage
 
 from langgraph_ctx._effects import Plan
-from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages.content import text_of
 from langgraph_ctx.strategies.base import archive_or_skip, check_field_types
 
@@ -46,14 +45,7 @@ class ShortenTurns:
     before it stays as it was."""
 
     def __post_init__(self) -> None:
-        check_field_types(self)
-        values = (self.keep_last, self.head_lines, self.tail_lines, self.max_arg_chars)
-        if min(*values, self.min_chars) < 0:
-            msg = (
-                "keep_last, head_lines, tail_lines, max_arg_chars and min_chars must be >= 0, "
-                f"got {(*values, self.min_chars)}"
-            )
-            raise ConfigError(msg)
+        check_field_types(self)  # every count and size >= 0
 
     def apply(self, view: PromptView) -> Plan[None]:
         """Shorten old turns when edits are due and the prompt is still over the target."""

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import Plan
-from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.checks import check_number
 from langgraph_ctx.strategies.ahead import (
     accept_tokens,
     count_down,
@@ -55,15 +55,18 @@ class SlidingWindow:
 
     def __post_init__(self) -> None:
         check_field_types(self)
-        if not 0 <= self.quote_share <= 1:
-            msg = f"quote_share must be a share of the limit in [0, 1], got {self.quote_share}"
-            raise ConfigError(msg)
-        if self.prepare_at is not None and not 0 < self.prepare_at < 1:
-            msg = (
-                f"SlidingWindow(prepare_at={self.prepare_at!r}): prepare_at must be between 0 "
-                "and the budget's trigger (e.g. 0.85 under trigger=0.9), or None"
-            )
-            raise ConfigError(msg)
+        share = "a share of the limit"
+        check_number("quote_share", self.quote_share, ge=0, le=1, example=0.12, note=share)
+        check_number(
+            "prepare_at",
+            self.prepare_at,
+            gt=0,
+            lt=1,
+            optional=True,
+            example=0.85,
+            owner="SlidingWindow",
+            note="between 0 and the budget's trigger, e.g. under trigger=0.9",
+        )
 
     def apply(self, view: PromptView) -> Plan[None]:
         """Shrink until the prompt is at or under the target."""

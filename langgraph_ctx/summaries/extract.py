@@ -20,6 +20,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
 from langgraph_ctx._effects import CallModel, Plan, arun_plan, run_plan
+from langgraph_ctx.checks import check_list
+from langgraph_ctx.errors import ConfigError, shorten
 from langgraph_ctx.summaries.transcript import render_transcript
 
 EXTRACTION_PROMPT = (
@@ -57,6 +59,14 @@ class EntityExtractor:
 
     def __post_init__(self) -> None:
         model = self.model
+        if not callable(getattr(model, "with_structured_output", None)):
+            msg = (
+                f"EntityExtractor(model=...): model must be a chat model with structured "
+                f"output, got {type(model).__name__} {shorten(model)}; pass e.g. "
+                "init_chat_model('openai:gpt-4o-mini')"
+            )
+            raise ConfigError(msg)
+        check_list("tags", self.tags, "strings, e.g. ['my_app']", of=str, owner="EntityExtractor")
         if isinstance(model, BaseChatModel) and model.disable_streaming is not True:
             # An internal call: no token of it may reach the user's event stream (astream_events
             # v2 streams every chat model that can stream). The copy shares the client.

@@ -42,6 +42,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx._effects import CallModel, Plan, arun_plan, run_plan
+from langgraph_ctx.checks import check_callable, check_int, check_list, check_number, check_str
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages.blocks import split_blocks
 from langgraph_ctx.messages.content import text_of
@@ -184,44 +185,45 @@ class Summarizer:
                 "init_chat_model('openai:gpt-4o-mini'), or None for the deterministic fallback"
             )
             raise ConfigError(msg)
-        for name, kinds, what in [
-            ("max_output_tokens", (int,), "a whole number, e.g. 2048"),
-            ("retries", (int,), "a whole number, e.g. 2"),
-            ("input_window_tokens", (int, type(None)), "a whole number or None"),
-            ("timeout_seconds", (int, float, type(None)), "a number of seconds or None"),
-        ]:
-            value = getattr(self, name)
-            if not isinstance(value, kinds) or isinstance(value, bool):
-                msg = (
-                    f"Summarizer({name}={value!r}): {name} must be {what}, got "
-                    f"{type(value).__name__}"
-                )
-                raise ConfigError(msg)
-        for name in ("redact", "token_counter"):
-            value = getattr(self, name)
-            if value is not None and not callable(value):
-                msg = f"Summarizer({name}=...): {name} must be callable or None, got {value!r}"
-                raise ConfigError(msg)
-        checks = [
-            ("max_output_tokens", self.max_output_tokens, self.max_output_tokens > 0, "> 0"),
-            ("retries", self.retries, self.retries >= 0, ">= 0; use 0 for a single attempt"),
-            (
-                "input_window_tokens",
-                self.input_window_tokens,
-                self.input_window_tokens is None or self.input_window_tokens > 0,
-                "> 0, or None for the model's own window",
-            ),
-            (
-                "timeout_seconds",
-                self.timeout_seconds,
-                self.timeout_seconds is None or self.timeout_seconds > 0,
-                "> 0, or None to wait forever",
-            ),
-        ]
-        for name, value, ok, rule in checks:
-            if not ok:
-                msg = f"Summarizer({name}={value!r}): {name} must be {rule}"
-                raise ConfigError(msg)
+        owner = "Summarizer"
+        check_int("max_output_tokens", self.max_output_tokens, minimum=1, example=2048, owner=owner)
+        check_int("retries", self.retries, example=2, owner=owner, note="0 for a single attempt")
+        check_int(
+            "input_window_tokens",
+            self.input_window_tokens,
+            minimum=1,
+            optional=True,
+            example=16_000,
+            owner=owner,
+            note="None for the model's own window",
+        )
+        check_number(
+            "timeout_seconds",
+            self.timeout_seconds,
+            gt=0,
+            optional=True,
+            example=60.0,
+            owner=owner,
+            note="None to wait forever",
+        )
+        check_callable(
+            "redact",
+            self.redact,
+            what="a function from text to text",
+            optional=True,
+            example="lambda text: text.replace(secret, '***')",
+            owner=owner,
+        )
+        check_callable(
+            "token_counter",
+            self.token_counter,
+            what="callable on a message list",
+            optional=True,
+            example='TiktokenCounter("gpt-4o")',
+            owner=owner,
+        )
+        check_str("run_name", self.run_name, example="langgraph_ctx_summarizer", owner=owner)
+        check_list("tags", self.tags, "strings, e.g. ['my_app']", of=str, owner=owner)
 
     @property
     def input_window(self) -> int:

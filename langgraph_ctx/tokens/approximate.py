@@ -15,9 +15,10 @@ from collections.abc import Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langgraph_ctx.checks import check_int, check_number, check_str
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.tokens._media import is_media, media_tokens
-from langgraph_ctx.tokens.counter import ToolLike
+from langgraph_ctx.tokens.counter import ToolLike, tool_schema
 from langgraph_ctx.tokens.exact import REPLY_PRIMING_TOKENS
 
 
@@ -64,31 +65,17 @@ class ApproximateCounter:
         max_ratio: float = 2.0,
         smoothing: float = 0.3,
     ) -> None:
-        if not isinstance(provider, str):
-            msg = f"provider must be a string such as 'anthropic', got {provider!r}"
-            raise ConfigError(msg)
+        check_str("provider", provider, example="anthropic")
         if method not in ("chars", "pieces"):
             msg = f"method must be 'chars' or 'pieces', got {method!r}"
             raise ConfigError(msg)
+        check_number("chars_per_token", chars_per_token, gt=0, optional=True, example=4.0)
         if chars_per_token is None:
             chars_per_token = CHARS_PER_TOKEN.get(provider, CHARS_PER_TOKEN["unknown"])
-        if (
-            not isinstance(chars_per_token, (int, float))
-            or isinstance(chars_per_token, bool)
-            or not math.isfinite(chars_per_token)
-            or chars_per_token <= 0
-        ):
-            msg = f"chars_per_token must be a number > 0, got {chars_per_token!r}"
-            raise ConfigError(msg)
-        if not 0 < min_ratio <= 1 <= max_ratio:
-            msg = f"need 0 < min_ratio <= 1 <= max_ratio, got {min_ratio}, {max_ratio}"
-            raise ConfigError(msg)
-        if not 0 < smoothing <= 1:
-            msg = f"smoothing must be in (0, 1], got {smoothing}"
-            raise ConfigError(msg)
-        if not isinstance(tokens_per_message, int) or tokens_per_message < 0:
-            msg = f"tokens_per_message must be a whole number >= 0, got {tokens_per_message!r}"
-            raise ConfigError(msg)
+        check_int("tokens_per_message", tokens_per_message, example=3)
+        check_number("min_ratio", min_ratio, gt=0, le=1, example=0.5)
+        check_number("max_ratio", max_ratio, ge=1, example=2.0)
+        check_number("smoothing", smoothing, gt=0, le=1, example=0.3)
         self.chars_per_token = float(chars_per_token)
         self.tokens_per_message = tokens_per_message
         self.provider = provider
@@ -156,11 +143,9 @@ class ApproximateCounter:
         """
         if not tools:
             return 0
-        from langchain_core.utils.function_calling import convert_to_openai_tool
-
         units = sum(
-            self.text_units(json.dumps(convert_to_openai_tool(t)["function"], sort_keys=True))
-            for t in tools
+            self.text_units(json.dumps(tool_schema(t, f"tools[{i}]")["function"], sort_keys=True))
+            for i, t in enumerate(tools)
         )
         overhead = _TOOL_USE_OVERHEAD.get(self.provider, 0)
         return math.ceil((units + overhead) * self.ratio - 1e-9)

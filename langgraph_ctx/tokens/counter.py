@@ -2,19 +2,21 @@
 
 `TokenCounter` is the type every part of the package counts with (pass `len` in tests to make
 every message cost one token); `checked_count` refuses a counter's answer that is not a whole
-number >= 0, and `count_tool_tokens` counts tool schemas with any counter.
+number >= 0, `count_tool_tokens` counts tool schemas with any counter, and `tool_schema` is
+the one conversion of a tool to its schema (`check_tools` refuses what is not a tool).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
-from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.checks import check_list
+from langgraph_ctx.errors import ConfigError, shorten
 
 TokenCounter = Callable[[Sequence[BaseMessage]], int]
 """Anything that counts the tokens of a message list (langchain's convention)."""
@@ -45,6 +47,55 @@ def checked_count(counter: TokenCounter, messages: Sequence[BaseMessage]) -> int
     raise ConfigError(msg)
 
 
+_A_TOOL = "a tool: a BaseTool, a function, a pydantic model or an OpenAI tool schema dict"
+
+
+def tool_schema(tool: Any, where: str = "tool") -> dict[str, Any]:
+    """The OpenAI schema of `tool` (`convert_to_openai_tool`): the one conversion counters use.
+
+    Args:
+        tool: A tool in any form `convert_to_openai_tool` accepts.
+        where: How the message names it, e.g. `tools[2]`.
+
+    Raises:
+        ConfigError: `tool` is not a tool, naming `where` and the value, instead of LangChain's
+            `ValueError: Unsupported function` that names neither.
+    """
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    try:
+        return convert_to_openai_tool(tool)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = (
+            f"{where} must be {_A_TOOL}, got {type(tool).__name__} {shorten(tool)} "
+            f"(LangChain: {why}); pass e.g. tools=[my_tool] with a @tool function, or "
+            "{'name': 'search', 'description': '...', 'parameters': {...}}"
+        )
+        raise ConfigError(msg) from exc
+
+
+def check_tools(tools: Any) -> None:
+    """Refuse `tools` unless it is None or a list of tools, each named in the message.
+
+    Cheap enough for every build: a schema dict is converted (that is formatting), other tools
+    only need to be a `BaseTool` or callable (functions, pydantic models).
+
+    Raises:
+        ConfigError: Not a list, or an item that is not a tool (`tools[i]`).
+    """
+    check_list("tools", tools, "tools, e.g. [my_tool] (functions, BaseTool or schemas)")
+    for i, tool in enumerate(tools or ()):
+        if isinstance(tool, Mapping):
+            tool_schema(tool, f"tools[{i}]")
+        elif not (isinstance(tool, BaseTool) or callable(tool)):
+            msg = (
+                f"tools[{i}] must be {_A_TOOL}, got {type(tool).__name__} {shorten(tool)}; "
+                "pass e.g. tools=[my_tool] with a @tool function"
+            )
+            raise ConfigError(msg)
+
+
 def count_tool_tokens(counter: TokenCounter, tools: Sequence[Any]) -> int:
     """Tokens of `tools`' schemas: the counter's `count_tools`, else their JSON as a message.
 
@@ -57,7 +108,7 @@ def count_tool_tokens(counter: TokenCounter, tools: Sequence[Any]) -> int:
     count_tools = getattr(counter, "count_tools", None)
     if callable(count_tools):
         return int(count_tools(list(tools)))
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
-    schemas = json.dumps([convert_to_openai_tool(t) for t in tools], sort_keys=True)
+    schemas = json.dumps(
+        [tool_schema(t, f"tools[{i}]") for i, t in enumerate(tools)], sort_keys=True
+    )
     return counter([SystemMessage(schemas)]) - counter([])

@@ -22,11 +22,12 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._ids import message_key
-from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.checks import check_int
+from langgraph_ctx.errors import ConfigError, shorten
 from langgraph_ctx.messages.validation import check_tool_args, coerce_messages
 from langgraph_ctx.tokens._encodings import encoding_name_for_model, get_encoding
 from langgraph_ctx.tokens._media import is_media, media_tokens
-from langgraph_ctx.tokens.counter import ToolLike
+from langgraph_ctx.tokens.counter import ToolLike, tool_schema
 
 _FIELDS = operator.attrgetter("__dict__")
 
@@ -97,15 +98,8 @@ class TiktokenCounter:
     """
 
     def __init__(self, model: str = "gpt-4o", *, cache_size: int = 200_000) -> None:
-        if not isinstance(model, str):
-            msg = (
-                f"model must be an OpenAI model name, got {type(model).__name__} {model!r}; "
-                "pass a string such as 'gpt-4o' (unknown names count with cl100k_base)"
-            )
-            raise ConfigError(msg)
-        if cache_size < 0:
-            msg = f"cache_size must be >= 0, got {cache_size}; use 0 to disable the cache"
-            raise ConfigError(msg)
+        _check_model(model)
+        check_int("cache_size", cache_size, example=200_000, note="0 disables the cache")
         self.model = model
         self.encoding_name = encoding_name_for_model(model)
         self._encoding: Any = None
@@ -233,15 +227,13 @@ class TiktokenCounter:
         """Tokens of tool schemas by OpenAI's published function-counting method."""
         if not tools:
             return 0
-        from langchain_core.utils.function_calling import convert_to_openai_tool
-
         # The cookbook's gpt-3.5-turbo / gpt-4 constants; the gpt-4o family and later use 7.
         legacy = self.model.startswith(("gpt-3.5", "gpt-4")) and not self.model.startswith(
             ("gpt-4o", "gpt-4.1", "gpt-4.5")
         )
         total = 0
-        for tool in tools:
-            function = convert_to_openai_tool(tool)["function"]
+        for i, tool in enumerate(tools):
+            function = tool_schema(tool, f"tools[{i}]")["function"]
             total += _FUNC_INIT_LEGACY if legacy else _FUNC_INIT
             desc = str(function.get("description") or "").removesuffix(".")
             total += self.count_text(f"{function['name']}:{desc}")
@@ -285,8 +277,18 @@ _counters: dict[str, TiktokenCounter] = {}
 _counters_lock = threading.Lock()
 
 
+def _check_model(model: Any) -> None:
+    if not isinstance(model, str):
+        msg = (
+            f"model must be an OpenAI model name, got {type(model).__name__} {shorten(model)}; "
+            "pass a string such as 'gpt-4o' (unknown names count with cl100k_base)"
+        )
+        raise ConfigError(msg)
+
+
 def get_counter(model: str = "gpt-4o") -> TiktokenCounter:
     """The shared `TiktokenCounter` of a model (one per model name, per process)."""
+    _check_model(model)  # before it is a key of the shared dict
     with _counters_lock:
         if model not in _counters:
             _counters[model] = TiktokenCounter(model)

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from langgraph_ctx.checks import check_bool
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.tokens._gemini_count import is_gemini_model
 from langgraph_ctx.tokens._providers import model_name_of, offline_counter, provider_family
@@ -54,6 +55,7 @@ def counter_for_model(model: Any = None, *, use_provider_api: bool = False) -> T
         model: A LangChain chat model, a model name, or None.
         use_provider_api: Count with the provider's own API where its model offers one.
     """
+    check_bool("use_provider_api", use_provider_api)
     counter = offline_counter(model)
     if use_provider_api and model is not None and not isinstance(model, str):
         family = provider_family(model)

@@ -36,7 +36,7 @@ from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages.content import text_of
 from langgraph_ctx.tokens._gemini_count import GeminiCountApi, is_gemini_model
 from langgraph_ctx.tokens._providers import offline_counter
-from langgraph_ctx.tokens.counter import TokenCounter, ToolLike
+from langgraph_ctx.tokens.counter import TokenCounter, ToolLike, tool_schema
 
 logger = logging.getLogger("langgraph_ctx.provider_count")  # the name it always had
 """Warnings when the provider's count API fails and the approximation is used."""
@@ -131,10 +131,9 @@ class ProviderCounter:
         """The provider's count of binding `tools`: a one-word prompt with and without them."""
         if not tools:
             return 0
-        from langchain_core.utils.function_calling import convert_to_openai_tool
-
         schemas = [
-            json.dumps(convert_to_openai_tool(t), sort_keys=True, default=str) for t in tools
+            json.dumps(tool_schema(t, f"tools[{i}]"), sort_keys=True, default=str)
+            for i, t in enumerate(tools)
         ]
         probe: list[BaseMessage] = [HumanMessage("hi")]
         with_tools = self._count("tools:" + _digest(schemas), probe, list(tools))

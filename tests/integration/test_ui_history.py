@@ -177,7 +177,7 @@ def test_the_wire_state_gives_the_same_bytes(thread: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("options", "words"),
     [
-        ({"limit": 0}, ["limit", "positive int", "0"]),
+        ({"limit": 0}, ["limit must be >= 1", "0"]),
         ({"limit": True}, ["limit", "bool"]),
         ({"before": ""}, ["before", "message id"]),
         ({"before": "no-such-message"}, ["no-such-message", "not the id of a message"]),

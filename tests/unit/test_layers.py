@@ -23,6 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "base",
         (
             "langgraph_ctx.errors",
+            "langgraph_ctx.checks",
             "langgraph_ctx._effects",
             "langgraph_ctx._ids",
             "langgraph_ctx.scripted",

@@ -52,8 +52,8 @@ def test_budget_defaults_and_example() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"context_window_tokens": -1}, "context_window_tokens and reserved_output_tokens"),
-        ({"reserved_output_tokens": -5}, "got 1000 and -5"),
+        ({"context_window_tokens": -1}, "context_window_tokens must be >= 0, got -1"),
+        ({"reserved_output_tokens": -5}, "reserved_output_tokens must be >= 0, got -5"),
         ({"trigger": 0.5, "target": 0.6}, "target <= trigger"),
         ({"target": 0.0}, "0 < target"),
         ({"target": -0.1}, "target=-0.1"),
@@ -63,7 +63,7 @@ def test_budget_defaults_and_example() -> None:
         # The default summary target (0.05) is above a trigger this low: say so, do not clamp.
         ({"trigger": 0.03, "target": 0.03}, "summary_target=0.05"),
         ({"cache_price": 0.0}, "cache_price must be a number in \\(0, 1\\]"),
-        ({"cache_price": "0.1"}, "pass 0.1"),
+        ({"cache_price": "0.1"}, "got str '0.1'; pass e.g. cache_price=0.1"),
     ],
 )
 def test_budget_config_errors(kwargs: dict[str, float], match: str) -> None:
