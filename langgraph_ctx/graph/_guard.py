@@ -33,6 +33,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 
 from langgraph_ctx._effects import internal_metadata
 from langgraph_ctx.ledger.schema import CalledEntry
+from langgraph_ctx.prompt.assembly import tool_name as tool_name  # the middleware reads it
 from langgraph_ctx.prompt.render import references_recall
 from langgraph_ctx.tokens._providers import ls_params
 from langgraph_ctx.tokens.counter import count_tool_tokens
@@ -328,12 +329,3 @@ def _tool_tokens(counter: TokenCounter, tools: Sequence[Any], fallback: Sequence
         return count_tool_tokens(counter, tools)
     except Exception:  # a provider-native tool (a server tool) the converter does not read
         return count_tool_tokens(counter, fallback)
-
-
-def tool_name(tool: Any) -> str:
-    """The name of a tool in any form a request or a provider call holds it."""
-    if isinstance(tool, Mapping):
-        function = tool.get("function")
-        source = function if isinstance(function, Mapping) else tool
-        return str(source.get("name", ""))
-    return str(getattr(tool, "name", None) or getattr(tool, "__name__", ""))

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph_ctx.checks import check_int, check_number, check_str
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.tokens._media import is_media, media_tokens
-from langgraph_ctx.tokens.counter import ToolLike, tool_schema
+from langgraph_ctx.tokens.counter import ToolLike, tool_function, tool_schema
 from langgraph_ctx.tokens.exact import REPLY_PRIMING_TOKENS
 
 
@@ -143,9 +143,9 @@ class ApproximateCounter:
         """
         if not tools:
             return 0
+        schemas = [tool_schema(t, f"tools[{i}]") for i, t in enumerate(tools)]
         units = sum(
-            self.text_units(json.dumps(tool_schema(t, f"tools[{i}]")["function"], sort_keys=True))
-            for i, t in enumerate(tools)
+            self.text_units(json.dumps(tool_function(s) or s, sort_keys=True)) for s in schemas
         )
         overhead = _TOOL_USE_OVERHEAD.get(self.provider, 0)
         return math.ceil((units + overhead) * self.ratio - 1e-9)

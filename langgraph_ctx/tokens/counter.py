@@ -75,6 +75,17 @@ def tool_schema(tool: Any, where: str = "tool") -> dict[str, Any]:
         raise ConfigError(msg) from exc
 
 
+def tool_function(schema: dict[str, Any]) -> dict[str, Any] | None:
+    """The `function` part of an OpenAI tool schema; None for a provider's built-in tool.
+
+    A built-in tool (`{"type": "web_search_preview"}`, Anthropic's `{"type": "bash_20250124",
+    ...}`) passes `convert_to_openai_tool` as it is, with no function; the provider bills it
+    its own way, which the counters estimate from its JSON text.
+    """
+    function = schema.get("function")
+    return function if isinstance(function, dict) else None
+
+
 def check_tools(tools: Any) -> None:
     """Refuse `tools` unless it is None or a list of tools, each named in the message.
 

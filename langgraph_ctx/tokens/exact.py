@@ -27,7 +27,7 @@ from langgraph_ctx.errors import ConfigError, shorten
 from langgraph_ctx.messages.validation import check_tool_args, coerce_messages
 from langgraph_ctx.tokens._encodings import encoding_name_for_model, get_encoding
 from langgraph_ctx.tokens._media import is_media, media_tokens
-from langgraph_ctx.tokens.counter import ToolLike, tool_schema
+from langgraph_ctx.tokens.counter import ToolLike, tool_function, tool_schema
 
 _FIELDS = operator.attrgetter("__dict__")
 
@@ -233,8 +233,12 @@ class TiktokenCounter:
         )
         total = 0
         for i, tool in enumerate(tools):
-            function = tool_schema(tool, f"tools[{i}]")["function"]
+            schema = tool_schema(tool, f"tools[{i}]")
             total += _FUNC_INIT_LEGACY if legacy else _FUNC_INIT
+            function = tool_function(schema)
+            if function is None:  # a built-in tool: its JSON text
+                total += self.count_text(json.dumps(schema, sort_keys=True))
+                continue
             desc = str(function.get("description") or "").removesuffix(".")
             total += self.count_text(f"{function['name']}:{desc}")
             properties = (function.get("parameters") or {}).get("properties") or {}
