@@ -20,6 +20,12 @@ the server rejected for overflow (its HTTP 400s, counted on the client's side; l
 answers OpenAI's `context_length_exceeded`, llama.cpp's own server "exceeds the available
 context size": `errors.is_context_overflow` knows both).
 
+With `--count-only`, `benchmarks/llama_count_server.py` stands in for the server: the same
+chat template and tokenizer, no model (the same counts, in seconds). With `--replay` the
+workload is the recorded agent runs (`benchmarks.llama_replay`) instead of the scripted reads.
+Besides the figures below, every run prints the error's distribution after 10 calls
+(`llama_replay.distribution`), and `--record` writes every call for `benchmarks.ratio_rules`.
+
 Both servers render prompts with the GGUF's own chat template, which shows each message's
 text and nothing else: no tool schemas, no tool calls (`llama-server` applies it with Jinja,
 and its prompt counts are the same with the schemas sent as without). So by default no schemas

@@ -24,7 +24,7 @@ from langgraph_ctx.tokens._calibration import (
     observe,
     remember_prompt,
 )
-from langgraph_ctx.tokens._ratios import MIN_SHARE, TRUST_BELOW_ONE, applied, fit
+from langgraph_ctx.tokens._ratios import MAX_MARGIN, MIN_SHARE, TRUST_BELOW_ONE, applied, fit
 from langgraph_ctx.tokens.approximate import PARTS
 
 COUNTER = ApproximateCounter(provider="unknown", method="pieces")
@@ -280,3 +280,15 @@ def test_the_ledger_shape_is_checked() -> None:
     bad: Any = {"calibration": {**good["calibration"], "seen": [{"parts": {"text": -1}}]}}
     ledger, repairs = repair_ledger(bad)
     assert ledger["calibration"] is None and "calibration" in repairs[0]
+
+
+def test_the_newest_under_count_raises_the_next_counts() -> None:
+    fitted = {**dict.fromkeys(PARTS, 1.0), "text": 0.9}
+    seen = [{"parts": {"text": 1_000}, "reported": 900, "estimated": 900}] * 3
+    assert applied(fitted, seen)["text"] == pytest.approx(0.9)  # no miss, no margin
+    short = [*seen, {"parts": {"text": 1_000}, "reported": 1_000, "estimated": 970}]
+    assert applied(fitted, short)["text"] == pytest.approx(0.9 * 1.03)  # 3% short
+    far = [*seen, {"parts": {"text": 1_000}, "reported": 1_000, "estimated": 500}]
+    assert applied(fitted, far)["text"] == pytest.approx(0.9 * (1 + MAX_MARGIN))  # at most
+    later = [*short, *seen]  # three counts on the mark since: the margin is gone
+    assert applied(fitted, later)["text"] == pytest.approx(0.9)
