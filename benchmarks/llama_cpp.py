@@ -20,6 +20,12 @@ the server rejected for overflow (its HTTP 400s, counted on the client's side; l
 answers OpenAI's `context_length_exceeded`, llama.cpp's own server "exceeds the available
 context size": `errors.is_context_overflow` knows both).
 
+With `--count-only`, `benchmarks/llama_count_server.py` stands in for the server: the same
+chat template and tokenizer, no model (the same counts, in seconds). With `--replay` the
+workload is the recorded agent runs (`benchmarks.llama_replay`) instead of the scripted reads.
+Besides the figures below, every run prints the error's distribution after 10 calls
+(`llama_replay.distribution`), and `--record` writes every call for `benchmarks.ratio_rules`.
+
 Both servers render prompts with the GGUF's own chat template, which shows each message's
 text and nothing else: no tool schemas, no tool calls (`llama-server` applies it with Jinja,
 and its prompt counts are the same with the schemas sent as without). So by default no schemas
@@ -33,6 +39,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import signal
 import socket
 import subprocess
@@ -53,6 +60,7 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
+from benchmarks.llama_replay import Record, distribution, replay_runs
 from langgraph_ctx import ContextMemory
 from langgraph_ctx.memory import REPORT_KEY
 
@@ -210,25 +218,14 @@ def tool_outputs() -> list[str]:
     return outputs[:200]
 
 
-def run(
-    url: str, *, turns: int, n_ctx: int, max_tokens: int, send_tools: bool
-) -> tuple[list[dict[str, Any]], int]:
-    """The agent run: the reports of every model call, oldest first, and the rejections."""
-    outputs = tool_outputs()
-    rejected: list[httpx.Response] = []
+def local_model(url: str, max_tokens: int, rejected: list[httpx.Response]) -> ChatOpenAI:
+    """`ChatOpenAI` for the server; its HTTP 400s (prompts over the context) go to `rejected`."""
 
     def on_response(response: httpx.Response) -> None:
         if response.status_code == 400:  # the server's answer to a prompt over its context
             rejected.append(response)
 
-    reads = iter(range(10**6))
-
-    @tool
-    def read_file(path: str) -> str:
-        """Read a file of the repository."""
-        return outputs[next(reads) % len(outputs)]
-
-    model = ChatOpenAI(
+    return ChatOpenAI(
         model="smollm2-135m-instruct",
         base_url=url,
         api_key="local",
@@ -237,8 +234,27 @@ def run(
         extra_body={"max_tokens": max_tokens},  # llama-cpp-python reads no max_completion_tokens
         http_client=httpx.Client(event_hooks={"response": [on_response]}),
     )
+
+
+def run(
+    url: str, *, turns: int, n_ctx: int, max_tokens: int, send_tools: bool, reserved: int
+) -> tuple[list[dict[str, Any]], int]:
+    """The agent run: the reports of every model call, oldest first, and the rejections."""
+    outputs = tool_outputs()
+    rejected: list[httpx.Response] = []
+    reads = iter(range(10**6))
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return outputs[next(reads) % len(outputs)]
+
+    model = local_model(url, max_tokens, rejected)
     memory = ContextMemory(
-        model=model, context_window_tokens=n_ctx, reserved_output_tokens=256, expose_recall=False
+        model=model,
+        context_window_tokens=n_ctx,
+        reserved_output_tokens=reserved,
+        expose_recall=False,
     )
     agent = create_agent(
         model,
@@ -259,6 +275,23 @@ def run(
         if isinstance(m, AIMessage) and REPORT_KEY in m.response_metadata
     ]
     return reports, len(rejected)
+
+
+def records_of(reports: Sequence[dict[str, Any]]) -> list[Record]:
+    """The reports of one run as `Record`s (without parts), for `distribution`."""
+    return [
+        Record(
+            run="scripted",
+            call=i,
+            tokens=int(r.get("received_tokens") or r["tokens"]),
+            reported=int(r["reported_tokens"]),
+            limit=int(r["limit"]),
+            ratio=float(r.get("calibration_ratio", 1.0)),
+            parts={},
+        )
+        for i, r in enumerate(reports)
+        if r.get("reported_tokens")
+    ]
 
 
 def figures(reports: Sequence[dict[str, Any]], rejections: int) -> str:
@@ -311,13 +344,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=1,
         help="reply length per call (the reply is replaced; sampling is slow on a CPU)",
     )
+    parser.add_argument(
+        "--reserved", type=int, help="reserved output tokens (default 256; --replay: 400)"
+    )
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="replay the recorded trajectories (benchmarks.llama_replay) instead of the "
+        "scripted reads",
+    )
+    parser.add_argument("--calls", type=int, help="--replay: model calls per trajectory at most")
+    parser.add_argument(
+        "--count-only",
+        action="store_true",
+        help="serve with benchmarks/llama_count_server.py: the server's template and tokenizer, "
+        "no model (the same counts, in a fraction of the time)",
+    )
+    parser.add_argument("--record", type=Path, help="write every call as JSON (ratio_rules)")
     parser.add_argument("--log", type=Path, default=Path(".llama-server.log"))
     args = parser.parse_args(argv)
     if importlib.util.find_spec("langchain_openai") is None:
         msg = "langchain-openai is missing: run `make install` first"
         raise SystemExit(msg)
     gguf, port = gguf_path(args.server_python), free_port()
-    if args.server_binary:
+    if args.count_only:
+        script = str(Path(__file__).with_name("llama_count_server.py"))
+        command = [args.server_python, script, "--model", gguf, "--port", str(port)]
+        command += ["--n_ctx", str(args.n_ctx)]
+    elif args.server_binary:
         command = binary_server_command(args.server_binary, gguf, args.n_ctx, port)
     else:
         command = python_server_command(args.server_python, gguf, args.n_ctx, port)
@@ -326,13 +380,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     process = start_server(command, port, args.log)
     try:
         started = time.monotonic()
-        reports, rejections = run(
-            server_url(port),
-            turns=args.turns,
-            n_ctx=args.n_ctx,
-            max_tokens=args.max_tokens,
-            send_tools=args.send_tools,
-        )
+        if args.replay:
+            rejected: list[httpx.Response] = []
+            model = local_model(server_url(port), args.max_tokens, rejected)
+            reserved = 400 if args.reserved is None else args.reserved
+            records, failed = replay_runs(
+                model, n_ctx=args.n_ctx, reserved=reserved, calls=args.calls
+            )
+            line = f"{distribution(records)} rejections={len(rejected)} failed_runs={failed}"
+        else:
+            reserved = 256 if args.reserved is None else args.reserved
+            reports, rejections = run(
+                server_url(port),
+                turns=args.turns,
+                n_ctx=args.n_ctx,
+                max_tokens=args.max_tokens,
+                send_tools=args.send_tools,
+                reserved=reserved,
+            )
+            records = records_of(reports)
+            line = f"{figures(reports, rejections)}\n{distribution(records)}"
         seconds = time.monotonic() - started
     finally:
         process.terminate()  # the server finishes the request in flight first: not for long
@@ -341,7 +408,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    print(f"{figures(reports, rejections)} n_ctx={args.n_ctx} seconds={seconds:.0f}")
+    if args.record:
+        args.record.write_text(json.dumps(records))
+    print(f"{line} n_ctx={args.n_ctx} reserved={reserved} seconds={seconds:.0f}")
     return 0
 
 

@@ -1,82 +1,103 @@
-"""`python -m benchmarks.ratio_rules RUN_OUTPUT`: other calibration rules on a recorded run.
+"""`python -m benchmarks.ratio_rules RECORD.json`: calibration rules replayed on recorded calls.
 
-`make llama_cpp` (and `make llama_server`) print, on stderr, every call's `(estimate, the
-server's count, the ratio applied)`. This replays those calls through calibration rules: the
-package's own (`_calibration.ratio_of`: the median of the newest `RECENT` observations), the
-median of the last nine (the rule before it), and the latest observation alone, and prints how
-far each rule's estimate is from the server's count on the first call, after 5 calls and after
-10. The raw estimate of
-a call is its estimate divided by the ratio applied; the prompts are the run's own (a rule
-that shrank or grew them would have cut elsewhere, which a replay cannot show).
+`python -m benchmarks.llama_cpp --replay --record RECORD.json` writes every model call of the
+recorded agent runs replayed against llama.cpp: the raw estimate of the prompt by part, the
+server's count and the limit. This replays those calls through calibration rules, each
+learning from the calls before, thread by thread: the package's ratios per part
+(`tokens._ratios`: `fit` then `applied`, with the margin of its own misses), and the one
+ratio for the whole prompt it used before (the median of the newest three observations, each
+clamped to 0.5-2, not under 1 before the third), and prints, after 10 calls of each
+thread, the share of calls within 5% of the server's count, the median and mean error, the
+largest under-count, and over all calls the prompts the rule counted within the limit while
+the server counted them over it. The prompts are the run's own (a rule that counted them
+otherwise would have cut elsewhere, which a replay cannot show), so the figures are close to,
+not the same as, a run with that rule; the package's rule on its own run's record gives that
+run's figures.
 
-    make llama_cpp 2> run.txt && python -m benchmarks.ratio_rules run.txt
+    python -m benchmarks.llama_cpp --count-only --replay --record run.json
+    python -m benchmarks.ratio_rules run.json
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import re
+import json
+import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from benchmarks._table import print_table
-from langgraph_ctx._calibration import MAX_RATIO, MIN_RATIO, RECENT, WINDOW, ratio_of
+from benchmarks.llama_replay import Record
+from langgraph_ctx.tokens._ratios import applied, fit
+from langgraph_ctx.tokens.approximate import PARTS
 
-Rule = Callable[[list[float]], float]
-"""The ratio to apply next, from the observations so far (each clamped), oldest first."""
+Rule = Callable[[list[dict[str, Any]]], Mapping[str, float]]
+"""The ratio of each part to count the next prompt with, from the observations so far."""
+
+
+def one_ratio(seen: list[dict[str, Any]]) -> Mapping[str, float]:
+    """The rule before ratios per part: the median of the newest three observations."""
+    samples = [min(max(s["reported"] / sum(s["parts"].values()), 0.5), 2.0) for s in seen]
+    ratio = statistics.median(samples[-3:]) if samples else 1.0
+    return dict.fromkeys(PARTS, 1.0 if ratio < 1 and len(samples) < 3 else ratio)
+
+
+def per_part(seen: list[dict[str, Any]]) -> Mapping[str, float]:
+    """The package's rule."""
+    return applied(fit(seen), seen)
+
 
 RULES: dict[str, Rule] = {
-    f"package: ratio_of (median of the last {RECENT})": lambda seen: ratio_of(seen[-WINDOW:]),
-    "median of the last 9 (before stop 22)": lambda seen: statistics.median(seen[-9:]),
-    "latest observation": lambda seen: seen[-1],
+    "one ratio (median of the newest 3; before)": one_ratio,
+    "ratios per part (the package's)": per_part,
 }
 
 
-def calls_of(text: str) -> list[tuple[float, int]]:
-    """`(raw estimate, the server's count)` of every call the run printed (a list of triples)."""
-    line = next((m.group(0) for m in re.finditer(r"^\[\(.*\)\]$", text, re.MULTILINE)), None)
-    if line is None:
-        msg = "no '[(estimate, reported, ratio), ...]' line: pass the run's stderr"
-        raise SystemExit(msg)
-    triples = ast.literal_eval(line)
-    return [(tokens / ratio, reported) for tokens, reported, ratio in triples if reported]
+def replayed(rule: Rule, records: Sequence[Record]) -> list[Record]:
+    """`records` with each call's `tokens` as `rule` would have counted the prompt."""
+    out: list[Record] = []
+    seen: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        thread = seen.setdefault(r["run"], [])
+        ratios = rule(thread)
+        tokens = math.ceil(sum(ratios[p] * r["parts"].get(p, 0.0) for p in PARTS) - 1e-9)
+        out.append(Record(**{**r, "tokens": tokens}))  # type: ignore[typeddict-item]
+        thread.append({"parts": r["parts"], "reported": r["reported"], "estimated": tokens})
+    return out
 
 
-def errors_under(rule: Rule, calls: Sequence[tuple[float, int]]) -> list[float]:
-    """Each call's relative error when the ratio follows `rule`."""
-    seen: list[float] = []
-    ratio, errors = 1.0, []
-    for raw, reported in calls:
-        errors.append(abs(ratio * raw - reported) / reported)
-        seen.append(min(max(reported / raw, MIN_RATIO), MAX_RATIO))
-        ratio = min(max(rule(seen), MIN_RATIO), MAX_RATIO)
-    return errors
-
-
-def _after(errors: Sequence[float], calls: int) -> str:
-    later = errors[calls:]
-    if not later:
-        return "-"
-    within = sum(e <= 0.05 for e in later)
-    return f"{sum(later) / len(later):.1%} / {max(later):.1%} / {within} of {len(later)}"
+def row(name: str, records: Sequence[Record], after: int = 10) -> list[str]:
+    """One line of the table."""
+    later = [r for r in records if r["call"] >= after]
+    errors = [abs(r["tokens"] - r["reported"]) / r["reported"] for r in later]
+    under = max(later, key=lambda r: r["reported"] - r["tokens"])
+    passed = sum(r["tokens"] <= r["limit"] < r["reported"] for r in records)
+    within = sum(e <= 0.05 for e in errors)
+    gap = under["reported"] - under["tokens"]
+    return [
+        name,
+        f"{within}/{len(later)} ({within / len(later):.1%})",
+        f"{statistics.median(errors):.1%} / {statistics.fmean(errors):.1%}",
+        f"{gap} ({gap / under['reported']:.1%})",
+        str(passed),
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Print one row per rule."""
     parser = argparse.ArgumentParser(prog="python -m benchmarks.ratio_rules")
-    parser.add_argument("run_output", type=Path, help="the stderr of a `make llama_cpp` run")
+    parser.add_argument("record", type=Path, help="the --record file of a --replay run")
     args = parser.parse_args(argv)
-    calls = calls_of(args.run_output.read_text())
-    rows = []
-    for name, rule in RULES.items():
-        errors = errors_under(rule, calls)
-        rows.append([name, f"{errors[0]:.1%}", _after(errors, 5), _after(errors, 10)])
+    records: list[Record] = json.loads(args.record.read_text())
+    if not records or not records[0]["parts"]:
+        msg = "no calls with parts: pass the --record file of `benchmarks.llama_cpp --replay`"
+        raise SystemExit(msg)
     print_table(
-        f"Calibration rules replayed on {len(calls)} calls (mean / max error / within 5%)",
-        ["rule", "first call", "after 5 calls", "after 10 calls"],
-        rows,
+        f"Calibration rules replayed on {len(records)} calls (after 10 calls of each thread)",
+        ["rule", "within 5%", "median / mean error", "largest under-count", "over the limit"],
+        [row(name, replayed(rule, records)) for name, rule in RULES.items()],
     )
     return 0
 

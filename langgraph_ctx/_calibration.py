@@ -1,22 +1,21 @@
 """Old import path, kept so that existing imports keep working.
 
 The code now lives in `langgraph_ctx.tokens._calibration`; the package itself imports it from
-there.
+there. The scalar rule (`ratio_of`, `RECENT`, `MIN_RATIO`) gave way to ratios per part
+(`langgraph_ctx.tokens._ratios`); `benchmarks.ratio_rules` replays it for comparison.
 """
 
 from __future__ import annotations
 
 from langgraph_ctx.tokens._calibration import (
     MAX_RATIO,
-    MIN_RATIO,
-    RECENT,
     TRUST_BELOW_ONE,
     WINDOW,
     after_overflow,
     current_ratio,
+    current_ratios,
     forget_prompt,
     observe,
-    ratio_of,
     received_prompt,
     remember_prompt,
     reported_input_tokens,
@@ -24,15 +23,13 @@ from langgraph_ctx.tokens._calibration import (
 
 __all__ = [
     "MAX_RATIO",
-    "MIN_RATIO",
-    "RECENT",
     "TRUST_BELOW_ONE",
     "WINDOW",
     "after_overflow",
     "current_ratio",
+    "current_ratios",
     "forget_prompt",
     "observe",
-    "ratio_of",
     "received_prompt",
     "remember_prompt",
     "reported_input_tokens",

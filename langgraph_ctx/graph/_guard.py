@@ -67,6 +67,9 @@ class Received:
     """The call binds the `recall` tool (True when the agent has none to bind)."""
     names_recall: bool
     """The prompt tells the model to call `recall(ref=...)`."""
+    parts: Mapping[str, float] | None = None
+    """The raw estimate by part of what the built-for model received over the build (the
+    calibration pairs the reply's count with it); None when unknown or another model's."""
 
     @property
     def recall_unbound(self) -> bool:
@@ -116,7 +119,7 @@ class CallGuard(BaseCallbackHandler):
         sent_tools: The tools the build sent (bound or counted).
         sent_tokens: The build's count of `sent` and `sent_tools` (its report's `tokens`).
         recall_tool: The name of the `recall` tool, or None when the agent has none.
-        ratio: The calibration ratio the build counted with (its report's), if any.
+        ratios: The calibration ratios per part the build counted with (its report's), if any.
     """
 
     raise_error = True
@@ -130,12 +133,12 @@ class CallGuard(BaseCallbackHandler):
         sent_tools: Sequence[Any],
         sent_tokens: int,
         recall_tool: str | None,
-        ratio: float | None = None,
+        ratios: Mapping[str, float] | None = None,
     ) -> None:
         self.memory = memory
         counter = memory.counter_for(model)
-        with_ratio = getattr(counter, "with_ratio", None)
-        self.built_counter = with_ratio(ratio) if ratio and callable(with_ratio) else counter
+        with_ratios = getattr(counter, "with_ratios", None)
+        self.built_counter = with_ratios(ratios) if ratios and callable(with_ratios) else counter
         self.model = model
         self.models: list[Any] = [model]
         self.sent, self.sent_tools, self.sent_tokens = sent, sent_tools, sent_tokens
@@ -178,9 +181,9 @@ class CallGuard(BaseCallbackHandler):
         window = windows[id(called)]
         counter = self.memory.counter_for(called)
         names = [tool_name(t) for t in tools]
-        added, unchanged = None, False
+        added, unchanged, parts = None, False, None
         if any(m is self.model for m in models) and counter is self.memory.counter_for(self.model):
-            tokens = self._received_tokens(prompt, tools, names)
+            tokens, parts = self._received_tokens(prompt, tools, names)
             added = max(0, tokens - self.sent_tokens)
             # The build fits its own window by its own count; a call that adds nothing to it
             # is never refused on counting noise.
@@ -196,14 +199,18 @@ class CallGuard(BaseCallbackHandler):
             unchanged=unchanged,
             recall_bound=self.recall_tool is None or self.recall_tool in names,
             names_recall=references_recall(prompt),
+            parts=parts,
         )
 
     def _received_tokens(
         self, prompt: Sequence[BaseMessage], tools: Sequence[Any], names: list[str]
-    ) -> int:
-        """What the built-for model receives: the build's count, plus what differs from it.
+    ) -> tuple[int, dict[str, float] | None]:
+        """What the built-for model receives, and the raw estimate by part of what changed.
 
-        Counted as the build counted (the thread's calibration ratio). The messages the build
+        The build's count, plus what differs from it; the difference's raw parts are what the
+        calibration pairs the reply's count with (`Received.parts`).
+
+        Counted as the build counted (the thread's calibration ratios). The messages the build
         sent arrive as the same objects (LangChain copies only those it reformats for tracing),
         so only the others are counted: checking a call costs little however long the prompt.
         """
@@ -212,10 +219,15 @@ class CallGuard(BaseCallbackHandler):
         new = [m for m in prompt if id(m) not in sent_ids]
         gone = [m for m in self.sent if id(m) not in got_ids]
         tokens = self.sent_tokens + _message_tokens(counter, new) - _message_tokens(counter, gone)
-        if sorted(names) != sorted(tool_name(t) for t in self.sent_tools):
+        changed = sorted(names) != sorted(tool_name(t) for t in self.sent_tools)
+        if changed:
             sent_tools = count_tool_tokens(counter, self.sent_tools)
             tokens += _tool_tokens(counter, tools, self.sent_tools) - sent_tools
-        return tokens
+        plus = _raw_parts(counter, new, tools if changed else ())
+        minus = _raw_parts(counter, gone, self.sent_tools if changed else ())
+        if plus is None or minus is None:
+            return tokens, None
+        return tokens, {p: plus[p] - minus.get(p, 0.0) for p in plus}
 
     def _called(self, serialized: Mapping[str, Any], metadata: Mapping[str, Any]) -> list[Any]:
         """The known models this run may be (same class, provider and model name)."""
@@ -321,6 +333,19 @@ def _is_internal(metadata: Mapping[str, Any]) -> bool:
 def _message_tokens(counter: TokenCounter, messages: Sequence[BaseMessage]) -> int:
     """What `messages` add to a prompt (without the prompt's own fixed overhead)."""
     return counter(list(messages)) - counter([]) if messages else 0
+
+
+def _raw_parts(
+    counter: TokenCounter, messages: Sequence[BaseMessage], tools: Sequence[Any]
+) -> dict[str, float] | None:
+    """`counter.raw_parts(messages, tools)`, None for a counter without it or unreadable tools."""
+    raw_parts = getattr(counter, "raw_parts", None)
+    if not callable(raw_parts):
+        return None
+    try:
+        return dict(raw_parts(list(messages), list(tools)))
+    except Exception:  # a provider-native tool (a server tool) the converter does not read
+        return None
 
 
 def _tool_tokens(counter: TokenCounter, tools: Sequence[Any], fallback: Sequence[Any]) -> int:

@@ -169,7 +169,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
                 result.tools,
                 result.report.tokens,
                 self._sent_recall(sent),
-                ratio=result.report.calibration_ratio,
+                ratios=result.report.calibration_ratios,
             )
             try:
                 response = yield CallHandler(guard.around(handler), sent)
@@ -219,7 +219,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         state_messages = list((request.state or {}).get("messages") or [])
         removals, ledger = yield from self.memory.plan_removals(state_messages, result, None)
         if received is not None:  # the reply's usage is of what the model received
-            received_prompt(ledger, received)
+            received_prompt(ledger, received, guard.last.parts if guard.last else None)
         set_called(ledger, called if called != NOTHING_LEARNED else None)
         return _with_report(response, result, ledger, removals)
 

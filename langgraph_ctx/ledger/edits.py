@@ -105,13 +105,16 @@ def set_last_report(ledger: ContextLedger | dict[str, Any], report: dict[str, An
 
 
 def record_calibration(
-    ledger: ContextLedger, *, ratio: float, samples: list[float], estimated: int, reported: int
+    ledger: ContextLedger, *, learned: Mapping[str, Any], estimated: int, reported: int
 ) -> None:
-    """Record one observation of the provider's prompt size against our estimate."""
+    """Record one observation of the provider's prompt size against our estimate.
+
+    `learned` holds what it taught (`ratio`, `ratios`, `seen`: see `CalibrationEntry`); the
+    prompt waiting for its reply is then forgotten.
+    """
     entry: Any = dict(ledger.get("calibration") or {})
     entry.update(
-        ratio=ratio,
-        samples=list(samples),
+        learned,
         observations=int(entry.get("observations", 0)) + 1,
         last_estimated=estimated,
         last_reported=reported,
@@ -120,22 +123,32 @@ def record_calibration(
     ledger["calibration"] = entry
 
 
-def set_calibration_samples(ledger: ContextLedger, *, ratio: float, samples: list[float]) -> None:
-    """Replace the observations kept and the ratio they give (e.g. after a provider overflow)."""
+def set_calibration_learned(ledger: ContextLedger, learned: Mapping[str, Any]) -> None:
+    """Replace what the observations taught (e.g. after a provider overflow refuted some)."""
     entry: Any = dict(ledger.get("calibration") or {})
-    entry.update(ratio=ratio, samples=list(samples))
+    entry.update(learned)
     ledger["calibration"] = entry
 
 
 def set_calibration_pending(
-    ledger: ContextLedger, *, after_id: str | None, tokens: int, ratio: float
+    ledger: ContextLedger,
+    *,
+    after_id: str | None,
+    tokens: int,
+    ratio: float,
+    parts: Mapping[str, float] | None = None,
 ) -> None:
-    """Remember the prompt just built, so the reply's usage can be checked against it."""
+    """Remember the prompt just built, so the reply's usage can be checked against it.
+
+    `parts` is the prompt's raw estimate by part (`ApproximateCounter.raw_parts`), what the
+    reply's count is compared with; `tokens` is the estimate the build counted with.
+    """
     entry: Any = dict(ledger.get("calibration") or {})
     entry.setdefault("ratio", 1.0)
-    entry["pending"] = (
-        {"after_id": after_id, "tokens": tokens, "ratio": ratio} if after_id else None
-    )
+    pending: dict[str, Any] = {"after_id": after_id, "tokens": tokens, "ratio": ratio}
+    if parts is not None:
+        pending["parts"] = dict(parts)
+    entry["pending"] = pending if after_id else None
     ledger["calibration"] = entry
 
 

@@ -247,10 +247,36 @@ def _is_ratio(value: Any) -> bool:
     )
 
 
+def _is_scale(value: Any) -> bool:
+    return _is_ratio(value) or ((_is_int(value) or isinstance(value, float)) and value == 0)
+
+
+def _parts(value: Any) -> bool:
+    """A ratio or raw estimate per part of the estimate (`ApproximateCounter.raw_parts`)."""
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and _is_scale(v) for k, v in value.items()
+    )
+
+
+def _observation(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping)
+        and _parts(value.get("parts"))
+        and _is_int(value.get("reported"))
+        and value["reported"] > 0
+        and (value.get("estimated") is None or _is_int(value["estimated"]))
+    )
+
+
 def _calibration(value: Any, repairs: list[str]) -> Any:
-    ok = isinstance(value, Mapping) and _is_ratio(value.get("ratio", 1.0))
+    # Two shapes: ratios per part (`ratios`, `seen`), or, written before them, one `ratio`
+    # with its `samples`; both read.
+    ok = isinstance(value, Mapping) and _is_scale(value.get("ratio", 1.0))
     samples = value.get("samples", []) if ok else None
     ok = ok and isinstance(samples, list) and all(_is_ratio(v) for v in samples)
+    ok = ok and (value.get("ratios") is None or _parts(value["ratios"]))
+    seen = value.get("seen", []) if ok else None
+    ok = ok and isinstance(seen, list) and all(_observation(s) for s in seen)
     pending = value.get("pending") if ok else None
     ok = ok and (
         pending is None
@@ -258,7 +284,8 @@ def _calibration(value: Any, repairs: list[str]) -> Any:
             isinstance(pending, Mapping)
             and _optional_str(pending.get("after_id"))
             and _is_int(pending.get("tokens"))
-            and _is_ratio(pending.get("ratio"))
+            and _is_scale(pending.get("ratio"))
+            and (pending.get("parts") is None or _parts(pending["parts"]))
         )
     )
     return (

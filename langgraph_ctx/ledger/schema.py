@@ -78,10 +78,21 @@ class EntitiesEntry(TypedDict, total=False):
 
 
 class CalibrationEntry(TypedDict, total=False):
-    """What the provider's real usage taught about the counter (see `tokens._calibration`)."""
+    """What the provider's real usage taught about the counter (see `tokens._calibration`).
+
+    A ledger written before ratios per part holds `ratio` and `samples` only; it is read as
+    `ratio` for every part until the next observation.
+    """
 
     ratio: float
+    """The ratio the newest observed prompt is counted at, all parts together (for reading)."""
+    ratios: dict[str, float]
+    """The ratio each part of the estimate is counted at (`tokens._ratios.applied`)."""
+    seen: list[dict[str, Any]]
+    """The newest observations: `{"parts": raw estimate by part, "reported": the provider's
+    count, "estimated": the package's}`."""
     samples: list[float]
+    """Older ledgers: the newest observations as one ratio each."""
     observations: int
     last_estimated: int | None
     last_reported: int | None

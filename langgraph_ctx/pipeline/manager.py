@@ -315,7 +315,9 @@ class ContextManager:
                 "[SystemMessage('...'), HumanMessage('...')]"
             )
             raise InvalidMessagesError(msg, ["no_conversation"])
-        counter, ratio = _calibrated_counter(self.token_counter, self.calibrates, ledger, history)
+        counter, calibrated = _calibrated_counter(
+            self.token_counter, self.calibrates, ledger, history
+        )
         tools_out = filter_tools(tools, self.tool_policy)
         items = list(memory) if memory is not None else (yield from self._search_memory(history))
         fragments = ([render_skills(self.skills)] if self.skills else []) + self.injections
@@ -358,7 +360,7 @@ class ContextManager:
             # index now, so the prompt does not change again on the next call for it.
             yield from _plan_spill_within_budget(view, archive)
         view.report.messages_in += skipped
-        return _finish(view, tools_out, ratio, given, self.strategies)
+        return _finish(view, tools_out, calibrated, given, self.strategies)
 
     # --- helpers -------------------------------------------------------------------------
 

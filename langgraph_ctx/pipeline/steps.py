@@ -1,7 +1,7 @@
 """The steps of a build around its strategies: what it examines, how it counts, how it ends.
 
 `ContextManager.plan` takes the part of the history a build examines (`_examined`), the
-counter it counts with (`_calibrated_counter`: scaled by the ledger's learned ratio), and,
+counter it counts with (`_calibrated_counter`: scaled by the ledger's learned ratios), and,
 once the strategies ran, spills older dump refs within the summary's bound
 (`_plan_spill_within_budget`) and renders, counts and checks the prompt (`_finish`).
 `thread_key` names the thread a build is for (summaries prepared ahead are kept per thread).
@@ -86,26 +86,28 @@ def _calibrated_counter(
     calibrates: bool,
     ledger: ContextLedger,
     history: Sequence[BaseMessage],
-) -> tuple[TokenCounter, float | None]:
-    """The counter for this build: an approximation scaled by the ledger's learned ratio.
+) -> tuple[TokenCounter, bool]:
+    """The counter for this build, and whether it is calibrated.
 
-    Exact counters (and custom callables without `with_ratio`) are used as they are.
+    An approximation is scaled by the ledger's learned ratios, and its prompt remembered, to
+    learn from the reply.
+
+    Counters that cannot split their estimate into parts (`raw_parts` and `with_ratios`, as
+    `ApproximateCounter` does: exact counters, custom callables) are used as they are; so is
+    an approximation before anything is learned (its own `ratio`, 1 unless you calibrated it).
     """
-    with_ratio = getattr(token_counter, "with_ratio", None)
     if not calibrates:
         # Another model's call: learn from the reply to the previous prompt, then forget
         # it, so that the next reply (to this prompt) is never paired with it.
         if ledger.get("calibration"):
             observe(ledger, history)
             forget_prompt(ledger)
-        return token_counter, None
-    if not callable(with_ratio):
-        return token_counter, None
-    ratio = observe(ledger, history)
-    if not (ledger.get("calibration") or {}).get("samples"):  # nothing learned yet
-        ratio = float(getattr(token_counter, "ratio", 1.0))
-    counter: TokenCounter = with_ratio(ratio)
-    return counter, ratio
+        return token_counter, False
+    with_ratios = getattr(token_counter, "with_ratios", None)
+    if not callable(with_ratios) or not callable(getattr(token_counter, "raw_parts", None)):
+        return token_counter, False
+    ratios = observe(ledger, history)
+    return (token_counter if ratios is None else with_ratios(ratios)), True
 
 
 def _plan_spill_within_budget(view: PromptView, archive: Archive) -> Plan[None]:
@@ -130,7 +132,7 @@ def _plan_spill_within_budget(view: PromptView, archive: Archive) -> Plan[None]:
 def _finish(
     view: PromptView,
     tools: list[Any],
-    ratio: float | None,
+    calibrated: bool,
     history: Sequence[BaseMessage],
     strategies: Sequence[Strategy],
 ) -> BuildResult:
@@ -139,9 +141,13 @@ def _finish(
     view.tokens = view.count_full()
     report = view.report
     report.tokens, report.messages_out = view.tokens, len(prompt)
-    if ratio is not None:
-        report.calibration_ratio = ratio
-        remember_prompt(view.ledger, view.history, view.tokens, ratio)
+    if calibrated:
+        counter: Any = view.counter
+        parts = counter.raw_parts(prompt, tools)
+        raw = sum(parts.values())
+        report.calibration_ratio = round(view.tokens / raw, 6) if raw > 0 else 1.0
+        report.calibration_ratios = dict(counter.ratios) if counter.ratios else None
+        remember_prompt(view.ledger, view.history, view.tokens, parts)
     if view.tokens > view.budget.limit:
         report.fail(
             f"the prompt needs {view.tokens} tokens but the limit is {view.budget.limit} "

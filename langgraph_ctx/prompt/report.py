@@ -165,7 +165,12 @@ class ContextCostReport:
     decisions: list[Decision] = field(default_factory=list)
     """Steps taken, in order."""
     calibration_ratio: float = 1.0
-    """The learned provider/estimate ratio `tokens` was scaled by (approximate counters)."""
+    """The learned provider/estimate ratio `tokens` was scaled by (approximate counters): all
+    parts of the estimate together, `tokens` over the raw estimate."""
+    calibration_ratios: dict[str, float] | None = None
+    """The learned ratio of each part of the estimate (text, tool calls, media, tool schemas,
+    frame: `ApproximateCounter.raw_parts`); None when the counter is not calibrated or has
+    learned nothing yet."""
     reported_tokens: int | None = None
     """The provider's own count of this prompt (`usage_metadata["input_tokens"]` of the
     reply), once the reply is in; compare with `tokens`, the package's estimate."""

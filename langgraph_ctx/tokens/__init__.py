@@ -8,8 +8,8 @@ cache goes by what a message says, never by the object alone: a message edited i
 appended, tool-call arguments changed) is recounted.
 
 `ApproximateCounter` serves other providers: characters per token plus a per-message overhead,
-media by each provider's billing formula (`_media`), scaled by a ratio learned from the real
-`usage_metadata` input tokens providers report (the pipeline keeps it in the ledger).
+media by each provider's billing formula (`_media`), each part scaled by a ratio learned from the
+real `usage_metadata` input tokens providers report (the pipeline keeps them in the ledger).
 `counter_for_model` picks one of the two from the model (`_providers`): never a silent OpenAI
 tokenizer for a model that is not OpenAI's.
 
@@ -21,7 +21,8 @@ every message cost one token.
 - `approximate`: `ApproximateCounter` (with `_media`, the providers' media formulas).
 - `provider_count`: `ProviderCounter`, the provider's own count API (with `_gemini_count`).
 - `models`: which counter and which window a model gets (with `_providers`, its family).
-- `_calibration`: the ratio learned from the provider's reported prompt sizes.
+- `_calibration`: the ratios learned from the provider's reported prompt sizes (with
+  `_ratios`, the ratio of each part of the estimate).
 
 The public names of those modules are importable from here too.
 """

@@ -1,8 +1,9 @@
 """`ApproximateCounter`: characters per token for providers without a public tokenizer.
 
 Characters per token plus a per-message overhead, media by each provider's billing formula
-(`_media`), scaled by a ratio learned from the real `usage_metadata` input tokens providers
-report (the pipeline keeps it in the ledger, `_calibration`).
+(`_media`), each part of the estimate scaled by a ratio learned from the real
+`usage_metadata` input tokens providers report (the pipeline keeps them in the ledger,
+`_calibration`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import copy
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -30,10 +31,11 @@ class ApproximateCounter:
     provider's formula (images by size, audio by duration, documents by page; never by base64
     length). Tool schemas count as their JSON, plus the provider's tool-use overhead.
 
-    The pipeline scales the raw estimate by a ratio learned from the provider's real
-    `usage_metadata["input_tokens"]`, kept in the thread's ledger (see `with_ratio`);
-    `calibrate` learns one in the object itself for direct use. Either way the ratio is
-    clamped to `[min_ratio, max_ratio]` so one odd report cannot swing the budget.
+    The pipeline scales each part of the raw estimate (`raw_parts`: text, tool calls, media,
+    tool schemas, frame) by a ratio learned from the provider's real
+    `usage_metadata["input_tokens"]`, kept in the thread's ledger (see `with_ratios`);
+    `calibrate` learns one ratio for everything in the object itself for direct use, clamped
+    to `[min_ratio, max_ratio]` so one odd report cannot swing the budget.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -82,14 +84,35 @@ class ApproximateCounter:
         self.method = method
         self.min_ratio, self.max_ratio, self.smoothing = min_ratio, max_ratio, smoothing
         self.ratio = 1.0
-        """The actual/estimate scale applied to every count."""
+        """The actual/estimate scale applied to every count (unless `ratios` is set)."""
+        self.ratios: dict[str, float] | None = None
+        """A scale per part of the estimate (`PARTS`), set by `with_ratios`; None: `ratio`."""
         self.observations = 0
 
     def with_ratio(self, ratio: float) -> ApproximateCounter:
         """A copy scaling by `ratio` (clamped); the pipeline passes the ledger's ratio."""
         twin = copy.copy(self)
+        twin.ratios = None
         if isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 0:
             twin.ratio = min(max(float(ratio), self.min_ratio), self.max_ratio)
+        return twin
+
+    def with_ratios(self, ratios: Mapping[str, float]) -> ApproximateCounter:
+        """A copy scaling each part of the estimate (`PARTS`) by its own ratio.
+
+        A provider bills the parts of a prompt differently (a local server's chat template may
+        render message text and drop tool calls and schemas), so one scale learned on one mix
+        of parts miscounts another. A ratio may be 0 (a part the provider does not bill) and is
+        not clamped to `[min_ratio, max_ratio]`; a part `ratios` leaves out, or gives no finite
+        number >= 0, keeps 1. The pipeline passes the ledger's (`tokens._calibration`).
+        """
+        twin = copy.copy(self)
+        twin.ratios = {
+            part: float(r)
+            if isinstance(r := ratios.get(part), (int, float)) and math.isfinite(r) and r >= 0
+            else 1.0
+            for part in PARTS
+        }
         return twin
 
     def text_units(self, text: str) -> float:
@@ -104,6 +127,10 @@ class ApproximateCounter:
 
     def raw_message(self, message: BaseMessage) -> float:
         """Unscaled estimate of one message."""
+        return sum(self.message_parts(message))
+
+    def message_parts(self, message: BaseMessage) -> tuple[float, float, float, float]:
+        """Unscaled estimate of one message by part: text, tool calls, media, frame."""
         parts: list[str] = []
         media = 0
         content = message.content
@@ -116,24 +143,53 @@ class ApproximateCounter:
                 parts.append(block["text"])
             else:
                 parts.append(json.dumps(block, default=str))
+        calls = 0.0
         if isinstance(message, AIMessage) and message.tool_calls:
-            parts.extend(
-                (tc.get("name") or "") + json.dumps(tc.get("args"), default=str)
+            calls = sum(
+                self.text_units((tc.get("name") or "") + json.dumps(tc.get("args"), default=str))
                 for tc in message.tool_calls
             )
         name = getattr(message, "name", None)
         if isinstance(name, str):
             parts.append(name)
         text = sum(self.text_units(p) for p in parts)
-        return text + self.tokens_per_message + media
+        return text, calls, float(media), float(self.tokens_per_message)
 
     def raw(self, messages: Sequence[BaseMessage]) -> float:
         """Unscaled estimate of a message list."""
         return sum(self.raw_message(m) for m in messages) + REPLY_PRIMING_TOKENS
 
+    def raw_parts(
+        self, messages: Sequence[BaseMessage], tools: Sequence[ToolLike] = ()
+    ) -> dict[str, float]:
+        """Unscaled estimate of a prompt by part (`PARTS`), tool schemas included.
+
+        The parts sum to `raw(messages)` plus the tools' raw estimate: what calibration learns
+        a ratio for, part by part.
+        """
+        text = calls = media = 0.0
+        frame = float(REPLY_PRIMING_TOKENS)
+        for message in messages:
+            t, c, m, f = self.message_parts(message)
+            text, calls, media, frame = text + t, calls + c, media + m, frame + f
+        return {
+            "text": text,
+            "calls": calls,
+            "media": media,
+            "tools": self._raw_tools(tools),
+            "frame": frame,
+        }
+
     def __call__(self, messages: Sequence[BaseMessage]) -> int:
         """Calibrated estimate of `messages`, rounded up (a `TokenCounter`)."""
-        return math.ceil(self.raw(messages) * self.ratio - 1e-9)
+        if self.ratios is None:
+            return math.ceil(self.raw(messages) * self.ratio - 1e-9)
+        r = self.ratios
+        total = REPLY_PRIMING_TOKENS * r["frame"]
+        for message in messages:
+            t, c, m, f = self.message_parts(message)
+            total += t * r["text"] + c * r["calls"] + m * r["media"] + f * r["frame"]
+        return math.ceil(total - 1e-9)
 
     def count_tools(self, tools: Sequence[ToolLike]) -> int:
         """Calibrated estimate of tool schemas: their JSON, plus the provider's overhead.
@@ -143,12 +199,17 @@ class ApproximateCounter:
         """
         if not tools:
             return 0
+        scale = self.ratio if self.ratios is None else self.ratios["tools"]
+        return math.ceil(self._raw_tools(tools) * scale - 1e-9)
+
+    def _raw_tools(self, tools: Sequence[ToolLike]) -> float:
+        if not tools:
+            return 0.0
         schemas = [tool_schema(t, f"tools[{i}]") for i, t in enumerate(tools)]
         units = sum(
             self.text_units(json.dumps(tool_function(s) or s, sort_keys=True)) for s in schemas
         )
-        overhead = _TOOL_USE_OVERHEAD.get(self.provider, 0)
-        return math.ceil((units + overhead) * self.ratio - 1e-9)
+        return units + _TOOL_USE_OVERHEAD.get(self.provider, 0)
 
     def calibrate(self, estimated_raw: float, actual_tokens: int) -> float:
         """Learn from one real prompt size; returns the new ratio.
@@ -184,6 +245,13 @@ class ApproximateCounter:
                 self.calibrate(prefix, int(usage["input_tokens"]))
             prefix += self.raw_message(msg)
         return self.ratio
+
+
+PARTS = ("text", "calls", "media", "tools", "frame")
+"""The parts of a prompt's estimate (`ApproximateCounter.raw_parts`), each scaled by its own
+ratio: message text (contents, names), tool calls (names and JSON arguments), media (by the
+provider's billing formula), tool schemas (with the provider's tool-use overhead), and the
+frame (the per-message overhead and the reply priming)."""
 
 
 _PIECE_RE = re.compile(r"[^\W\d_]+|\d|\n|[ \t]+|[^\w\s]+|_|\s")

@@ -119,8 +119,8 @@ def test_pre_model_hook_calibrates() -> None:
 
 
 def test_an_odd_report_does_not_swing_the_ratio() -> None:
-    # One reply reporting 50x (a provider bug, a cached-prompt quirk) moves the median by
-    # nothing once a few sane observations are in; a NaN-like report is ignored.
+    # One reply reporting 50x (a provider bug, a cached-prompt quirk) is left out of the fit
+    # once a few sane observations are in; a NaN-like report is ignored.
     script = synthetic_script(turns=5, recall=False)
     memory = memory_for()
     base = memory.manager.token_counter
@@ -140,7 +140,9 @@ def test_an_odd_report_does_not_swing_the_ratio() -> None:
     drive(graph, inputs + script.inputs[1:], config)
     calibration = graph.get_state(config).values["context_ledger"]["calibration"]
     assert calibration["ratio"] == pytest.approx(SCALE, rel=0.05)
-    assert max(calibration["samples"]) == 2.0  # the odd one, clamped
+    assert calibration["ratios"]["text"] == pytest.approx(SCALE, rel=0.05)
+    odd_seen = [s["reported"] / sum(s["parts"].values()) for s in calibration["seen"]]
+    assert max(odd_seen) > 10  # the odd one is kept, and the fit leaves it out
 
 
 def test_exact_counter_is_not_rescaled() -> None:
@@ -219,7 +221,7 @@ def test_a_ratio_learned_on_small_prompts_is_taken_back_at_the_first_overflow() 
     ]
     assert len(reports) == 8  # every call answered
     assert reports[0]["reported_tokens"] < 0.6 * reports[0]["tokens"]  # the odd observation
-    assert reports[1]["calibration_ratio"] == 1.0  # one observation under 1 is not trusted
+    assert reports[1]["calibration_ratio"] >= 1.0  # one observation under 1 is not trusted
     # From the rebuilt call on, never far under the server's count, and converging again.
     assert all(r["tokens"] >= 0.9 * r["reported_tokens"] for r in reports[3:]), reports
     assert (
@@ -227,3 +229,95 @@ def test_a_ratio_learned_on_small_prompts_is_taken_back_at_the_first_overflow() 
         <= 0.1 * reports[-1]["reported_tokens"]
     )
     assert sum(isinstance(m, ToolMessage) for m in memory.get_full_history(agent, config)) == 4
+
+
+class _BillsTextOnly:
+    """A server rendering SmolLM2's chat template, as llama.cpp's does: each message's text
+    (at 0.95 of the package's estimate) in a frame of 5 tokens; no tool calls, no schemas."""
+
+    def __call__(self, messages: Any) -> int:
+        from langgraph_ctx.tokens.approximate import pieces_estimate
+
+        text = sum(pieces_estimate(m.text) for m in messages)
+        return round(0.95 * text + 5 * (len(messages) + 1))
+
+    def count_tools(self, tools: Any) -> int:
+        return 0
+
+
+def test_tool_calls_the_server_does_not_bill_do_not_shrink_a_plain_output() -> None:
+    """The reported failure, end to end: an agent writes files through tool calls (a third of
+    each prompt is the calls' arguments, which the server does not bill), then reads a long
+    file, and the build compacts the calls away. One ratio learned on the first prompts (0.66)
+    counted the prompt of plain text that followed 25% under the server's count (1,134 against
+    1,522); ratios per part learn that the text is billed and the calls are not, so that
+    prompt is counted within 5% (1,545 against 1,520), and no prompt passes the limit unseen."""
+    from langchain_core.messages import HumanMessage
+    from langchain_core.tools import tool
+
+    from langgraph_ctx.scripted import ScriptedChatModel
+
+    def heredoc(i: int) -> str:
+        body = "\n".join(f"    v{j} = compute(items[{j}], rate={j / 7:.3f})" for j in range(3))
+        return f"cat > src/m{i}.py <<'EOF'\ndef step_{i}(items, rate):\n{body}\nEOF"
+
+    steps: list[Any] = [
+        AIMessage(
+            f"Module {i} needs the new rate handling; writing it, then running its tests.",
+            tool_calls=[{"name": "bash", "args": {"command": heredoc(i)}, "id": f"w{i}"}],
+        )
+        for i in range(9)
+    ]
+    steps += [
+        AIMessage(
+            "Now the tests.",
+            tool_calls=[{"name": "read_file", "args": {"path": "tests/t.py"}, "id": "r"}],
+        ),
+        "The tests cover the new rate handling.",
+    ]
+    listing = "\n".join(
+        f"{n:4d}  def handler_{n}(request):  # parses request {n}" for n in range(170)
+    )
+
+    @tool
+    def bash(command: str) -> str:
+        """Run a shell command."""
+        return "\n".join(f"tests/test_m.py::test_case_{j} PASSED [{10 * j}%]" for j in range(10))
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return listing
+
+    model = ScriptedChatModel(messages=steps, usage_counter=_BillsTextOnly(), provider_limit=4_096)
+    memory = ContextMemory(
+        model=model,
+        token_counter=ApproximateCounter(provider="unknown", method="pieces"),
+        context_window_tokens=4_096,
+        reserved_output_tokens=400,
+        expose_recall=False,
+        strategies=summary_first_strategies(),  # the long output is compacted, not excerpted
+    )
+    agent = create_agent(
+        model,
+        [bash, read_file],
+        system_prompt="You are a coding agent. Write files with bash, then run the tests.",
+        middleware=[memory.middleware()],
+        checkpointer=InMemorySaver(),
+    )
+    config = thread()
+    agent.invoke(
+        {"messages": [HumanMessage("The tests fail since the refactor: fix src/.")]}, config
+    )
+    reports = [
+        m.response_metadata[REPORT_KEY]
+        for m in memory.get_full_history(agent, config)
+        if isinstance(m, AIMessage) and REPORT_KEY in m.response_metadata
+    ]
+    assert len(reports) == 11 and not model.rejected
+    billed = [r["reported_tokens"] / r["tokens"] * r["calibration_ratio"] for r in reports[:10]]
+    assert max(billed) < 0.7  # of the raw estimate, for the prompts of tool calls
+    last = reports[-1]  # the prompt of plain text
+    assert last["calibration_ratio"] > 0.85
+    assert abs(last["tokens"] - last["reported_tokens"]) <= 0.05 * last["reported_tokens"], last
+    assert not any(r["tokens"] <= r["limit"] < r["reported_tokens"] for r in reports)

@@ -176,16 +176,16 @@ def test_long_agent_run_fits_and_the_estimate_converges(
     # Converged: after five calls the estimate is within 5% of the server's count on
     # average and on most calls, and no call is far under it (the side that overflows).
     later = sorted(errors[5:])
-    assert sum(later) / len(later) <= 0.05, errors
+    assert sum(later) / len(later) <= 0.04, errors
     assert later[len(later) // 2] <= 0.03, errors
     assert sum(e <= 0.05 for e in later) >= 0.8 * len(later), errors
-    assert all(r["tokens"] >= 0.85 * r["reported_tokens"] for r in reports[5:]), errors
+    assert all(r["tokens"] >= 0.95 * r["reported_tokens"] for r in reports[5:]), errors
     # Over it by more only for a call or two after the history was summarized or rebuilt:
     # with excerpts a 4k window holds many short messages, and this server's chat template
-    # frames each with about a dozen tokens more than the counter assumes, which the ratio
-    # learns; a prompt of a few long messages then counts high (the safe side) until the
-    # next reports correct the ratio.
-    assert later[-1] <= 0.3, errors
+    # frames each with about a dozen tokens more than the counter assumes, which the frame's
+    # ratio learns; a prompt of a few long messages (a summary) then counts high (the safe
+    # side) until the next reports correct the ratios.
+    assert later[-1] <= 0.2, errors
     assert max(server.prompt_tokens) > N_CTX * 0.5  # the run did press on the window
 
 

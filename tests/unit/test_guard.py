@@ -210,3 +210,23 @@ def test_a_call_is_counted_from_the_build_plus_what_differs() -> None:
     }
     with_tool = g.measure([g.model], sent, [schema])
     assert with_tool.tokens == COUNTER(sent) + COUNTER.count_tools([schema])
+
+
+def test_what_a_middleware_inside_adds_is_measured_by_part() -> None:
+    """With an approximate counter the guard also gives the raw estimate by part of what the
+    model received over the build: the calibration pairs the reply's count with the prompt
+    received, part by part (text added to the system prompt is text, a tool added is schema)."""
+    counter = ApproximateCounter(provider="unknown", method="pieces")
+    model = ScriptedChatModel(profile={"max_input_tokens": 100_000})
+    memory = ContextMemory(model=model, token_counter=counter)
+    sent = [SystemMessage("You help."), HumanMessage("hi")]
+    g = CallGuard(memory, model, sent, [], counter(sent), None)
+    changed = [SystemMessage("You help. " + "rule " * 300), sent[1]]
+    schema = {"type": "function", "function": {"name": "todo", "description": "Plan."}}
+    received = g.measure([model], changed, [schema])
+    assert received.parts is not None
+    grown = counter.raw_parts(changed, [schema])
+    built = counter.raw_parts(sent)
+    assert received.parts == pytest.approx({p: grown[p] - built[p] for p in grown})
+    assert received.parts["text"] > 0 and received.parts["tools"] > 0
+    assert received.parts["calls"] == received.parts["frame"] == 0

@@ -27,6 +27,7 @@ from langgraph_ctx.tokens import (
     get_counter,
     models,
 )
+from langgraph_ctx.tokens.approximate import PARTS
 from tests.conftest import make_conversation
 from tests.fakes import ScriptedChatModel, scripted
 from tests.strategies import histories
@@ -381,6 +382,24 @@ def test_approximate_raw_estimate() -> None:
     assert counter(msgs) == 16
     call = AIMessage("", tool_calls=[{"name": "bash", "args": {"command": "ls -la"}, "id": "c"}])
     assert counter([call]) > counter([AIMessage("")])
+
+
+def test_approximate_estimate_by_part() -> None:
+    """The parts add up to the estimate, and each is scaled by its own ratio."""
+    counter = ApproximateCounter()
+    call = {"name": "bash", "args": {"command": "ls -la src/"}, "id": "c"}
+    msgs = [HumanMessage("abcd" * 10), AIMessage("okay", tool_calls=[call])]
+    tools = [{"name": "bash", "description": "Run it.", "parameters": {"type": "object"}}]
+    parts = counter.raw_parts(msgs, tools)
+    assert set(parts) == set(PARTS)
+    assert parts["text"] == (40 + 4) / 4 and parts["frame"] == 3 + 3 + 3
+    assert parts["calls"] > 0 and parts["tools"] > 0 and parts["media"] == 0
+    assert sum(parts.values()) == pytest.approx(counter.raw(msgs) + parts["tools"])
+    assert counter.with_ratios(dict.fromkeys(PARTS, 1.0))(msgs) == counter(msgs)
+    halved = counter.with_ratios({"calls": 0.0, "tools": 0.0})  # the others keep 1
+    assert halved(msgs) == math.ceil(parts["text"] + parts["frame"])
+    assert halved.count_tools(tools) == 0
+    assert halved.with_ratio(1.0)(msgs) == counter(msgs)  # one ratio again for every part
 
 
 def test_approximate_calibration_learns_and_clamps() -> None:
