@@ -64,6 +64,16 @@ def salient_names(text: str) -> frozenset[str]:
     return frozenset(names)
 
 
+@lru_cache(maxsize=256)
+def line_names(text: str) -> tuple[frozenset[str], ...]:
+    """`salient_names` of each line of `text` (`str.splitlines`), read once per output.
+
+    Excerpts and quotes read every line of every output on each edit; a cache per line
+    (`salient_names`') is outrun by outputs of thousands of lines, one per whole text is not.
+    """
+    return tuple(salient_names(line) for line in text.splitlines())
+
+
 def _message_names(message: BaseMessage) -> frozenset[str]:
     parts = [text_of(message)]
     if isinstance(message, AIMessage):
@@ -127,13 +137,14 @@ def excerpt_lines(
     if index > later.newest:
         index = -1
     lines = text.splitlines()
+    names = line_names(text)
     keep = set(range(min(head, len(lines))))
     keep.update(range(max(0, len(lines) - tail), len(lines)))
     ranked: list[tuple[int, int]] = []
     for k, line in enumerate(lines):
         if k in keep or not line.strip():
             continue
-        used = later.used_after(index, salient_names(line))
+        used = later.used_after(index, names[k])
         if used >= 0:
             ranked.append((-used, k))
     ranked.sort()
@@ -185,11 +196,12 @@ def quoted_lines(
         if not is_tool_output(message):
             continue
         index = positions.get(message.id or "", -1)
-        for raw in text_of(message).splitlines():
+        text = text_of(message)
+        for raw, names in zip(text.splitlines(), line_names(text), strict=True):
             line = raw.strip()
             if len(line) < 20 or len(line) > MAX_LINE_CHARS:
                 continue
-            used = later.used_after(index, salient_names(line))
+            used = later.used_after(index, names)
             if used >= 0:
                 ranked.append((-used, order, line))
                 order += 1
