@@ -104,9 +104,9 @@ def test_the_manager_takes_config_and_keeps_its_order() -> None:
             on_arrival=0.1,
             arrival_min_tokens=0,
         ),
-        ShortenTurns(settle_after=1, keep_last=1),
+        ShortenTurns(settle_after=1, keep_last=1, head_lines=1, tail_lines=1, max_arg_chars=200),
         PruneToolOutputs(),
-        SlidingWindow(summarize=True, quote_share=0.12, summarize_shown=True),
+        SlidingWindow(summarize=True, quote_share=0.15, summarize_shown=True),
     ]
 
 
