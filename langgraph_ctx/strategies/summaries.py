@@ -156,27 +156,21 @@ class DynamicSummarization:
         if over_turns and self.threshold_turns is not None:
             take = max(take, len(starts) - self.threshold_turns)
         cut = starts[min(take, len(starts) - 1)]  # the newest turn always stays
-        before, mark = view.tokens, view.window_mark()
+        before = view.tokens
         dropped: list[BaseMessage] = []
         while view.start < cut:
             step = view.shrink_once()
             if step is None:
                 break
             dropped.extend(step)
-        if not dropped:
-            return
-        shrink = view.record(
-            "shrink",
-            before,
-            message_ids=[m.id or "" for m in dropped],
-            detail={"messages": len(dropped), "reason": "dynamic_summarization"},
-        )
-        written = yield from summarize_span(view, dropped, kind="summarize")
-        if not written:
-            # Unlike the sliding window's, this cut is not needed to fit the budget: without a
-            # summary in its place, it is taken back (the report keeps the skip and its reason).
-            view.rewind_window(mark)
-            view.report.retract(shrink)
+        if dropped:
+            view.record(
+                "shrink",
+                before,
+                message_ids=[m.id or "" for m in dropped],
+                detail={"messages": len(dropped), "reason": "dynamic_summarization"},
+            )
+            yield from summarize_span(view, dropped, kind="summarize")
 
 
 def summary_goal(view: PromptView) -> int:

@@ -1161,35 +1161,3 @@ def test_a_build_that_dropped_the_task_keeps_its_goal_and_its_rerun_changes_noth
     rerun = setup.build(cm, messages, result.state)
     assert dump(rerun.messages) == dump(result.messages)
     assert rerun.report.edits() == []
-
-
-def test_dynamic_summarization_that_cannot_summarize_leaves_the_window_whole() -> None:
-    """Under the trigger nothing forces a cut: a summary that cannot be written cuts nothing.
-
-    The messages would stay in state either way, but the prompt would lose them with nothing
-    in their place (the design's "nothing is removed without a summary").
-    """
-    from tests.unit.test_ledger import FailingBackend
-
-    messages = [
-        SystemMessage("You are helpful.", id="sys"),
-        HumanMessage("first question", id="h1"),
-        AIMessage("first answer", id="a1"),
-        HumanMessage("second question", id="h2"),
-        AIMessage("second answer", id="a2"),
-        HumanMessage("third question", id="h3"),
-    ]
-    cm = ContextManager(
-        budget=ContextBudget(context_window_tokens=20_000),
-        token_counter=COUNTER,
-        strategies=make_strategies(first=[DynamicSummarization(threshold_turns=2, turns=1)]),
-        archive=Archive(FailingBackend(), thread_id="t"),  # the insurance dump fails
-    )
-    result = cm.build(messages)
-    assert_valid(result)
-    assert [m.id for m in result.messages] == [m.id for m in messages]
-    assert "summary" not in result.state or not result.state["summary"]
-    assert "shrink" not in result.report.kinds()
-    assert "insurance dump failed" in str(result.report.decisions)
-    again = cm.build(messages, state=result.state)
-    assert dump(again.messages) == dump(result.messages)
