@@ -48,6 +48,7 @@ class Setting:
 SETTINGS: list[Setting] = [
     Setting("defaults"),
     Setting("summarizer reads originals", strategies={"SlidingWindow": {"summarize_shown": False}}),
+    Setting("no summaries (window drops)", strategies={"SlidingWindow": {"summarize": False}}),
     Setting("no quoted lines in summaries", strategies={"SlidingWindow": {"quote_share": 0.0}}),
     Setting("quoted lines 0.06 of the limit", strategies={"SlidingWindow": {"quote_share": 0.06}}),
     Setting("quoted lines 0.12 of the limit", strategies={"SlidingWindow": {"quote_share": 0.12}}),
