@@ -69,6 +69,7 @@ class PromptView(ViewEdits):
         self.tokens = self.count_full()
         # As the build found the prompt: the goals stay put while its strategies edit.
         self._fixed_tokens = self._fixed_part() if self.budget.targets_above_fixed else 0
+        self._summary_tokens = self.cost(self.summary_message())
         self._learn_growth(messages_in)
         self.report = ContextCostReport(
             limit=self.budget.limit,
@@ -126,6 +127,18 @@ class PromptView(ViewEdits):
             return int(self.budget.limit * share)
         room = max(0, self.budget.limit - self._fixed_tokens)
         return min(self.budget.trigger_tokens, int(self._fixed_tokens + room * share))
+
+    def room_share(self, share: float) -> int:
+        """Tokens for a share of the room the running summary shares with the history.
+
+        With `targets_above_fixed`, the room is what the limit leaves above the base system
+        prompt, tool schemas and pinned task as the build found them (the summary is not part
+        of it: it is what the share sizes); otherwise the whole limit.
+        """
+        if not self.budget.targets_above_fixed:
+            return int(self.budget.limit * share)
+        fixed = self._fixed_tokens - self._summary_tokens
+        return int(max(0, self.budget.limit - fixed) * share)
 
     def _fixed_part(self) -> int:
         """Tokens of the base system prompt, tool schemas, summary and task in the window."""

@@ -79,6 +79,7 @@ class ViewData:
     key (pruning: nothing before it is left to prune). Valid because edits within a build only
     take messages out of reach, never bring one back."""
     _fixed_tokens: int = field(init=False, default=0)
+    _summary_tokens: int = field(init=False, default=0)
     memo: dict[Any, Any] = field(init=False, default_factory=dict)
     """What a strategy worked out from the history once per build (the history is fixed)."""
     _attempts: dict[str, int] = field(init=False, default_factory=dict)

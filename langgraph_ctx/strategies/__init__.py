@@ -56,10 +56,11 @@ def default_strategies(*, summarize: bool = True) -> list[Strategy]:
 
     What each default is for (the cost and next-step recall it buys are in the README's
     benchmark section): an output over a tenth of the limit is shown as its excerpt when it
-    arrives, an older one once the prompt passes the trigger; a model turn is shortened to its
-    first and last line once the next one follows (the edit sits at the end of the prompt, so
-    the cached prefix stays);
-    a summary reads what the prompt showed and quotes the tool-output lines the agent used.
+    arrives, an older one once the prompt passes the trigger; a model turn of 700 characters
+    or more is shortened to its first and last line once the next one follows (the edit sits
+    at the end of the prompt, so the cached prefix stays; a shorter turn is not worth the
+    break); a summary reads what the prompt showed, each tool output as its first and last
+    lines and the lines the agent used, and quotes those used lines verbatim.
 
     Args:
         summarize: Summarize what leaves the window (`SlidingWindow(summarize=True)`).
@@ -76,9 +77,16 @@ def default_strategies(*, summarize: bool = True) -> list[Strategy]:
             on_arrival=0.1,
             arrival_min_tokens=0,
         ),
-        ShortenTurns(settle_after=1, keep_last=1, head_lines=1, tail_lines=1, max_arg_chars=200),
+        ShortenTurns(
+            settle_after=1,
+            keep_last=0,
+            head_lines=1,
+            tail_lines=1,
+            max_arg_chars=100,
+            min_chars=700,
+        ),
         PruneToolOutputs(),
-        SlidingWindow(summarize=summarize, quote_share=0.15, summarize_shown=True),
+        SlidingWindow(summarize=summarize, quote_share=0.15, summarize_shown=True, read_chars=300),
     ]
 
 

@@ -55,7 +55,7 @@ from langgraph_ctx.strategies.ahead_span import (
     _valid,
     span_digest,
 )
-from langgraph_ctx.strategies.summaries import conversation_of
+from langgraph_ctx.strategies.summaries import Reading, conversation_of
 
 if TYPE_CHECKING:
     from langgraph_ctx.prompt.view import PromptView
@@ -86,14 +86,14 @@ def plan_prepare(
     prepare_at: float,
     pruners: Sequence[Any],
     now: bool = False,
-    read_shown: bool = False,
+    reading: Reading | None = None,
 ) -> Plan[None]:
     """Under the trigger, with the trigger near: record the next span and start preparing it.
 
     Near means over `prepare_at` of the limit, or within `LOOKAHEAD_CALLS` calls growing as
     much as the last one did (the ledger's last report gives the previous prompt's size);
-    `now` prepares whatever the size (see `plan_defer`). `read_shown`: the summarizer reads
-    the span as the prompt shows it (`SlidingWindow.summarize_shown`), as it would in the call.
+    `now` prepares whatever the size (see `plan_defer`). `reading`: how the summarizer reads
+    the span (`SlidingWindow.summarize_shown`, `read_chars`), as it would in the call.
     """
     ahead = view.resources.ahead
     if ahead is None or view.resources.summarize is None:
@@ -118,7 +118,7 @@ def plan_prepare(
             else:  # checked up to here
                 set_ahead(view.ledger, {**entry, "started": newest})
         if valid is not None:  # recorded already: (re)start it, e.g. after a restart
-            read = [view.shown(m) for m in span] if read_shown else span
+            read = reading.of(view, span) if reading is not None else span
             yield from ahead.plan_start(entry["digest"], read, _previous(view))
             return
     # Cut deeper by what the prompt will grow until the trigger: then, at the trigger, the
@@ -142,9 +142,8 @@ def plan_prepare(
             "tokens": view.report.tokens_in,
         },
     )
-    yield from ahead.plan_start(
-        digest, [view.shown(m) for m in span] if read_shown else span, _previous(view)
-    )
+    read = reading.of(view, span) if reading is not None else span
+    yield from ahead.plan_start(digest, read, _previous(view))
     view.record(
         "prepare",
         view.tokens,
@@ -158,7 +157,11 @@ DEFER_CALLS = 2
 
 
 def plan_defer(
-    view: PromptView, *, prepare_at: float, pruners: Sequence[Any], read_shown: bool = False
+    view: PromptView,
+    *,
+    prepare_at: float,
+    pruners: Sequence[Any],
+    reading: Reading | None = None,
 ) -> Plan[bool]:
     """The prompt passed the trigger but earlier strategies brought it back under: wait?
 
@@ -173,7 +176,7 @@ def plan_defer(
     valid = _valid(view)
     if valid is None:
         yield from plan_prepare(
-            view, prepare_at=prepare_at, pruners=pruners, now=True, read_shown=read_shown
+            view, prepare_at=prepare_at, pruners=pruners, now=True, reading=reading
         )
         entry = view.ledger.get("ahead")
         if not entry:
@@ -185,7 +188,7 @@ def plan_defer(
     if due <= 0:
         return False
     set_ahead(view.ledger, {**entry, "due": due})
-    yield from plan_prepare(view, prepare_at=prepare_at, pruners=pruners, read_shown=read_shown)
+    yield from plan_prepare(view, prepare_at=prepare_at, pruners=pruners, reading=reading)
     return True
 
 

@@ -12,8 +12,8 @@ from langgraph_ctx._effects import Plan
 from langgraph_ctx.checks import check_int
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages.base import is_summary_message
-from langgraph_ctx.messages.content import get_tag
-from langgraph_ctx.prompt.excerpt import LaterUse, quoted_lines
+from langgraph_ctx.messages.content import get_tag, is_tool_output, text_of
+from langgraph_ctx.prompt.excerpt import LaterUse, excerpt_lines, quoted_lines, render_excerpt
 from langgraph_ctx.strategies.base import check_field_types
 
 if TYPE_CHECKING:
@@ -29,6 +29,40 @@ def conversation_of(dropped: Sequence[BaseMessage]) -> list[BaseMessage]:
     return [m for m in dropped if not is_summary_message(m) and not get_tag(m).get("repair")]
 
 
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How the summarizer reads the messages a summary replaces (instead of the originals)."""
+
+    shown: bool = True
+    """As the prompt showed them: a compacted output as its excerpt, a shortened turn short."""
+    output_chars: int | None = None
+    """A tool output longer than this many characters (and than its shown form) is read as
+    its first and last two lines and the lines a later model message used, up to this many
+    characters of them: what the agent took from an output is what a summary needs of it,
+    and the summary quotes those lines verbatim anyway (`quote_share`). None: as shown."""
+
+    def of(self, view: PromptView, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """`messages` as the summarizer reads them."""
+        if not self.shown:
+            return list(messages)
+        limit = self.output_chars
+        if limit is None:
+            return [view.shown(m) for m in messages]
+        where = {id(m): i for i, m in enumerate(view.history)}
+        first = min((where.get(id(m), len(view.history)) for m in messages), default=0)
+        later = LaterUse.of(view.history, first)  # the uses after the span's first message
+        out = []
+        for message in messages:
+            shown = view.shown(message)
+            text = text_of(message)
+            if is_tool_output(message) and len(text) > limit and len(text_of(shown)) > limit:
+                index = where.get(id(message), -1)
+                kept = excerpt_lines(text, index=index, later=later, max_chars=limit)
+                shown = message.model_copy(update={"content": render_excerpt(text, kept)})
+            out.append(shown)
+        return out
+
+
 def summarize_span(
     view: PromptView,
     dropped: Sequence[BaseMessage],
@@ -36,7 +70,7 @@ def summarize_span(
     kind: Any,
     summarize: Callable[[list[BaseMessage], str | None], Plan[Any]] | None = None,
     quote_chars: int = 0,
-    read_shown: bool = False,
+    reading: Reading | None = None,
 ) -> Plan[bool]:
     """Insurance dump, then a running summary of `dropped` folded into the ledger.
 
@@ -44,10 +78,9 @@ def summarize_span(
     `summarize` replaces the resources' summarizer plan (a summary prepared ahead).
     `quote_chars` > 0: the summary also quotes, verbatim, up to that many characters of the
     tool-output lines a later model message used (`langgraph_ctx.prompt.excerpt.quoted_lines`),
-    whatever the summarizer kept. `read_shown`: the summarizer reads the messages as the
-    prompt showed them (a compacted output as its excerpt and reference) instead of the
-    originals; the insurance dump and the archive still hold every original. Returns whether
-    a summary was written.
+    whatever the summarizer kept. `reading`: how the summarizer reads the messages (`Reading`;
+    None: the originals); the insurance dump and the archive hold every original whatever it
+    reads. Returns whether a summary was written.
     """
     conversation = conversation_of(dropped)
     if not conversation:
@@ -78,7 +111,7 @@ def summarize_span(
     previous = (view.ledger.get("summary") or {}).get("text")
     # By default the summarizer reads the originals: what it does not see is lost from the
     # summary (not from the archive). Reading what the prompt showed costs far less.
-    read = [view.shown(m) for m in conversation] if read_shown else list(conversation)
+    read = reading.of(view, conversation) if reading is not None else list(conversation)
     outcome = yield from summarize(read, previous)
     detail = {
         "dump_ref": dump_ref,

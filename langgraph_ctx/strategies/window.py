@@ -18,7 +18,7 @@ from langgraph_ctx.strategies.ahead import (
 )
 from langgraph_ctx.strategies.base import check_field_types
 from langgraph_ctx.strategies.pruning import PruneToolOutputs
-from langgraph_ctx.strategies.summaries import summarize_span, summary_goal
+from langgraph_ctx.strategies.summaries import Reading, summarize_span, summary_goal
 
 if TYPE_CHECKING:
     from langgraph_ctx.prompt.view import PromptView
@@ -45,13 +45,20 @@ class SlidingWindow:
     background, below the budget's `trigger` (e.g. 0.85 under 0.9); None makes it when the
     trigger is reached. Takes effect in a `ContextManager` (it keeps the preparations)."""
     quote_share: float = 0.0
-    """With `summarize`: the share of the limit the summary may spend quoting, verbatim, the
+    """With `summarize`: the share of the room the summary may spend quoting, verbatim, the
     tool-output lines of what it replaces that a later model message used (paths, names, ids
-    the agent was working with), whatever the summarizer kept. 0: no quotes."""
+    the agent was working with), whatever the summarizer kept. The room is what the limit
+    leaves above the system prompt, tool schemas and pinned task (`PromptView.room_share`):
+    in a small window a long task leaves less to share. 0: no quotes."""
     summarize_shown: bool = False
     """With `summarize`: the summarizer reads what leaves as the prompt showed it (a compacted
     output as its excerpt) instead of the originals. Much cheaper; a fact only in the hidden
     lines of a compacted output then stays in the archive (`recall`) but not in the summary."""
+    read_chars: int | None = None
+    """With `summarize_shown`: a tool output the summarizer reads is cut to its first and last
+    two lines and the lines a later model message used, up to this many characters of them
+    (`Reading.output_chars`); those lines are what `quote_share` quotes verbatim. None: as
+    the prompt showed it."""
 
     def __post_init__(self) -> None:
         check_field_types(self)
@@ -70,15 +77,16 @@ class SlidingWindow:
 
     def apply(self, view: PromptView) -> Plan[None]:
         """Shrink until the prompt is at or under the target."""
-        quote_chars = int(self.quote_share * view.budget.limit * _CHARS_PER_TOKEN)
+        quote_chars = view.room_share(self.quote_share) * _CHARS_PER_TOKEN
         prune_again = [s for s in view.strategies if isinstance(s, PruneToolOutputs)]
         prepare_at = self.prepare_at if self.summarize else None
+        reading = Reading(output_chars=self.read_chars) if self.summarize_shown else None
         if not view.over_trigger():
             if prepare_at is None:
                 return
             due = count_down(view)  # a cut deferred at the trigger is due now
             yield from plan_prepare(
-                view, prepare_at=prepare_at, pruners=prune_again, read_shown=self.summarize_shown
+                view, prepare_at=prepare_at, pruners=prune_again, reading=reading
             )
             if not due or view.tokens <= view.goal:
                 return
@@ -86,7 +94,7 @@ class SlidingWindow:
             return  # earlier strategies (pruning, compaction) were enough
         if prepare_at is not None and view.tokens <= view.trigger:
             waits = yield from plan_defer(
-                view, prepare_at=prepare_at, pruners=prune_again, read_shown=self.summarize_shown
+                view, prepare_at=prepare_at, pruners=prune_again, reading=reading
             )
             if waits:
                 return
@@ -107,7 +115,7 @@ class SlidingWindow:
                     kind="auto_compact",
                     summarize=taken.summarize,
                     quote_chars=quote_chars,
-                    read_shown=self.summarize_shown,
+                    reading=reading,
                 )
                 _annotate(view, taken.note)
                 summarized, pending = True, []
@@ -127,7 +135,7 @@ class SlidingWindow:
                     pending,
                     kind="auto_compact",
                     quote_chars=quote_chars,
-                    read_shown=self.summarize_shown,
+                    reading=reading,
                 )
                 summarized = True
                 pending, goal = [], final_goal  # the summary has landed: the real goal again
@@ -139,7 +147,7 @@ class SlidingWindow:
                 pending,
                 kind="auto_compact",
                 quote_chars=quote_chars,
-                read_shown=self.summarize_shown,
+                reading=reading,
             )
         if view.tokens > view.budget.limit:
             view.drop_task()

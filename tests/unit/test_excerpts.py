@@ -304,6 +304,75 @@ def test_a_summarizer_reads_what_the_prompt_showed_when_asked() -> None:
     assert "[compacted tool output: bash" in read  # the excerpts, not the originals
 
 
+def test_a_summarizer_reads_a_long_output_as_the_lines_the_agent_used() -> None:
+    # `read_chars`: each output is read as its first and last two lines and the lines a later
+    # turn used; the middle nobody used stays out of the summarizer's input (not the archive).
+    model = ScriptedChatModel(fallback="<completed>\n- Read the files.\n</completed>")
+    store = archive()
+    messages: list[BaseMessage] = [SystemMessage("You are a coding agent."), HumanMessage("Go.")]
+    for i in range(20):
+        special = {
+            20: f"  def handler_{i}(event):  # the line the agent used",
+            30: f"  unused_setting_{i} = 'nobody read this line again'",
+        }
+        messages += [
+            call(i, command=f"cat mod_{i}.py"),
+            ToolMessage(listing(60, special), tool_call_id=f"c{i}", name="bash", id=f"t{i}"),
+            AIMessage(f"handler_{i} looks wrong; next file.", id=f"r{i}"),
+        ]
+    window = SlidingWindow(summarize=True, summarize_shown=True, read_chars=200)
+    cm = ContextManager(
+        budget=ContextBudget(context_window_tokens=6_000),
+        strategies=[DropMemory(), window],
+        archive=store,
+        summarizer=Summarizer(model=model, timeout_seconds=None),
+    )
+    result = cm.build(messages)
+    decision = next(d for d in result.report.decisions if d.kind == "auto_compact")
+    read = "\n".join(text_of(m) for call_ in model.prompts for m in call_)
+    covered = [m for m in messages if m.id in set(decision.message_ids)]
+    outputs = [m for m in covered if isinstance(m, ToolMessage)]
+    assert outputs, "the summary covers outputs"
+    for out in outputs:
+        i = int((out.id or "")[1:])
+        assert f"def handler_{i}(event)" in read  # used by the next turn
+        assert "line 0000" in read and "line 0059" in read  # the first and last lines
+        assert f"unused_setting_{i}" not in read  # the middle nobody used
+    dumped = store.read(decision.detail["dump_ref"])
+    assert [m for m in dumped if isinstance(m, ToolMessage)] == outputs  # insured whole
+    whole = dataclasses.replace(window, read_chars=None)
+    model.prompts.clear()
+    ContextManager(
+        budget=ContextBudget(context_window_tokens=6_000),
+        strategies=[DropMemory(), whole],
+        archive=archive(),
+        summarizer=Summarizer(model=model, timeout_seconds=None),
+    ).build(messages)
+    assert "unused_setting_0" in "\n".join(text_of(m) for c in model.prompts for m in c)
+
+
+def test_quoted_lines_share_the_room_a_long_task_leaves() -> None:
+    # The quote budget is a share of what the limit leaves above the task: the same history
+    # with a task taking half the window quotes about half as many lines.
+    def quotes_with(task: str) -> list[str]:
+        messages: list[BaseMessage] = [SystemMessage("You are a coding agent."), HumanMessage(task)]
+        for i in range(40):
+            used = {k: f"  config_key_{i}_{k} = load_value('section.{i}.{k}')" for k in range(8)}
+            messages += [
+                call(i, command=f"cat conf_{i}.py"),
+                ToolMessage(listing(12, used), tool_call_id=f"c{i}", name="bash", id=f"t{i}"),
+                AIMessage(" ".join(f"config_key_{i}_{k}" for k in range(8)), id=f"r{i}"),
+            ]
+        result = summarizing_manager(8_000).build(messages)
+        assert "auto_compact" in result.report.kinds()
+        return list(result.state["summary"]["quotes"])
+
+    short, long = quotes_with("Fix it."), quotes_with("Fix it. " + "Keep every rule. " * 900)
+    chars = [sum(len(q) + 1 for q in quotes) for quotes in (short, long)]
+    assert chars[0] <= 0.1 * 8_000 * 3  # a tenth of the window, about 3 characters a token
+    assert chars[1] < 0.7 * chars[0]
+
+
 @pytest.mark.parametrize("window", [3_000, 8_000])
 @pytest.mark.parametrize("parallel", [1, 3])
 def test_the_default_list_keeps_every_invariant_call_by_call(window: int, parallel: int) -> None:

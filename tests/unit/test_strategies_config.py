@@ -104,9 +104,16 @@ def test_the_manager_takes_config_and_keeps_its_order() -> None:
             on_arrival=0.1,
             arrival_min_tokens=0,
         ),
-        ShortenTurns(settle_after=1, keep_last=1, head_lines=1, tail_lines=1, max_arg_chars=200),
+        ShortenTurns(
+            settle_after=1,
+            keep_last=0,
+            head_lines=1,
+            tail_lines=1,
+            max_arg_chars=100,
+            min_chars=700,
+        ),
         PruneToolOutputs(),
-        SlidingWindow(summarize=True, quote_share=0.15, summarize_shown=True),
+        SlidingWindow(summarize=True, quote_share=0.15, summarize_shown=True, read_chars=300),
     ]
 
 
@@ -137,7 +144,9 @@ def test_unknown_field_names_the_allowed_ones() -> None:
     assert "['keep', 'min_char']" in text and "'compaction'" in text
     for field in ("min_chars", "keep_last", "keep_errors", "preview_chars", "exclude_tools"):
         assert field in text
-    allowed = r"allowed: \['prepare_at', 'quote_share', 'summarize', 'summarize_shown'\]"
+    allowed = (
+        r"allowed: \['prepare_at', 'quote_share', 'read_chars', 'summarize', 'summarize_shown'\]"
+    )
     with pytest.raises(ConfigError, match=allowed):
         strategies_from_config({"type": "sliding_window", "stage": 10})
 
