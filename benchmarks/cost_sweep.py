@@ -48,14 +48,26 @@ class Setting:
 SETTINGS: list[Setting] = [
     Setting("defaults"),
     Setting("summarizer reads originals", strategies={"SlidingWindow": {"summarize_shown": False}}),
+    Setting(
+        "summarizer reads outputs as shown (read_chars None)",
+        strategies={"SlidingWindow": {"read_chars": None}},
+    ),
+    Setting(
+        "summarizer reads outputs' first and last lines only (read_chars 0)",
+        strategies={"SlidingWindow": {"read_chars": 0}},
+    ),
     Setting("no summaries (window drops)", strategies={"SlidingWindow": {"summarize": False}}),
     Setting("no quoted lines in summaries", strategies={"SlidingWindow": {"quote_share": 0.0}}),
-    Setting("quoted lines 0.06 of the limit", strategies={"SlidingWindow": {"quote_share": 0.06}}),
-    Setting("quoted lines 0.12 of the limit", strategies={"SlidingWindow": {"quote_share": 0.12}}),
-    Setting("quoted lines 0.2 of the limit", strategies={"SlidingWindow": {"quote_share": 0.2}}),
+    Setting("quoted lines 0.06 of the room", strategies={"SlidingWindow": {"quote_share": 0.06}}),
+    Setting("quoted lines 0.12 of the room", strategies={"SlidingWindow": {"quote_share": 0.12}}),
+    Setting("quoted lines 0.2 of the room", strategies={"SlidingWindow": {"quote_share": 0.2}}),
     Setting("no excerpt on arrival", strategies={"Compaction": {"on_arrival": None}}),
     Setting("excerpt on arrival over 0.05", strategies={"Compaction": {"on_arrival": 0.05}}),
     Setting("model turns stay whole", strategies={"ShortenTurns": {"settle_after": None}}),
+    Setting(
+        "turns shortened from 400 chars, args 200, newest kept (stop 31)",
+        strategies={"ShortenTurns": {"min_chars": 400, "max_arg_chars": 200, "keep_last": 1}},
+    ),
     Setting(
         "shortened turns keep 2 head and 2 tail lines, args 300",
         strategies={"ShortenTurns": {"head_lines": 2, "tail_lines": 2, "max_arg_chars": 300}},
