@@ -41,6 +41,14 @@ class Reading:
     characters of them: what the agent took from an output is what a summary needs of it,
     and the summary quotes those lines verbatim anyway (`quote_share`). None: as shown."""
 
+    def describe(self) -> str:
+        """What the summarizer read, for the report's decision (`detail["read"]`)."""
+        if not self.shown:
+            return "originals"
+        if self.output_chars is None:
+            return "as shown"
+        return f"as shown, tool outputs as their used lines (up to {self.output_chars} chars)"
+
     def of(self, view: PromptView, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         """`messages` as the summarizer reads them."""
         if not self.shown:
@@ -119,6 +127,7 @@ def summarize_span(
         "model_calls": outcome.model_calls,
         "summarizer_input_tokens": outcome.input_tokens,
         "error": outcome.error,
+        "read": reading.describe() if reading is not None else "originals",
     }
     quotes = _quotes(view, conversation, quote_chars) if quote_chars > 0 else None
     text = view.fit_summary(outcome.text, quotes=quotes, dump_ref=dump_ref)

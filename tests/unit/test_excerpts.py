@@ -329,6 +329,7 @@ def test_a_summarizer_reads_a_long_output_as_the_lines_the_agent_used() -> None:
     )
     result = cm.build(messages)
     decision = next(d for d in result.report.decisions if d.kind == "auto_compact")
+    assert decision.detail["read"] == "as shown, tool outputs as their used lines (up to 200 chars)"
     read = "\n".join(text_of(m) for call_ in model.prompts for m in call_)
     covered = [m for m in messages if m.id in set(decision.message_ids)]
     outputs = [m for m in covered if isinstance(m, ToolMessage)]
