@@ -186,8 +186,12 @@ def quoted_lines(
     """Whole tool-output lines of `covered` that a later model message used, for a summary.
 
     Newest use first, then the lines an earlier summary quoted, until `max_chars`; each line
-    once, in the order they were written.
+    once, in the order they were written. A line longer than half of `max_chars` (and than
+    `MAX_LINE_CHARS`) is never quoted: it would crowd out the rest.
     """
+    # A record on one line (a JSON object, a CSV row) is what the agent reuses whole: a quoted
+    # line may take up to half the budget, so at least two lines always fit.
+    longest = max(MAX_LINE_CHARS, max_chars // 2)
     ranked: list[tuple[int, int, str]] = []
     for order, line in enumerate(previous):  # written first; kept after every new line used
         ranked.append((1, order, line))
@@ -199,7 +203,7 @@ def quoted_lines(
         text = text_of(message)
         for raw, names in zip(text.splitlines(), line_names(text), strict=True):
             line = raw.strip()
-            if len(line) < 20 or len(line) > MAX_LINE_CHARS:
+            if len(line) < 20 or len(line) > longest:
                 continue
             used = later.used_after(index, names)
             if used >= 0:

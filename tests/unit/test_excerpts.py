@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import json
+from functools import partial
 from typing import Any
 
 import pytest
@@ -104,6 +106,23 @@ def test_quoted_lines_prefer_new_uses_then_earlier_quotes_within_the_cap() -> No
     assert quoted_lines(
         [out], later=LaterUse.of(history), positions={"t1": 1}, previous=["x" * 30], max_chars=50
     ) == ["ERROR in tests/test_api.py::test_login - 401"]
+
+
+def test_a_record_on_one_long_line_is_quoted_whole_when_it_fits_half_the_budget() -> None:
+    # Tools that answer with compact JSON put a whole record on one line; the agent reuses its
+    # ids, so the line is quoted whole (never cut), up to half the quote budget.
+    record = json.dumps(
+        {
+            "user_id": "mia_li_3668",
+            "payment_methods": {f"gift_card_{n}": {"balance": n % 300} for n in range(7001, 7031)},
+        }
+    )
+    assert len(record) > 800
+    out = ToolMessage(record, tool_call_id="c1", id="t1")
+    history: list[BaseMessage] = [call(1), out, AIMessage("Pay with gift_card_7029.", id="a2")]
+    quote = partial(quoted_lines, [out], later=LaterUse.of(history), positions={"t1": 1})
+    assert quote(max_chars=2 * len(record) + 2) == [record]
+    assert quote(max_chars=2 * len(record) - 2) == []
 
 
 # --- strategies in a build --------------------------------------------------------------
