@@ -65,12 +65,23 @@ SETTINGS: list[Setting] = [
     Setting("excerpt on arrival over 0.05", strategies={"Compaction": {"on_arrival": 0.05}}),
     Setting("model turns stay whole", strategies={"ShortenTurns": {"settle_after": None}}),
     Setting(
-        "turns shortened from 400 chars, args 200, newest kept (stop 31)",
-        strategies={"ShortenTurns": {"min_chars": 400, "max_arg_chars": 200, "keep_last": 1}},
+        "the newest model turn whole for one call (settle_after 1)",
+        strategies={"ShortenTurns": {"settle_after": 1}},
     ),
     Setting(
-        "shortened turns keep 2 head and 2 tail lines, args 300",
-        strategies={"ShortenTurns": {"head_lines": 2, "tail_lines": 2, "max_arg_chars": 300}},
+        "shortened turns keep 2 head and 2 tail lines, args 200",
+        strategies={"ShortenTurns": {"head_lines": 2, "tail_lines": 2, "max_arg_chars": 200}},
+    ),
+    Setting(
+        "turns settle after the next, from 400 chars, args 200 (stop 31)",
+        strategies={
+            "ShortenTurns": {
+                "settle_after": 1,
+                "min_chars": 400,
+                "max_arg_chars": 200,
+                "keep_last": 1,
+            }
+        },
     ),
     Setting("trigger fixed at 0.9 (no cache_price)", budget={"cache_price": None}),
     Setting("target 0.3, summary target 0.1", budget={"target": 0.3, "summary_target": 0.1}),

@@ -57,10 +57,11 @@ def default_strategies(*, summarize: bool = True) -> list[Strategy]:
     What each default is for (the cost and next-step recall it buys are in the README's
     benchmark section): an output over a tenth of the limit is shown as its excerpt when it
     arrives, an older one once the prompt passes the trigger; a model turn of 700 characters
-    or more is shortened to its first and last line once the next one follows (the edit sits
-    at the end of the prompt, so the cached prefix stays; a shorter turn is not worth the
-    break); a summary reads what the prompt showed, each tool output as its first and last
-    lines and the lines the agent used, and quotes those used lines verbatim.
+    or more that called a tool is shown as its first and last line and its calls (arguments
+    cut at 100 characters) from the first call after it, so between summaries the prompt
+    only grows at its end and every call reuses the whole cached prefix; a summary reads what
+    the prompt showed, each tool output as its first and last lines and the lines the agent
+    used, and quotes those used lines verbatim.
 
     Args:
         summarize: Summarize what leaves the window (`SlidingWindow(summarize=True)`).
@@ -78,7 +79,7 @@ def default_strategies(*, summarize: bool = True) -> list[Strategy]:
             arrival_min_tokens=0,
         ),
         ShortenTurns(
-            settle_after=1,
+            settle_after=0,
             keep_last=0,
             head_lines=1,
             tail_lines=1,

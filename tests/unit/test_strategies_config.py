@@ -105,7 +105,7 @@ def test_the_manager_takes_config_and_keeps_its_order() -> None:
             arrival_min_tokens=0,
         ),
         ShortenTurns(
-            settle_after=1,
+            settle_after=0,
             keep_last=0,
             head_lines=1,
             tail_lines=1,
