@@ -29,6 +29,22 @@ def conversation_of(dropped: Sequence[BaseMessage]) -> list[BaseMessage]:
     return [m for m in dropped if not is_summary_message(m) and not get_tag(m).get("repair")]
 
 
+def span_uses(view: PromptView, span: Sequence[BaseMessage]) -> tuple[dict[str, int], LaterUse]:
+    """History positions by id, and the names model messages used from `span`'s first on.
+
+    Worked out once per build and span (the history is fixed within a build): the summary's
+    quoted lines and the summarizer's reading of the same span share it.
+    """
+    where = view.memo.get("positions")
+    if where is None:
+        where = view.memo["positions"] = {m.id: i for i, m in enumerate(view.history) if m.id}
+    first = min((where.get(m.id or "", len(view.history)) for m in span), default=0)
+    later = view.memo.get(("later_use", first))
+    if later is None:
+        later = view.memo[("later_use", first)] = LaterUse.of(view.history, first)
+    return where, later
+
+
 @dataclass(frozen=True, slots=True)
 class Reading:
     """How the summarizer reads the messages a summary replaces (instead of the originals)."""
@@ -56,15 +72,13 @@ class Reading:
         limit = self.output_chars
         if limit is None:
             return [view.shown(m) for m in messages]
-        where = {id(m): i for i, m in enumerate(view.history)}
-        first = min((where.get(id(m), len(view.history)) for m in messages), default=0)
-        later = LaterUse.of(view.history, first)  # the uses after the span's first message
+        where, later = span_uses(view, messages)
         out = []
         for message in messages:
             shown = view.shown(message)
             text = text_of(message)
             if is_tool_output(message) and len(text) > limit and len(text_of(shown)) > limit:
-                index = where.get(id(message), -1)
+                index = where.get(message.id or "", -1)
                 kept = excerpt_lines(text, index=index, later=later, max_chars=limit)
                 shown = message.model_copy(update={"content": render_excerpt(text, kept)})
             out.append(shown)
@@ -148,12 +162,11 @@ def summarize_span(
 
 def _quotes(view: PromptView, covered: Sequence[BaseMessage], max_chars: int) -> list[str]:
     """The lines the summary quotes: used lines of `covered`, then the earlier quotes."""
-    where = {m.id: i for i, m in enumerate(view.history) if m.id}
-    first = min((where.get(m.id or "", len(view.history)) for m in covered), default=0)
+    where, later = span_uses(view, covered)
     previous = (view.ledger.get("summary") or {}).get("quotes") or []
     return quoted_lines(
         covered,
-        later=LaterUse.of(view.history, first),
+        later=later,
         positions=where,
         previous=previous,
         max_chars=max_chars,

@@ -28,6 +28,7 @@ from langgraph_ctx.strategies import (
     DropMemory,
     ShortenTurns,
     SlidingWindow,
+    default_strategies,
     strategies_from_config,
 )
 from langgraph_ctx.summarize import Summarizer
@@ -201,6 +202,41 @@ def test_settled_turns_are_shortened_keeping_their_calls_and_restorable() -> Non
     assert text_of(shown["a2"]) == "ok"  # the newest turn stays whole
     assert provider_problems(result.messages) == []
     assert store.restore(result.state["compacted"]["a1"]["ref"]) == messages[2]
+
+
+def test_the_defaults_shorten_a_long_turn_at_once_and_only_append_until_the_trigger() -> None:
+    # `default_strategies()` shows a long turn short from the first call after it, so under
+    # the trigger every prompt starts with the whole previous prompt (the provider's cache
+    # serves it) and the turn's original comes back byte for byte from the archive.
+    store = archive()
+    cm = ContextManager(
+        budget=ContextBudget(context_window_tokens=100_000),
+        strategies=default_strategies(),
+        archive=store,
+    )
+    messages: list[BaseMessage] = [SystemMessage("You are a coding agent."), HumanMessage("Go.")]
+    state: Any = None
+    previous: list[BaseMessage] = []
+    for i in range(12):
+        messages += [
+            AIMessage(
+                f"Step {i}: read the next module.\n" + "reasoning line\n" * 60 + f"run step {i}",
+                tool_calls=[{"name": "bash", "args": {"command": "x" * 400}, "id": f"c{i}"}],
+                id=f"a{i}",
+            ),
+            ToolMessage(f"mod_{i}.py: ok", tool_call_id=f"c{i}", name="bash", id=f"t{i}"),
+        ]
+        result = cm.build(messages, state=state)
+        state = result.state
+        newest = next(m for m in result.messages if m.id == f"a{i}")
+        assert isinstance(newest, AIMessage)
+        assert text_of(newest).splitlines()[0] == f"Step {i}: read the next module."
+        assert "reasoning line" not in text_of(newest)  # shortened in its first call
+        assert len(newest.tool_calls[0]["args"]["command"]) < 200
+        assert store.restore(state["compacted"][f"a{i}"]["ref"]) == messages[-2]
+        assert result.messages[: len(previous)] == previous, "the prompt only grew at its end"
+        assert provider_problems(result.messages) == []
+        previous = result.messages
 
 
 def summarizing_manager(window: int, model: Any = None) -> ContextManager:
