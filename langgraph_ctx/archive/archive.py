@@ -100,6 +100,9 @@ class Archive:
         backend: An `ArchiveBackend`, or a LangGraph `BaseStore` (wrapped in `StoreBackend`).
         thread_id: The thread whose archive this is.
         user_id: Optional user scope; references then carry `<user>/<thread>`.
+        where: What the backend is, said by an error that found nothing in it (a reader who
+            looked in the wrong place learns where it looked); default: the backend's type.
+            `ContextMemory.archive_for` says which of its rules chose the backend.
 
     Raises:
         ConfigError: Empty ids or a backend of the wrong type.
@@ -111,6 +114,7 @@ class Archive:
         *,
         thread_id: str,
         user_id: str | None = None,
+        where: str | None = None,
     ) -> None:
         if isinstance(backend, BaseStore):
             backend = StoreBackend(backend)
@@ -121,24 +125,32 @@ class Archive:
             )
             raise ConfigError(msg)
         self.backend: ArchiveBackend = backend
+        self.where = where if where is not None else f"its backend ({type(backend).__name__})"
         self.thread_id = thread_id
         self.user_id = user_id
         self._thread = _label(thread_id, "thread_id")
         self._user = None if user_id is None else _label(user_id, "user_id")
 
     @classmethod
-    def from_config(cls, backend: ArchiveBackend | BaseStore, config: RunnableConfig) -> Archive:
+    def from_config(
+        cls,
+        backend: ArchiveBackend | BaseStore,
+        config: RunnableConfig,
+        *,
+        where: str | None = None,
+    ) -> Archive:
         """The archive of the thread a LangGraph run config names.
 
         Reads `configurable["thread_id"]` and the user the way `config_identity` does: the
         authenticated user when the LangGraph server provides one, else `user_id`, where an
-        empty string (what `langgraph dev` writes without custom auth) means no user.
+        empty string (what `langgraph dev` writes without custom auth) means no user. `where`
+        is as for `Archive`.
 
         Raises:
             ConfigError: The config names no thread.
         """
         thread_id, user_id = config_identity(config)
-        return cls(backend, thread_id=thread_id, user_id=user_id)
+        return cls(backend, thread_id=thread_id, user_id=user_id, where=where)
 
     def __repr__(self) -> str:
         user = "" if self.user_id is None else f", user_id={self.user_id!r}"
@@ -210,9 +222,9 @@ class Archive:
         data = yield from self._get(self._namespace(parsed.kind), parsed.digest)
         if data is None:
             msg = (
-                f"no archive entry for {ref} in thread {self.thread_id!r}; it was never "
-                "written to this backend, or the backend was emptied (an InMemoryStore "
-                "forgets everything on restart)"
+                f"no archive entry for {ref} in thread {self.thread_id!r}; looked in "
+                f"{self.where}. It was never written to this backend, or the backend was "
+                "emptied (an InMemoryStore forgets everything on restart)"
             )
             raise ArchiveEntryNotFoundError(msg)
         if _sha256(data) != parsed.digest:
@@ -237,7 +249,10 @@ class Archive:
         if ref is None:
             msg = (
                 f"{ref_or_message_id!r} is neither an archive reference like {REF_SHAPE} nor the "
-                f"id of a message archived in thread {self.thread_id!r}"
+                f"id of a message archived in thread {self.thread_id!r}; looked in "
+                f"{self.where}. Only messages archived one by one (compacted or pruned tool "
+                "outputs) are found by id; a message a summary replaced is in the summary's "
+                "insurance dump, which `get_full_history` (`full_history`) reads"
             )
             raise ArchiveEntryNotFoundError(msg)
         return ref

@@ -32,13 +32,14 @@ from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.checks import check_bool, check_number, check_str
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.graph.durable import checkpointer_archive
-from langgraph_ctx.graph.persistence import _backend, _config_of, _persistence
+from langgraph_ctx.graph.persistence import _backend, _config_of, _in_run, _persistence
 from langgraph_ctx.graph.removals import Removals
 from langgraph_ctx.graph.views import ThreadViews
 from langgraph_ctx.pipeline.manager import ContextManager
 from langgraph_ctx.pipeline.result import BuildResult
 from langgraph_ctx.prompt.report import REPORT_KEY, attach_report
 from langgraph_ctx.strategies import Strategy, default_strategies
+from langgraph_ctx.summaries.preparer import DEFAULT_MAX_IN_FLIGHT
 from langgraph_ctx.summaries.rebuild import plan_rebuild
 from langgraph_ctx.tokens.counter import TokenCounter, check_tools
 from langgraph_ctx.tokens.models import CallCounters
@@ -85,6 +86,14 @@ class ContextMemory(Removals, ThreadViews):
             `InMemoryStore` given as `archive=`/`store=` with a durable checkpointer), where
             a restart would lose them. True/False: always/never.
         expose_recall: The middleware gives the agent the `recall` tool.
+        max_summaries_in_flight: With `prepare_summaries=True`: background summarizer calls
+            at once, at most, across every thread this memory serves (None: no cap), for the
+            summarizer provider's rate limit. Waiting ones never hold up a model call: at the
+            trigger the call summarizes itself, as when a preparation is not ready. Default
+            4: preparations start several calls before the trigger, so four slots of
+            seconds-long summaries keep up with dozens of busy threads, and a burst of
+            threads reaching the trigger at once sends four calls, not one per thread
+            (`python -m benchmarks load`). See `ContextManager`.
         **manager_options: Passed to `ContextManager` (token_counter, skills, tool_policy, ...).
     """
 
@@ -101,6 +110,7 @@ class ContextMemory(Removals, ThreadViews):
         hint_threshold: float = 0.8,
         remove_summarized: bool | None = None,
         expose_recall: bool = True,
+        max_summaries_in_flight: int | None = DEFAULT_MAX_IN_FLIGHT,
         **manager_options: Any,
     ) -> None:
         # Every option is checked before anything is made: a bad one leaves nothing behind.
@@ -122,6 +132,7 @@ class ContextMemory(Removals, ThreadViews):
             strategies=strategies if strategies is not None else default_strategies(),
             store=store,
             summarizer=summarizer,
+            max_summaries_in_flight=max_summaries_in_flight,
             **manager_options,
         )
         self.model = model
@@ -163,20 +174,42 @@ class ContextMemory(Removals, ThreadViews):
                 config = {}
         configurable = dict((config or {}).get("configurable") or {})
         configurable.setdefault("thread_id", "default")  # graphs without a checkpointer
-        return Archive.from_config(self._backend_for(configurable, graph), _config_of(configurable))
+        backend, where = self._backend_for(configurable, graph)
+        return Archive.from_config(backend, _config_of(configurable), where=where)
 
     def _backend_for(
         self, configurable: Mapping[str, Any], graph: Any
-    ) -> ArchiveBackend | BaseStore:
+    ) -> tuple[ArchiveBackend | BaseStore, str]:
+        """The backend `archive_for` uses, and which of its rules chose it (for errors)."""
         if self._archive is not None:
-            return self._archive
+            return self._archive, f"ContextMemory(archive=...) ({_kind(self._archive)})"
         if self._store is not None:
-            return self._store
+            return self._store, f"ContextMemory(store=...) ({_kind(self._store)})"
         store, checkpointer = _persistence(configurable, graph)
+        whose = "the graph's" if graph is not None else "the run's"
         if store is not None:
-            return store
+            return store, f"{whose} store ({_kind(store)})"
         durable = checkpointer_archive(checkpointer)
-        return durable if durable is not None else self._local
+        if durable is not None:
+            return durable, f"{whose} checkpointer's database ({_kind(checkpointer)})"
+        if graph is None and not _in_run(configurable):
+            # Outside a run and without the graph, its store and checkpointer are unknown: a
+            # memory does not remember those of a graph it ran under (one memory may serve
+            # graphs with different stores, and a process that never ran the graph would
+            # answer otherwise), so the error names the fix.
+            return self._local, (
+                "this memory's in-process archive, the archive of graphs with no store and "
+                "in-memory checkpoints; no archive= or store= was given to ContextMemory, and "
+                "without graph= (outside a run) the graph's store and checkpointer are unknown. "
+                "When the graph has a store (create_agent(..., store=...), compile(store=...), "
+                "the LangGraph server's) or a durable checkpointer, pass the compiled graph: "
+                "memory.restore(ref_or_message_id, config, graph=agent), "
+                "memory.archive_for(config, graph=agent)"
+            )
+        return self._local, (
+            "this memory's in-process archive (the graph has no store and keeps its "
+            "checkpoints in this process)"
+        )
 
     def recall_tool(self, *, name: str = "recall", max_chars: int = 20_000) -> BaseTool:
         """The `recall` tool, reading the archive of whichever thread calls it."""
@@ -373,3 +406,7 @@ class ContextMemory(Removals, ThreadViews):
         return ContextMiddleware(self)
 
     # --- thread views (read through a compiled graph's checkpointer) -------------------
+
+
+def _kind(obj: Any) -> str:
+    return type(obj).__name__

@@ -45,6 +45,11 @@ def _persistence(configurable: Mapping[str, Any], graph: Any) -> tuple[BaseStore
     return (store if isinstance(store, BaseStore) else None), checkpointer
 
 
+def _in_run(configurable: Mapping[str, Any]) -> bool:
+    """Whether `configurable` is a run's (LangGraph put its runtime or checkpointer in it)."""
+    return _CONFIG_KEY_RUNTIME in configurable or _CONFIG_KEY_CHECKPOINTER in configurable
+
+
 def _backend(archive: Any) -> ArchiveBackend | BaseStore | None:
     if archive is None:
         return None
