@@ -9,6 +9,8 @@ The hierarchy::
     ├── HistoryTooLongError                (kept for compatibility; builds no longer raise it)
     ├── ContextWindowExceededError         the prompt cannot fit the budget; carries the report
     │     (also a langchain_core ContextOverflowError, so existing handlers catch it)
+    ├── ModelCallRefusedError (RuntimeError)  a call refused for another cause than the window
+    │     that no rebuild could remove; carries the report
     └── ArchiveError                       the archive could not serve a request
           ├── ArchiveEntryNotFoundError (KeyError)
           ├── ArchiveCorruptError          stored bytes do not match their content address
@@ -64,6 +66,21 @@ class ContextWindowExceededError(LangGraphCtxError, ContextOverflowError):
 
     Attributes:
         report: The `context_cost` report of the failed build, with each decision taken.
+    """
+
+    def __init__(self, message: str, report: ContextCostReport) -> None:
+        super().__init__(message)
+        self.report = report
+
+
+class ModelCallRefusedError(LangGraphCtxError, RuntimeError):
+    """A model call refused for a cause other than the window that no rebuild could remove.
+
+    See `langgraph_ctx.graph._guard`: the call guard refused the call, and rebuilding for what
+    the model receives did not change what it refused.
+
+    Attributes:
+        report: The `context_cost` report of the last build, with an `error` decision.
     """
 
     def __init__(self, message: str, report: ContextCostReport) -> None:

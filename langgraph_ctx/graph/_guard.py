@@ -24,7 +24,7 @@ import contextvars
 import inspect
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import ModelRequest
@@ -70,6 +70,8 @@ class Received:
     parts: Mapping[str, float] | None = None
     """The raw estimate by part of what the built-for model received over the build (the
     calibration pairs the reply's count with it); None when unknown or another model's."""
+    model: Any = field(default=None, compare=False, repr=False)
+    """The model called (of the ambiguous ones, the one with the smallest window)."""
 
     @property
     def recall_unbound(self) -> bool:
@@ -200,6 +202,7 @@ class CallGuard(BaseCallbackHandler):
             recall_bound=self.recall_tool is None or self.recall_tool in names,
             names_recall=references_recall(prompt),
             parts=parts,
+            model=called,
         )
 
     def _received_tokens(
@@ -271,14 +274,21 @@ NOTHING_LEARNED: CalledEntry = {"added": 0, "window": None, "recall_unbound": Fa
 
 
 def learned(
-    entry: Mapping[str, Any] | None, received: Received | None, configured: int
+    entry: Mapping[str, Any] | None,
+    received: Received | None,
+    configured: int,
+    *,
+    refused: bool = False,
 ) -> CalledEntry:
     """`entry` (the ledger's `called`) updated with one call the model received.
 
-    The tokens the inner middleware added are the latest measured (a dynamic prompt may grow
-    or shrink; a refusal catches growth); a window smaller than the `configured` one is kept
-    as the smallest seen (a fallback model may be called again); `recall` is unbound when the
-    call's tools lacked it.
+    After a call that passed (`refused=False`), the tokens the inner middleware added are the
+    latest measured (a dynamic prompt may grow or shrink) and `recall` is unbound when the
+    call's tools lacked it. After a refusal, what was learned only tightens (`refused=True`:
+    the larger addition, recall unbound if either says so), so the rebuilds of one model call
+    never go back to a prompt already refused. Either way a window smaller than the
+    `configured` one is kept as the smallest seen, with the identity of the model that has it
+    (a fallback model may be called again: the next builds are made for it).
     """
     old = entry or {}
     new: CalledEntry = {
@@ -286,14 +296,30 @@ def learned(
         "window": old.get("window"),
         "recall_unbound": bool(old.get("recall_unbound", False)),
     }
+    if old.get("model") is not None:
+        new["model"] = list(old["model"])
     if received is None:
         return new
     if received.added is not None:
-        new["added"] = received.added
+        new["added"] = max(new["added"], received.added) if refused else received.added
     if received.window < min(configured, new["window"] or configured):
         new["window"] = received.window
-    new["recall_unbound"] = not received.recall_bound
+        if received.model is not None:
+            new["model"] = identity_of(received.model)
+    unbound = not received.recall_bound
+    new["recall_unbound"] = (new["recall_unbound"] or unbound) if refused else unbound
     return new
+
+
+def same_model(entry: Mapping[str, Any] | None, model: Any) -> bool:
+    """Whether `model` is the one the ledger's `called` names as having the smallest window."""
+    named = (entry or {}).get("model")
+    return named is not None and identity_of(model) == list(named)
+
+
+def identity_of(model: Any) -> list[str | None]:
+    """A model's class, provider and model name, as JSON (the ledger keeps it)."""
+    return [None if x is None else str(x) for x in _identity(model)]
 
 
 def effective_window(entry: Mapping[str, Any] | None, window: int) -> int:

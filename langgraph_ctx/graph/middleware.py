@@ -7,9 +7,11 @@ still rejects the prompt as too long (`errors.is_context_overflow`: LangChain's
 `ContextOverflowError`, or a server's own error such as llama.cpp's), it rebuilds against a
 smaller window and retries once before raising `ContextWindowExceededError`. Middleware
 placed inside it (after it in `create_agent(middleware=[...])`) may change the request after
-the build; the call guard (`_guard`) counts what the model actually receives, refuses a call
-that cannot fit before the provider sees it, and the next builds leave room for what those
-middleware add. After the agent finishes a turn it runs the hint rebuild (DESIGN part 7).
+the build; the call guard (`_guard`) counts what the model actually receives and refuses a
+call that cannot fit before the provider sees it; `_plan` rebuilds for what each refusal
+taught until the call fits or a refusal teaches nothing (then the error names the cause), and
+the next builds leave room for what those middleware add. After the agent finishes a turn it
+runs the hint rebuild (DESIGN part 7).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
 from langgraph_ctx.errors import (
     ConfigError,
     ContextWindowExceededError,
+    ModelCallRefusedError,
     is_context_overflow,
     shorten,
 )
@@ -41,8 +44,10 @@ from langgraph_ctx.graph._guard import (
     NOTHING_LEARNED,
     CallGuard,
     CallRefused,
+    Received,
     effective_window,
     learned,
+    same_model,
     tool_name,
 )
 from langgraph_ctx.graph.state import ContextAgentState
@@ -98,6 +103,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         self.memory = memory
         self.tools = [memory.recall_tool()] if memory.expose_recall else []
         self._builds = _Builds()
+        self._known = _KnownModels()
 
     @property
     def name(self) -> str:
@@ -142,29 +148,36 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         )
 
     def _plan(self, request: ModelRequest[Any], handler: Callable[[Any], Any]) -> Plan[Any]:
+        """One model call: build for what the called model receives, call, learn, rebuild.
+
+        The build is made for a target: the model whose window and counter bound the call
+        (the request's, or the fallback with the smallest window the ledger's `called` names),
+        less what middleware inside ours add, with `recall` named only while it is bound. The
+        call guard (`_guard`) refuses a call that does not fit what the model received; each
+        refusal must teach something (a smaller window, a larger addition, `recall` unbound,
+        another model's counter) and the call is rebuilt for it, at most `MAX_REBUILDS` times.
+        A refusal that teaches nothing proves the call cannot fit: the error names the cause.
+        A provider overflow is rebuilt once against a smaller window (`harder`).
+        """
         history: list[BaseMessage] = list(request.messages)
         if request.system_message is not None:
             history.insert(0, request.system_message)
         ledger: Any = request.state.get("context_ledger") if request.state else None
         call = self._call(request)
-        # The budget and counter of the model this call goes to (a fallback, a model chosen at
-        # run time), not necessarily the configured one, less what middleware inside ours
-        # added to the calls so far (`_guard`).
-        model = request.model
-        counter = self.memory.counter_for(model)
-        configured = self.memory.window_for(model)
+        configured = self.memory.window_for(request.model)
         called = learned((ledger or {}).get("called"), None, configured)
-        key = _BuildKey.of(request, history, call, effective_window(called, configured), counter)
+        target = self._target(request.model, called)
+        key = _BuildKey.of(request, history, call, target.window(called), target.counter)
         result = self._builds.get(key)
         if result is None:  # a retry or a fallback of this very request reuses its build
-            result = yield from self._build(history, ledger, call, model, called, configured)
+            result = yield from self._build(history, ledger, call, target, called)
             self._builds.put(key, (request.state, history), result)
-        harder = refused = False
+        harder, rebuilds, failure = False, 0, None
         while True:
             sent = self._request(request, result, call, called)
             guard = CallGuard(
                 self.memory,
-                model,
+                target.model,
                 result.messages,
                 result.tools,
                 result.report.tokens,
@@ -177,15 +190,15 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
             except ContextWindowExceededError:
                 raise
             except Exception as exc:
+                failure = exc
+                # A fallback middleware may raise another error after the guard's refusal.
                 refusal = exc if isinstance(exc, CallRefused) else guard.refusal
                 if refusal is not None:
-                    # A middleware inside changed the request past the called model's budget
-                    # or dropped `recall` (a fallback may then have failed otherwise): learn
-                    # what the model receives and build for it, once.
-                    if refused:
-                        _fail(result, f"the model still receives more than it can: {refusal}", exc)
-                    refused, failure = True, exc
-                    called = learned(called, refusal.received, configured)
+                    taught = learned(called, refusal.received, configured, refused=True)
+                    retarget = self._retarget(target, refusal.received)
+                    if (taught == called and retarget is target) or rebuilds >= MAX_REBUILDS:
+                        _cannot_fit(result, refusal, rebuilds, exc)
+                    called, target = taught, retarget
                 elif not is_context_overflow(exc):
                     raise
                 elif harder:
@@ -194,23 +207,15 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
                     logger.warning(
                         "the provider overflowed (%s); rebuilding for a smaller window", exc
                     )
-                    harder, failure = True, exc
+                    harder = True
                     ledger = after_overflow(ledger)  # a ratio under 1 was wrong for this call
+            finally:
+                self._known.update(guard.models)
+            rebuilds += 1
             try:
-                result = yield from self._build(
-                    history, ledger, call, model, called, configured, harder
-                )
+                result = yield from self._build(history, ledger, call, target, called, harder)
             except ContextWindowExceededError as err:
-                if not refused or not called["added"]:
-                    raise err from failure
-                window = min(configured, called["window"] or configured)
-                msg = (
-                    f"middleware inside ContextMiddleware adds {called['added']:,} tokens to "
-                    f"each model call, which leaves too little of the called model's window "
-                    f"({window:,} tokens) for the conversation; make it add less, or call a "
-                    "model with a larger window"
-                )
-                raise ContextWindowExceededError(msg, err.report) from failure
+                raise _too_little_left(err, called, target) from failure
         self._builds.drop(key)
         called = learned(called, guard.last, configured)
         received = guard.last.tokens if guard.last is not None and guard.last.added else None
@@ -223,19 +228,43 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         set_called(ledger, called if called != NOTHING_LEARNED else None)
         return _with_report(response, result, ledger, removals)
 
+    def _target(self, model: Any, called: Mapping[str, Any]) -> _Target:
+        """What to build for: `model`, or the smaller-window model `called` names, if known.
+
+        The ledger names the model with the smallest window seen (a fallback); when this
+        process has seen it, the build counts with its counter from the first attempt, so a
+        fallback call is not refused and rebuilt on every step. Another process learns it
+        again from one refusal.
+        """
+        for seen in self._known.models():
+            if seen is not model and same_model(called, seen):
+                return _Target(seen, self.memory)
+        return _Target(model, self.memory)
+
+    def _retarget(self, target: _Target, received: Received) -> _Target:
+        """After a refusal: the model counted with a counter other than the build's, if any."""
+        model = received.model
+        if received.added is not None or model is None or model is target.model:
+            return target
+        return _Target(model, self.memory)
+
     def _build(
         self,
         history: list[BaseMessage],
         ledger: Any,
         call: _Call,
-        model: Any,
+        target: _Target,
         called: Mapping[str, Any],
-        configured: int,
         harder: bool = False,
     ) -> Plan[BuildResult]:
-        window = effective_window(called, configured)
         return self.memory.plan_build(
-            history, ledger, None, tools=call.tools, harder=harder, model=model, window=window
+            history,
+            ledger,
+            None,
+            tools=call.tools,
+            harder=harder,
+            model=target.model,
+            window=target.window(called),
         )
 
     def _sent_recall(self, sent: ModelRequest[Any]) -> str | None:
@@ -268,6 +297,49 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         """Async twin of `after_agent`."""
         plan = self.memory.plan_after_turn(state["messages"], state.get("context_ledger"), None)
         return await arun_plan(plan) or None
+
+
+def _cannot_fit(
+    result: BuildResult, refusal: CallRefused, rebuilds: int, cause: BaseException
+) -> NoReturn:
+    """The call was rebuilt for everything the refusals taught and is still refused.
+
+    The error's type names the cause: `ContextWindowExceededError` only when the prompt is
+    over the called model's budget, `ModelCallRefusedError` otherwise.
+    """
+    received = refusal.received
+    if received.tokens > received.limit:
+        _fail(
+            result,
+            f"after {rebuilds} rebuild(s) for what the model receives, the called model still "
+            f"receives {received.tokens:,} tokens, over its budget of {received.limit:,} "
+            f"(window {received.window:,}); make the middleware inside ContextMiddleware add "
+            "less, or call a model with a larger window",
+            cause,
+        )
+    report = result.report
+    why = (
+        f"after {rebuilds} rebuild(s) the model call is still refused: {refusal}; the prompt "
+        "names recall(ref=...) in text langgraph_ctx does not own while the call binds no "
+        "recall tool. Bind the recall tool (memory.recall_tool()) or set expose_recall=False"
+    )
+    report.fail(why)
+    raise ModelCallRefusedError(why, report) from cause
+
+
+def _too_little_left(
+    err: ContextWindowExceededError, called: Mapping[str, Any], target: _Target
+) -> ContextWindowExceededError:
+    """The build for what the model receives failed: say so when inner middleware are why."""
+    if not called.get("added"):
+        return err
+    window = target.window({**called, "added": 0})
+    msg = (
+        f"middleware inside ContextMiddleware adds {called['added']:,} tokens to each model "
+        f"call, which leaves too little of the called model's window ({window:,} tokens) for "
+        "the conversation; make it add less, or call a model with a larger window"
+    )
+    return ContextWindowExceededError(msg, err.report)
 
 
 def _fail(result: BuildResult, why: str, cause: BaseException) -> NoReturn:
@@ -306,6 +378,46 @@ def _with_report(
 
 
 # --- what one model call receives, and the build cache -----------------------------------
+
+MAX_REBUILDS = 4
+"""Rebuilds of one model call after refusals; each must have taught something (see `_plan`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """The model a build is made for: its counter, and its window less what was learned."""
+
+    model: Any
+    memory: ContextMemory
+
+    @property
+    def counter(self) -> Any:
+        return self.memory.counter_for(self.model)
+
+    def window(self, called: Mapping[str, Any]) -> int:
+        return effective_window(called, self.memory.window_for(self.model))
+
+
+class _KnownModels:
+    """The models this middleware saw called, by identity (`same_model` finds them)."""
+
+    size = 16
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._models: OrderedDict[int, Any] = OrderedDict()
+
+    def update(self, models: Sequence[Any]) -> None:
+        with self._lock:
+            for model in models:
+                self._models[id(model)] = model  # kept alive here: the id is not reused
+                self._models.move_to_end(id(model))
+            while len(self._models) > self.size:
+                self._models.popitem(last=False)
+
+    def models(self) -> list[Any]:
+        with self._lock:
+            return list(self._models.values())
 
 
 @dataclass(frozen=True, slots=True)

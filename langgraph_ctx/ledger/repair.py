@@ -312,6 +312,11 @@ def _called(value: Any, repairs: list[str]) -> Any:
     )
     ok = ok and (window is None or (_is_int(window) and window > 0))
     ok = ok and isinstance(value.get("recall_unbound", False), bool)
+    model = value.get("model") if ok else None
+    ok = ok and (
+        model is None
+        or (isinstance(model, list) and all(x is None or isinstance(x, str) for x in model))
+    )
     return value if ok else _dropped("called", value, repairs, "learned again from the next call")
 
 

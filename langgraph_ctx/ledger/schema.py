@@ -130,6 +130,8 @@ class CalledEntry(TypedDict, total=False):
     """The smallest window a model was called with, when smaller than the configured one."""
     recall_unbound: bool
     """The last call received no `recall` tool: placeholders must not tell the model to call it."""
+    model: list[str | None]
+    """The model with the smallest window (class, provider, model name): builds are for it."""
 
 
 class ContextLedger(TypedDict, total=False):
