@@ -107,14 +107,17 @@ def record_dump_index(
     target["summary"] = summary
 
 
-def adopt_summary(ledger: ContextLedger, text: str | None) -> bool:
+def adopt_summary(ledger: ContextLedger, text: str | None, quotes: Sequence[str] = ()) -> bool:
     """Adopt a summary found in the history (a `<summary>` message) when the ledger has none.
 
+    `text` and `quotes` are the message's summary text and quoted tool-output lines, taken
+    apart by the caller (`langgraph_ctx.prompt.render.split_summary_body`), so the summary is
+    shown as it was: its labelled block once, never escaped into the text.
     Returns whether it was adopted: a ledger that already holds a summary text keeps it.
     """
     if text is None or (ledger.get("summary") or {}).get("text"):
         return False
-    ledger["summary"] = {
+    summary: SummaryEntry = {
         "text": text,
         "covered": 0,
         "covered_last": None,
@@ -122,6 +125,9 @@ def adopt_summary(ledger: ContextLedger, text: str | None) -> bool:
         "source": "input",
         "updates": 0,
     }
+    if quotes:
+        summary["quotes"] = list(quotes)
+    ledger["summary"] = summary
     return True
 
 

@@ -55,7 +55,7 @@ from langgraph_ctx.prompt.assembly import (
     filter_tools,
     render_skills,
 )
-from langgraph_ctx.prompt.render import RenderCache
+from langgraph_ctx.prompt.render import RenderCache, split_summary_body
 from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.prompt.view import PromptView
 from langgraph_ctx.prompt.view_data import SummaryPlacement
@@ -306,7 +306,7 @@ class ContextManager:
         if archive is not None and spill_now(ledger):
             spill_error = yield from plan_spill_dump_refs(ledger, archive)
         base, adopted, history = split_base(messages)
-        adopt_summary(ledger, adopted)
+        adopt_summary(ledger, *split_summary_body(adopted))
         if not history:
             what = f"{len(messages)} system message(s) only" if messages else "it is empty"
             msg = (

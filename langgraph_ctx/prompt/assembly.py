@@ -19,7 +19,7 @@ from langgraph_ctx._ids import SYSTEM_ID
 from langgraph_ctx.checks import check_list, check_str
 from langgraph_ctx.errors import ConfigError, shorten
 from langgraph_ctx.messages.content import TAG_KEY, get_tag, text_of
-from langgraph_ctx.prompt.markup import escape_markup
+from langgraph_ctx.prompt.markup import data_block
 
 ToolPolicy = Callable[[Any], bool] | Mapping[str, Sequence[str]]
 """A predicate on tools, or `{"allow": [...]}` / `{"deny": [...]}` by tool name."""
@@ -44,10 +44,21 @@ class Skill:
         check_str("location", self.location, optional=True, owner="Skill")
 
 
+MEMORY_ITEMS = "Notes retrieved for this conversation"
+"""What the `<relevant_context>` block holds, as its label (`data_label`) names it."""
+
+
+ENTITY_VALUES = "Values extracted from the conversation"
+"""What the `<entities>` block holds, as its label (`data_label`) names it."""
+
+
 def render_memory(items: Sequence[str]) -> str:
-    """Retrieved memory as a `<relevant_context>` block (items escaped: they are data)."""
-    body = "\n".join(f"- {escape_markup(item)}" for item in items)
-    return f"<relevant_context>\n{body}\n</relevant_context>"
+    """Retrieved memory as a `<relevant_context>` block, labelled and escaped: it is data.
+
+    A store's items may hold text an agent once read (a tool output, a page), so the block
+    opens with a label saying its items are untrusted data, not instructions (`data_block`).
+    """
+    return data_block("relevant_context", MEMORY_ITEMS, [f"- {item}" for item in items])
 
 
 def render_skills(skills: Sequence[Skill]) -> str:
@@ -63,9 +74,13 @@ def render_skills(skills: Sequence[Skill]) -> str:
 
 
 def render_entities(values: Mapping[str, Any]) -> str:
-    """Entity state as stable JSON (sorted keys), escaped: the values come from messages."""
-    body = escape_markup(json.dumps(values, sort_keys=True, ensure_ascii=False))
-    return f"<entities>\n{body}\n</entities>"
+    """Entity state as stable JSON (sorted keys) in an `<entities>` block, labelled and escaped.
+
+    The values were extracted from user and tool messages, so the block opens with a label
+    saying they are untrusted data, not instructions (`data_block`).
+    """
+    body = json.dumps(values, sort_keys=True, ensure_ascii=False)
+    return data_block("entities", ENTITY_VALUES, [body])
 
 
 def coerce_skills(skills: Sequence[Skill | Mapping[str, Any]] | None) -> tuple[Skill, ...]:

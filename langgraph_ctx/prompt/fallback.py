@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.messages.content import is_error_result, text_of
+from langgraph_ctx.prompt.markup import quoted_data
 from langgraph_ctx.prompt.sections import (
     _ASKED,
     _LATEST,
@@ -138,8 +139,9 @@ def fallback_summary(
     - `<completed>`: the previous summary's items, then how many messages this summary
       replaces by type, the tools used with counts, each tool call as `name({args})` (compact
       JSON, clipped to 200 characters) with `ok`, `error` or `no result` (an `ok` with its
-      output's result line, `result_lines`, clipped to 120 characters), and the user requests
-      already answered, each whole (whitespace collapsed to single spaces, never cut).
+      output's result line, `result_lines`, clipped to 120 characters and fenced as data,
+      `quoted_data`), and the user requests already answered, each whole (whitespace
+      collapsed to single spaces, never cut).
     - `<remaining>`: the previous summary's items, then the latest user request, whole, when
       no final AI answer follows it. A span with a newer request moves the previous summary's
       open request to `<completed>`, so `<remaining>` names only the latest one.
@@ -151,11 +153,14 @@ def fallback_summary(
     - `<notes>`: the previous summary's items, then one labelled `[error observation]`
       line per failing tool: how many of its results were errors and at most 120 characters
       of one line of the latest one (its first line; for a Python traceback, its last line,
-      which names the exception). Error text never becomes summary content beyond that line,
-      and error outputs are not scanned for paths or facts.
+      which names the exception), fenced as data (`quoted_data`). Error text never becomes
+      summary content beyond that line, and error outputs are not scanned for paths or facts.
 
     Every line is escaped (`escape_markup`): text from a message never opens or closes a
-    section, however it is written.
+    section, however it is written. The summary lands in a system message, so the text it
+    copies from a tool output (a call's outcome, an error line) sits in JSON quotes after a
+    label saying it is untrusted data, not instructions (`quoted_data`); the paths it names
+    are path tokens only (no spaces).
 
     A tool result is an error when its `status` is `"error"` or its text starts like an error
     (`Error`, `Traceback`, `Exception`).
@@ -230,7 +235,7 @@ def fallback_summary(
         args = _clip(_compact_json(tc.get("args", {})), 200)
         status = failed.get(tc.get("id") or "", "no result")
         outcome = outcomes.get(tc.get("id") or "")
-        status += f" (output ends: {outcome})" if status == "ok" and outcome else ""
+        status += f"; {quoted_data('output ends', outcome)}" if status == "ok" and outcome else ""
         completed.append(f"- Called {tc['name']}({args}) → {status}")
 
     humans = [i for i, m in enumerate(messages) if is_user_input(m)]
@@ -276,6 +281,6 @@ def fallback_summary(
     for tool, observed in sorted(errors.items()):
         notes.append(
             f"- [error observation] tool {tool} returned {len(observed)} error result(s); "
-            f"latest: {_clip(observed[-1], 120)}"
+            + quoted_data("latest", _clip(observed[-1], 120))
         )
     return _fit(sections, max_chars)

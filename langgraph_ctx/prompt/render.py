@@ -21,7 +21,7 @@ from langchain_core.messages import (
 from langgraph_ctx._ids import TASK_DROPPED_ID, summary_id
 from langgraph_ctx.messages.content import TAG_KEY, get_tag, text_of
 from langgraph_ctx.prompt.excerpt import render_excerpt
-from langgraph_ctx.prompt.markup import WRAPPER_TAGS, escape_markup
+from langgraph_ctx.prompt.markup import WRAPPER_TAGS, data_block, data_label, escape_markup
 
 
 class RenderCache:
@@ -90,21 +90,41 @@ def tool_of(message: BaseMessage) -> str:
     return "tool"
 
 
+QUOTED_LINES = "Verbatim lines from earlier tool output"
+"""What the summary's `<quoted_lines>` block holds, as its label (`data_label`) names it."""
+
+
 def summary_body(text: str, quotes: Sequence[str] = ()) -> str:
     """What goes inside `<summary>`: the text, then the quoted tool-output lines, if any.
 
     Wrapper tags inside the text are escaped, and every tag of ours inside a quoted line
     (`escape_markup`): nothing in a summary can close its wrapper and speak as the system
-    prompt, and a quoted line cannot close its own block.
+    prompt, and a quoted line cannot close its own block. The quoted lines are tool output
+    in a system message, so their block opens with a label saying they are verbatim tool
+    output, untrusted data and not instructions (`data_block`).
     """
     body = escape_markup(text, WRAPPER_TAGS)
     if quotes:
-        lines = "\n".join(escape_markup(line) for line in quotes)
-        body += (
-            "\n<quoted_lines>\nLines of earlier tool output the agent used, verbatim:\n"
-            f"{lines}\n</quoted_lines>"
-        )
+        body += "\n" + data_block("quoted_lines", QUOTED_LINES, quotes)
     return body
+
+
+def split_summary_body(body: str | None) -> tuple[str | None, list[str]]:
+    """The summary text and quoted lines of a `summary_body` (a `<summary>` fed back as history).
+
+    The inverse of `summary_body` up to escaping, which is idempotent: rendering the parts
+    again gives the same bytes, so a prompt fed back as history, its summary adopted
+    (`adopt_summary`), shows the same summary. A body without our labelled block is all text;
+    None (no summary found) stays None.
+    """
+    if body is None:
+        return None, []
+    head = f"\n<quoted_lines>\n{data_label(QUOTED_LINES)}\n"
+    end = "\n</quoted_lines>"
+    at = body.rfind(head)
+    if at < 0 or not body.endswith(end) or at + len(head) > len(body) - len(end):
+        return body, []
+    return body[:at], body[at + len(head) : -len(end)].split("\n")
 
 
 def summary_message_for(

@@ -25,6 +25,7 @@ from langgraph_ctx.ledger.summary import adopt_summary, fold_summary
 from langgraph_ctx.messages.base import split_base
 from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.prompt.markup import WRAPPER_TAGS, escape_markup
+from langgraph_ctx.prompt.render import split_summary_body
 from langgraph_ctx.prompt.report import Decision, append_to_ledger_report
 
 HINT_NOTE = (
@@ -101,7 +102,8 @@ def plan_rebuild(
         dump_ref = yield from resources.dump_messages(history)
     except Exception as exc:
         return _skip(ledger, prompt_tokens, f"insurance dump failed: {exc}")
-    adopt_summary(ledger, adopted)  # as the build would have: a leading summary is folded on
+    # As the build would have: a leading summary is folded on (its quoted lines apart).
+    adopt_summary(ledger, *split_summary_body(adopted))
     previous = (ledger.get("summary") or {}).get("text")
     outcome = yield from resources.summarize(cleared_messages, previous)
     ids = [m.id or "" for m in cleared_messages]
