@@ -178,8 +178,20 @@ RECALL_CALL = 'recall(ref="'
 
 
 def references_recall(messages: Sequence[BaseMessage]) -> bool:
-    """Whether a placeholder in `messages` tells the model to call `recall`."""
-    return any(RECALL_CALL in text_of(m) for m in messages)
+    """Whether a piece of ours in `messages` tells the model to call `recall`.
+
+    Our pieces are the ones `without_recall_calls` rewrites (`_speaks_for_us`): a call that
+    binds no `recall` tool gets them rewritten, after which this is False by construction.
+    What a user or a tool wrote is their text, not an instruction of ours.
+    """
+    return any(_speaks_for_us(m) and RECALL_CALL in text_of(m) for m in messages)
+
+
+def _speaks_for_us(message: BaseMessage) -> bool:
+    """A placeholder, a shortened turn or a summary of ours, or the (assembled) system prompt."""
+    tag = get_tag(message)
+    ours = tag.get("pruned") or tag.get("compacted") or tag.get("kind") == "summary"
+    return bool(ours) or isinstance(message, SystemMessage)
 
 
 _RECALL_SENTENCES = (
@@ -187,33 +199,28 @@ _RECALL_SENTENCES = (
     # instead when the call binds no `recall` tool (the reference stays, for the record).
     (re.compile(r'Call recall\(ref="([^"]*)"\) to read the full output\.'), r"Archived as \1."),
     (re.compile(r'call recall\(ref="([^"]*)"\) to read it back'), r"archived as \1"),
-    (re.compile(r'recall\(ref="([^"]*)"\)'), r"\1"),
+    # Any other mention, closed or cut short (a summary that copied a shortened turn's note
+    # and cut it mid-reference): the reference stays, the call goes.
+    (re.compile(r'recall\(ref="([^"\n]*)(?:"\))?'), r"\1"),
 )
 
 
 def without_recall_calls(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """`messages` with the placeholders and summary notes no longer telling to call `recall`.
+    """`messages` with our pieces no longer telling the model to call `recall`.
 
-    For a call that binds no `recall` tool (a middleware dropped it): only the package's own
-    pieces change (placeholders, the summary message, the `[archived: ...]` line of a merged
-    summary), never what a user or a tool wrote.
+    For a call that binds no `recall` tool (a middleware dropped it, or a model that hides its
+    bindings): only the package's own pieces change (`_speaks_for_us`: placeholders, shortened
+    turns, the summary, the system prompt it may be merged into), never what a user or a tool
+    wrote. Afterwards `references_recall` is False.
     """
     out: list[BaseMessage] = []
     for message in messages:
-        tag = get_tag(message)
-        ours = tag.get("pruned") or tag.get("compacted") or tag.get("kind") == "summary"
         text = text_of(message)
-        if RECALL_CALL not in text or not (ours or isinstance(message, SystemMessage)):
+        if RECALL_CALL not in text or not _speaks_for_us(message):
             out.append(message)
             continue
-        if ours:
-            new = _unrecall(text)
-        else:  # a base system prompt: only the merged summary's note is ours
-            new = "\n".join(
-                _unrecall(line) if line.startswith("[archived: ") else line
-                for line in text.split("\n")
-            )
-        out.append(message.model_copy(update={"content": new}) if new != text else message)
+        new = _unrecall(text)
+        out.append(message.model_copy(update={"content": new}))
     return out
 
 

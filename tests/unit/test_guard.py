@@ -50,6 +50,25 @@ def test_placeholders_and_summary_notes_stop_naming_recall() -> None:
     assert isinstance(out[3], ToolMessage) and out[3].tool_call_id == "c1"
 
 
+def test_a_summary_that_cut_a_reference_short_stops_naming_recall() -> None:
+    # A deterministic summary copied a shortened turn's note and cut it mid-reference.
+    text = (
+        '<current_state>Let me check. [shortened; whole turn: recall(ref="lc_run…</current_state>'
+    )
+    summary = summary_message_for(text, 3, [], dump_index=None)
+    assert references_recall([summary])
+    (out,) = without_recall_calls([summary])
+    assert not references_recall([out])
+    assert "lc_run…" in str(out.content)
+
+
+def test_only_our_pieces_name_recall() -> None:
+    # A user or a tool quoting a reference does not make the prompt tell the model to call it.
+    user = HumanMessage('What does recall(ref="m1") return?')
+    tool_out = ToolMessage('see recall(ref="abc")', tool_call_id="c1", id="m2")
+    assert not references_recall([user, tool_out])
+
+
 def test_untagged_tool_output_naming_recall_is_left_alone() -> None:
     tool_out = ToolMessage('see recall(ref="abc")', tool_call_id="c1", id="m2")
     assert without_recall_calls([tool_out])[0] is tool_out
@@ -89,7 +108,8 @@ def test_the_guard_refuses_a_call_over_the_called_models_budget() -> None:
 
 def test_the_guard_refuses_a_call_naming_recall_without_binding_it() -> None:
     g = guard()
-    note = HumanMessage('[pruned: ...; call recall(ref="m1") to read it back]')
+    tool_out = ToolMessage("x" * 50, tool_call_id="c1", name="read_file", id="m1")
+    note = replace_text(tool_out, pruned_text("m1", ENTRY), pruned=True)
     unbound = g.measure([g.model], [note], [])
     assert unbound.recall_unbound and unbound.refused
     recall_schema = {"type": "function", "function": {"name": "recall", "parameters": {}}}
