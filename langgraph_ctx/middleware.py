@@ -7,7 +7,6 @@ there.
 from __future__ import annotations
 
 from langgraph_ctx.graph.middleware import ContextMiddleware
-from langgraph_ctx.graph.middleware import _structured_output_tools as _structured_output_tools
 
 __all__ = [
     "ContextMiddleware",

@@ -17,10 +17,7 @@ runs the hint rebuild (DESIGN part 7).
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from langchain.agents.middleware.types import (
@@ -40,12 +37,20 @@ from langgraph_ctx.errors import (
     is_context_overflow,
     shorten,
 )
+from langgraph_ctx.graph._calls import (
+    MAX_REBUILDS,
+    BuildKey,
+    Builds,
+    Call,
+    KnownModels,
+    Target,
+    structured_output_tools,
+)
 from langgraph_ctx.graph._guard import (
     NOTHING_LEARNED,
     CallGuard,
     CallRefused,
     Received,
-    effective_window,
     learned,
     same_model,
     tool_name,
@@ -102,8 +107,8 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         super().__init__()
         self.memory = memory
         self.tools = [memory.recall_tool()] if memory.expose_recall else []
-        self._builds = _Builds()
-        self._known = _KnownModels()
+        self._builds = Builds()
+        self._known = KnownModels()
 
     @property
     def name(self) -> str:
@@ -116,7 +121,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         self,
         request: ModelRequest[Any],
         result: BuildResult,
-        call: _Call,
+        call: Call,
         called: Mapping[str, Any],
     ) -> ModelRequest[Any]:
         messages: list[Any] = list(result.messages)
@@ -131,7 +136,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         system = messages.pop(0) if isinstance(first, SystemMessage) else None
         return request.override(system_message=system, messages=messages, tools=tools)
 
-    def _call(self, request: ModelRequest[Any]) -> _Call:
+    def _call(self, request: ModelRequest[Any]) -> Call:
         """What the model will receive, as far as the build must count it."""
         tools = list(request.tools)
         names = {tool_name(t) for t in tools}
@@ -140,8 +145,8 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         added = bool(self.tools) and self.tools[0].name not in names
         if added:
             tools.append(self.tools[0])
-        structured = _structured_output_tools(request.response_format)
-        return _Call(
+        structured = structured_output_tools(request.response_format)
+        return Call(
             tools=[*tools, *structured],
             counted_only=frozenset(tool_name(t) for t in structured) - names,
             added_recall=added,
@@ -167,7 +172,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         configured = self.memory.window_for(request.model)
         called = learned((ledger or {}).get("called"), None, configured)
         target = self._target(request.model, called)
-        key = _BuildKey.of(request, history, call, target.window(called), target.counter)
+        key = BuildKey.of(request, history, call, target.window(called), target.counter)
         result = self._builds.get(key)
         if result is None:  # a retry or a fallback of this very request reuses its build
             result = yield from self._build(history, ledger, call, target, called)
@@ -228,7 +233,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         set_called(ledger, called if called != NOTHING_LEARNED else None)
         return _with_report(response, result, ledger, removals)
 
-    def _target(self, model: Any, called: Mapping[str, Any]) -> _Target:
+    def _target(self, model: Any, called: Mapping[str, Any]) -> Target:
         """What to build for: `model`, or the smaller-window model `called` names, if known.
 
         The ledger names the model with the smallest window seen (a fallback); when this
@@ -238,22 +243,22 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         """
         for seen in self._known.models():
             if seen is not model and same_model(called, seen):
-                return _Target(seen, self.memory)
-        return _Target(model, self.memory)
+                return Target(seen, self.memory)
+        return Target(model, self.memory)
 
-    def _retarget(self, target: _Target, received: Received) -> _Target:
+    def _retarget(self, target: Target, received: Received) -> Target:
         """After a refusal: the model counted with a counter other than the build's, if any."""
         model = received.model
         if received.added is not None or model is None or model is target.model:
             return target
-        return _Target(model, self.memory)
+        return Target(model, self.memory)
 
     def _build(
         self,
         history: list[BaseMessage],
         ledger: Any,
-        call: _Call,
-        target: _Target,
+        call: Call,
+        target: Target,
         called: Mapping[str, Any],
         harder: bool = False,
     ) -> Plan[BuildResult]:
@@ -328,7 +333,7 @@ def _cannot_fit(
 
 
 def _too_little_left(
-    err: ContextWindowExceededError, called: Mapping[str, Any], target: _Target
+    err: ContextWindowExceededError, called: Mapping[str, Any], target: Target
 ) -> ContextWindowExceededError:
     """The build for what the model receives failed: say so when inner middleware are why."""
     if not called.get("added"):
@@ -375,140 +380,3 @@ def _with_report(
             update["messages"] = [*inner_update.pop("messages"), *removals]
         update = {**inner_update, **update}
     return ExtendedModelResponse(model_response=inner, command=Command(update=update))
-
-
-# --- what one model call receives, and the build cache -----------------------------------
-
-MAX_REBUILDS = 4
-"""Rebuilds of one model call after refusals; each must have taught something (see `_plan`)."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Target:
-    """The model a build is made for: its counter, and its window less what was learned."""
-
-    model: Any
-    memory: ContextMemory
-
-    @property
-    def counter(self) -> Any:
-        return self.memory.counter_for(self.model)
-
-    def window(self, called: Mapping[str, Any]) -> int:
-        return effective_window(called, self.memory.window_for(self.model))
-
-
-class _KnownModels:
-    """The models this middleware saw called, by identity (`same_model` finds them)."""
-
-    size = 16
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._models: OrderedDict[int, Any] = OrderedDict()
-
-    def update(self, models: Sequence[Any]) -> None:
-        with self._lock:
-            for model in models:
-                self._models[id(model)] = model  # kept alive here: the id is not reused
-                self._models.move_to_end(id(model))
-            while len(self._models) > self.size:
-                self._models.popitem(last=False)
-
-    def models(self) -> list[Any]:
-        with self._lock:
-            return list(self._models.values())
-
-
-@dataclass(frozen=True, slots=True)
-class _Call:
-    tools: list[Any]
-    """Every tool the model will receive: the request's, `recall`, the structured-output tool."""
-    counted_only: frozenset[str]
-    """Tools counted but added by the agent itself (structured output), not by the request."""
-    added_recall: bool
-    """`recall` was not in the request: it is bound only while the prompt references it."""
-
-
-def _structured_output_tools(response_format: Any) -> list[Any]:
-    """The tools the agent adds for `response_format` (counted: the model receives them).
-
-    A `ToolStrategy` binds one tool per schema; an `AutoStrategy` may become one, and a
-    `ProviderStrategy` sends the same JSON schema another way, so both are counted alike.
-    """
-    if response_format is None:
-        return []
-    from langchain.agents.structured_output import (
-        AutoStrategy,
-        OutputToolBinding,
-        ProviderStrategy,
-        ToolStrategy,
-    )
-
-    if isinstance(response_format, (AutoStrategy, ProviderStrategy)):
-        response_format = ToolStrategy(response_format.schema)
-    elif not isinstance(response_format, ToolStrategy):  # a bare schema: an AutoStrategy
-        response_format = ToolStrategy(response_format)
-    return [OutputToolBinding.from_schema_spec(spec).tool for spec in response_format.schema_specs]
-
-
-@dataclass(frozen=True, slots=True)
-class _BuildKey:
-    """Identity of one model call's inputs: a retry or fallback of it has the same key.
-
-    LangGraph gives every model-node run a state of its own; middleware that retries or falls
-    back calls the inner handler again with that state, the same messages and (a fallback) a
-    model with the same or another window. Ids are of objects the cache keeps alive.
-    """
-
-    state: int
-    messages: tuple[int, ...]
-    tools: tuple[str, ...]
-    window: int
-    counter: int
-
-    @classmethod
-    def of(
-        cls,
-        request: ModelRequest[Any],
-        history: Sequence[Any],
-        call: _Call,
-        window: int,
-        counter: Any,
-    ) -> _BuildKey:
-        return cls(
-            state=id(request.state),
-            messages=tuple(id(m) for m in history),
-            tools=tuple(tool_name(t) for t in call.tools),
-            window=window,
-            counter=id(counter),  # the memory keeps its counters: an id is never reused
-        )
-
-
-class _Builds:
-    """A few recent builds by call inputs, so a retried call does not build (or summarize) again.
-
-    Each entry keeps the objects its key names alive (state, messages), so their ids cannot be
-    reused while it is cached.
-    """
-
-    size = 8
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[_BuildKey, tuple[Any, BuildResult]] = OrderedDict()
-
-    def get(self, key: _BuildKey) -> BuildResult | None:
-        with self._lock:
-            entry = self._entries.get(key)
-        return entry[1] if entry is not None else None
-
-    def put(self, key: _BuildKey, keep: Any, result: BuildResult) -> None:
-        with self._lock:
-            self._entries[key] = (keep, result)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-
-    def drop(self, key: _BuildKey) -> None:
-        with self._lock:
-            self._entries.pop(key, None)

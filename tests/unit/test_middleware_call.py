@@ -7,7 +7,7 @@ from pydantic import BaseModel
 
 from langgraph_ctx import ContextMemory
 from langgraph_ctx._guard import tool_name
-from langgraph_ctx.middleware import _structured_output_tools
+from langgraph_ctx.graph._calls import structured_output_tools
 from tests.fakes import scripted
 
 
@@ -29,7 +29,7 @@ def test_the_window_is_the_called_models_when_smaller() -> None:
 
 
 def test_the_structured_output_tool_is_counted() -> None:
-    assert _structured_output_tools(None) == []
+    assert structured_output_tools(None) == []
     for response_format in (ToolStrategy(Answer), ProviderStrategy(Answer), Answer):
-        [tool] = _structured_output_tools(response_format)
+        [tool] = structured_output_tools(response_format)
         assert tool_name(tool) == "Answer"
