@@ -217,7 +217,7 @@ _NOTES = [
     "next-step recall = at each call, the distinctive names (paths, dotted/snake/camel"
     " identifiers, long numbers, hex ids) the recorded next AI message uses that first came from"
     " an earlier tool output; the share of them for which the prompt shows a whole line (20+"
-    " characters) of an earlier tool output carrying the name (benchmarks/recall.py).",
+    " characters) of an earlier tool output carrying the name (langgraph_ctx/cli/measure.py).",
     "facts = planted keys visible in the final prompt; restorable = removed messages whose"
     " original comes back byte for byte (ours: archive refs and live state; deepagents eviction:"
     " the evicted file); invalid = OpenAI or Anthropic converter rejects the prompt.",

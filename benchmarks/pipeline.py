@@ -53,11 +53,11 @@ from benchmarks.replay import (
     make_model,
     probe_time_at,
     replay,
-    same_for_provider,
     time_at,
 )
 from benchmarks.synthetic import SyntheticRun, generate_run
 from langgraph_ctx.archive import Archive, StoreBackend, encode_message
+from langgraph_ctx.cli.measure import same_for_provider
 from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.memory import all_dump_refs
 from langgraph_ctx.messages import text_of

@@ -37,9 +37,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
 from benchmarks._progress import EVERY_SECONDS, progress
-from benchmarks.recall import NextStepRecall
 from benchmarks.synthetic import FACT_RE
-from langgraph_ctx.messages import text_of, validate_messages
+from langgraph_ctx.cli.measure import NextStepRecall, effective_cost, measure_prompt
+from langgraph_ctx.messages import text_of
 from langgraph_ctx.tokens import TiktokenCounter
 
 __all__ = [
@@ -51,7 +51,6 @@ __all__ = [
     "load_trajectories",
     "probe_time_at",
     "replay",
-    "same_for_provider",
     "time_at",
 ]
 
@@ -157,24 +156,6 @@ class System(Protocol):
 # --- metrics -------------------------------------------------------------------------------
 
 
-def _provider_view(message: BaseMessage) -> tuple[Any, ...]:
-    return (
-        message.type,
-        message.content,
-        getattr(message, "name", None),
-        getattr(message, "tool_call_id", None),
-        [
-            (tc.get("name"), tc.get("args"), tc.get("id"))
-            for tc in getattr(message, "tool_calls", None) or ()
-        ],
-    )
-
-
-def same_for_provider(a: BaseMessage, b: BaseMessage) -> bool:
-    """Whether two messages are sent as the same bytes (ids and metadata are not sent)."""
-    return a is b or _provider_view(a) == _provider_view(b)
-
-
 @dataclass(slots=True)
 class CallRecord:
     """One model call of a replay."""
@@ -200,7 +181,7 @@ class ReplayResult:
     summarizer_input_tokens: int = 0
     summarizer_output_tokens: int = 0
     recall_hits: int = 0
-    """Names the next AI message used that the prompt showed (`benchmarks.recall`)."""
+    """Names the next AI message used that the prompt showed (`langgraph_ctx.cli.measure`)."""
     recall_total: int = 0
     """Names the next AI message used that first came from an earlier tool output."""
     facts_visible: int = 0
@@ -246,9 +227,8 @@ class ReplayResult:
     @property
     def effective_cost(self) -> float:
         """Uncached + 0.1 x cache-reusable + every token the summarizer reads and writes."""
-        uncached = self.total_tokens - self.reusable_tokens
         summarizer = self.summarizer_input_tokens + self.summarizer_output_tokens
-        return uncached + 0.1 * self.reusable_tokens + summarizer
+        return effective_cost(self.total_tokens, self.reusable_tokens, summarizer)
 
     @property
     def recall(self) -> float | None:
@@ -312,19 +292,10 @@ def replay(
         if recall is not None:
             recall.score(i, prompt)
         if measure:
-            record.tokens = count(prompt)
-            reusable = 0
-            for a, b in zip(previous, prompt, strict=False):
-                if not same_for_provider(a, b):
-                    break
-                reusable += count.count_message(b)
-            record.reusable = reusable
-            before = {m.id for m in previous if m.id}
-            record.fresh = sum(
-                count.count_message(m) for m in prompt if m.id not in before or not m.id
-            )
-            record.overrun = record.tokens > limit
-            problems = validate_messages(prompt)
+            measured = measure_prompt(previous, prompt, counter=count, limit=limit)
+            record.tokens, record.reusable = measured.tokens, measured.reusable
+            record.fresh, record.overrun = measured.fresh, measured.overrun
+            problems = measured.problems
             codes = {p.code for p in problems}
             if providers:
                 from tests.providers import provider_problems

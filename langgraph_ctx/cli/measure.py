@@ -1,0 +1,247 @@
+"""The two axes of the frontier: what a prompt costs and what it shows the agent's next step.
+
+One measure for `langgraph-ctx frontier` and the benchmarks (`benchmarks.replay` imports it):
+
+* **effective cost** (`effective_cost`): the prompt tokens of every call, the tokens a
+  provider's prompt cache can reuse priced at `cache_price` (0.1 by default: cached input is
+  billed at about a tenth), plus every token a summarizer reads and writes. A call's reusable
+  tokens (`measure_prompt`) are those of the longest run of leading messages equal, as the
+  provider sees them (`same_for_provider`: role, content, name, tool-call id, tool calls), to
+  the previous call's prompt, counted message by message.
+* **next-step recall** (`NextStepRecall`): at each model call of a recorded run, the recorded
+  *next* AI message (the one the call produced) says what the agent needed: the distinctive
+  names it uses (paths, dotted, snake and camel identifiers, long numbers, hex ids) that first
+  came from an earlier tool output. A name counts as shown when the prompt holds a whole line
+  (20+ characters, stripped) of an earlier tool output that carries the name. The share over
+  all calls is the recall. No model judges anything; the agent's own next step is the ground
+  truth, and showing a reference the agent could `recall` does not count (the recorded agent
+  never calls it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from langgraph_ctx.messages import text_of, validate_messages
+
+__all__ = [
+    "DEFAULT_CACHE_PRICE",
+    "MIN_LINE_CHARS",
+    "NextStepRecall",
+    "PromptMeasure",
+    "effective_cost",
+    "measure_prompt",
+    "names_in",
+    "per_message",
+    "same_for_provider",
+]
+
+DEFAULT_CACHE_PRICE = 0.1
+"""The price of a cache-reusable token, as a share of an uncached one."""
+
+MIN_LINE_CHARS = 20
+"""A source line shorter than this does not show a name in context."""
+
+# --- effective cost ----------------------------------------------------------------------------
+
+
+def _provider_view(message: BaseMessage) -> tuple[Any, ...]:
+    return (
+        message.type,
+        message.content,
+        getattr(message, "name", None),
+        getattr(message, "tool_call_id", None),
+        [
+            (tc.get("name"), tc.get("args"), tc.get("id"))
+            for tc in getattr(message, "tool_calls", None) or ()
+        ],
+    )
+
+
+def same_for_provider(a: BaseMessage, b: BaseMessage) -> bool:
+    """Whether two messages are sent as the same bytes (ids and metadata are not sent)."""
+    return a is b or _provider_view(a) == _provider_view(b)
+
+
+def per_message(counter: Callable[[Sequence[BaseMessage]], int]) -> Callable[[BaseMessage], int]:
+    """The counter's tokens of one message: its `count_message`, else a one-message count."""
+    own = getattr(counter, "count_message", None)
+    if callable(own):
+        return own  # type: ignore[no-any-return]
+    return lambda message: counter([message])
+
+
+@dataclass(slots=True)
+class PromptMeasure:
+    """What one call's prompt costs, and whether a provider would take it."""
+
+    tokens: int
+    """The prompt's tokens."""
+    reusable: int
+    """Tokens of the leading messages the previous prompt sent the same (the cache can hit)."""
+    fresh: int
+    """Tokens of messages absent from the previous prompt (never cacheable)."""
+    overrun: bool
+    """The prompt is over the limit."""
+    problems: list[Any] = field(default_factory=list)
+    """`validate_messages(prompt)`: the provider rules the prompt breaks."""
+
+
+def measure_prompt(
+    previous: Sequence[BaseMessage],
+    prompt: Sequence[BaseMessage],
+    *,
+    counter: Callable[[Sequence[BaseMessage]], int],
+    limit: int,
+) -> PromptMeasure:
+    """Measure `prompt`, sent after `previous` (the prompt of the call before; [] for the first).
+
+    Args:
+        previous: The previous call's prompt.
+        prompt: This call's prompt.
+        counter: The token counter (a `TiktokenCounter` counts message by message, cached).
+        limit: The prompt budget in tokens.
+    """
+    count = per_message(counter)
+    tokens = counter(prompt)
+    reusable = 0
+    for a, b in zip(previous, prompt, strict=False):
+        if not same_for_provider(a, b):
+            break
+        reusable += count(b)
+    before = {m.id for m in previous if m.id}
+    fresh = sum(count(m) for m in prompt if m.id not in before or not m.id)
+    return PromptMeasure(tokens, reusable, fresh, tokens > limit, list(validate_messages(prompt)))
+
+
+def effective_cost(
+    tokens: float,
+    reusable: float,
+    summarizer: float = 0,
+    *,
+    cache_price: float = DEFAULT_CACHE_PRICE,
+) -> float:
+    """Uncached tokens + `cache_price` x cache-reusable tokens + the summarizer's tokens.
+
+    Args:
+        tokens: Prompt tokens summed over calls.
+        reusable: The cache-reusable part of them.
+        summarizer: Every token the summarizer read and wrote.
+        cache_price: A cached token's price as a share of an uncached one.
+    """
+    uncached = tokens - reusable
+    return uncached + cache_price * reusable + summarizer
+
+
+# --- next-step recall --------------------------------------------------------------------------
+
+_NAME_RE = re.compile(
+    r"""
+    (?:[\w.-]*/)+[\w.-]+                      # paths: a/b, /a/b.py, ./x/y
+    | [A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+        # dotted: os.path.join, setup.py
+    | [A-Za-z]\w*_\w+                        # snake_case (and CONSTANT_CASE)
+    | [a-z]+(?:[A-Z][a-z0-9]+)+\w*           # camelCase
+    | [A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\w*   # CamelCase with two humps or more
+    | \d{5,}                                 # long numbers
+    | [0-9a-f]{7,}                           # hex ids (checked: a digit and a letter)
+    """,
+    re.VERBOSE,
+)
+
+
+def names_in(text: str) -> set[str]:
+    """The distinctive names in `text` (4 characters or more)."""
+    out: set[str] = set()
+    for match in _NAME_RE.finditer(text):
+        name = match.group(0).strip("./-")
+        if len(name) < 4:
+            continue
+        hex_like = re.fullmatch(r"[0-9a-f]+", name) is not None
+        mixed = re.search(r"\d", name) and re.search(r"[a-f]", name)
+        if hex_like and not mixed and not re.fullmatch(r"\d{5,}", name):
+            continue  # a plain lowercase word or a short number: not distinctive
+        out.add(name)
+    return out
+
+
+def _used_text(message: AIMessage) -> str:
+    parts = [text_of(message)]
+    for call in message.tool_calls:
+        parts.append(str(call.get("args", "")))
+    return "\n".join(parts)
+
+
+@dataclass(slots=True)
+class _Need:
+    """One name the next step uses and the tool-output lines that show it."""
+
+    name: str
+    lines: list[str]
+
+
+@dataclass(slots=True)
+class NextStepRecall:
+    """The needs of every model call of one recorded run, and the running score.
+
+    Build once per run (`NextStepRecall.of(messages)`), then `score(i, prompt)` at the call
+    made before `messages[i]`.
+    """
+
+    needs: dict[int, list[_Need]] = field(default_factory=dict)
+    hits: int = 0
+    total: int = 0
+
+    @classmethod
+    def of(cls, messages: Sequence[BaseMessage]) -> NextStepRecall:
+        """Work out, for each AI message, the names it uses that came from tool output."""
+        first_from_tool: dict[str, bool] = {}  # name -> its first sight was a tool output
+        lines_of: dict[str, list[str]] = {}  # name -> tool-output lines that carry it
+        needs: dict[int, list[_Need]] = {}
+        for i, message in enumerate(messages):
+            if isinstance(message, AIMessage) and i > 0:
+                used = names_in(_used_text(message))
+                found = [
+                    _Need(name, list(lines_of.get(name, ())))
+                    for name in sorted(used)
+                    if first_from_tool.get(name) and lines_of.get(name)
+                ]
+                needs[i] = found
+            if isinstance(message, ToolMessage):
+                text = text_of(message)
+                for name in names_in(text):
+                    first_from_tool.setdefault(name, True)
+                for raw in text.splitlines():
+                    line = raw.strip()
+                    if len(line) < MIN_LINE_CHARS:
+                        continue
+                    for name in names_in(line):
+                        bucket = lines_of.setdefault(name, [])
+                        if line not in bucket:
+                            bucket.append(line)
+                            if len(bucket) > 50:  # the newest lines are the likeliest shown
+                                del bucket[0]
+            else:
+                body = _used_text(message) if isinstance(message, AIMessage) else text_of(message)
+                for name in names_in(body):
+                    first_from_tool.setdefault(name, False)
+        return cls(needs=needs)
+
+    def score(self, index: int, prompt: Sequence[BaseMessage]) -> tuple[int, int]:
+        """Count the call before `messages[index]`: (names shown, names used)."""
+        needs = self.needs.get(index) or []
+        if not needs:
+            return 0, 0
+        shown = "\n".join(text_of(m) for m in prompt)
+        hits = sum(any(line in shown for line in need.lines) for need in needs)
+        self.hits += hits
+        self.total += len(needs)
+        return hits, len(needs)
+
+    def skip(self, index: int) -> None:
+        """Count a call that sent no prompt (the system raised): nothing shown."""
+        self.total += len(self.needs.get(index) or [])
