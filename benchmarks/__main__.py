@@ -10,7 +10,7 @@ import argparse
 import time
 from collections.abc import Callable, Sequence
 
-from benchmarks import cost, cost_sweep, latency, pipeline, scale, tokens
+from benchmarks import cost, cost_sweep, latency, load, pipeline, scale, tokens
 from benchmarks._progress import progress
 
 Section = Callable[[argparse.Namespace], None]
@@ -24,6 +24,7 @@ SECTIONS: dict[str, Section] = {
     "frontier": cost_sweep.run,
     "scale": scale.run,
     "latency": latency.run,
+    "load": load.run,
 }
 """Section name -> its `run(args)`; sections run in this order when none are named."""
 

@@ -88,11 +88,10 @@ class ContextMemory(Removals, ThreadViews):
         expose_recall: The middleware gives the agent the `recall` tool.
         max_summaries_in_flight: With `prepare_summaries=True`: background summarizer calls
             at once, at most, across every thread this memory serves (None: no cap), for the
-            summarizer provider's rate limit. Waiting ones never hold up a model call: at the
-            trigger the call summarizes itself, as when a preparation is not ready. Default
-            4: preparations start several calls before the trigger, so four slots of
-            seconds-long summaries keep up with dozens of busy threads, and a burst of
-            threads reaching the trigger at once sends four calls, not one per thread
+            summarizer provider's rate limit. A waiting one never holds up a model call: at
+            the trigger the call summarizes itself, as when a preparation is not ready.
+            Default 4: conservative for an entry-tier provider limit, and going over it only
+            costs a summary made in the model call; raise it for many busy threads
             (`python -m benchmarks load`). See `ContextManager`.
         **manager_options: Passed to `ContextManager` (token_counter, skills, tool_policy, ...).
     """

@@ -66,7 +66,7 @@ from langgraph_ctx.strategies import (
     default_strategies,
     strategies_from_config,
 )
-from langgraph_ctx.summaries.preparer import AheadBinding
+from langgraph_ctx.summaries.preparer import DEFAULT_MAX_IN_FLIGHT, AheadBinding
 from langgraph_ctx.tokens.counter import TokenCounter, check_tools, count_tool_tokens
 from langgraph_ctx.tokens.models import counter_for_model
 
@@ -124,6 +124,18 @@ class ContextManager:
             wait for the summarizer (`langgraph_ctx.strategies.ahead`); sets `prepare_at` on each
             `SlidingWindow(summarize=True)` that has none. Off by default: it costs 17% to 23%
             more effective cost on the benchmark workloads (`python -m benchmarks latency`).
+        max_summaries_in_flight: With `prepare_summaries`: background summarizer calls at
+            once, at most, across every thread of this manager (None: no cap), for a
+            provider's rate limit. The others wait for a slot, oldest first, in the
+            background: a build never waits for one (at the trigger it withdraws a
+            preparation still waiting and summarizes in its own call, as when a preparation
+            is not ready; such calls are counted in flight but never wait). Default 4: a
+            conservative share of an entry-tier provider limit (four 2 s calls at once are
+            about 120 requests a minute), and going over it only costs what
+            `prepare_summaries=False` costs: a summary made in the model call. Raise it (or
+            pass None) when many threads share the manager: with 50 threads reaching their
+            triggers together, 4 slots left 167 of 200 summaries to the model calls
+            (`python -m benchmarks load`).
     """
 
     def __init__(
@@ -148,6 +160,7 @@ class ContextManager:
         summary_placement: SummaryPlacement = "separate",
         max_messages: int = 20_000,
         prepare_summaries: bool = False,
+        max_summaries_in_flight: int | None = DEFAULT_MAX_IN_FLIGHT,
     ) -> None:
         if budget is None:
             from langgraph_ctx.tokens.models import context_window_for
@@ -180,6 +193,14 @@ class ContextManager:
             example="lambda text: text.replace(secret, '***')",
         )
         check_bool("prepare_summaries", prepare_summaries)
+        check_int(
+            "max_summaries_in_flight",
+            max_summaries_in_flight,
+            minimum=1,
+            optional=True,
+            example=DEFAULT_MAX_IN_FLIGHT,
+            note="summarizer calls at once in the background; None: no cap",
+        )
         if not isinstance(memory_namespace, tuple) or not all(
             isinstance(part, str) for part in memory_namespace
         ):
@@ -211,7 +232,9 @@ class ContextManager:
         self.summary_placement: SummaryPlacement = summary_placement
         self.max_messages = max_messages
         self._render_cache = RenderCache()
-        self.strategies, self.preparer = _prepare_ahead(self.strategies, budget, prepare_summaries)
+        self.strategies, self.preparer = _prepare_ahead(
+            self.strategies, budget, prepare_summaries, max_summaries_in_flight
+        )
 
     # --- public entry points -----------------------------------------------------------
 

@@ -1,0 +1,271 @@
+"""The cap on summarizer calls in flight (`max_summaries_in_flight`, `SummaryPreparer`).
+
+With a cap of 2 and many threads preparing at once, never more than 2 summarizer calls run,
+every preparation still lands, and a build never waits for a slot: at the trigger, one still
+waiting is withdrawn and the build summarizes in its own call, as when nothing is ready.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+from langchain_core.messages import BaseMessage, HumanMessage
+from langgraph.store.memory import InMemoryStore
+
+from langgraph_ctx import ContextManager, ContextMemory
+from langgraph_ctx._effects import AwaitPrepared, CallHandler, PrepareSummary, arun_plan, run_plan
+from langgraph_ctx.ahead import SummaryPreparer
+from langgraph_ctx.archive import Archive, StoreBackend
+from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.strategies import default_strategies
+from tests.conftest import call
+from tests.unit.test_ahead import SlowSummarizer, _grow_until, _kinds, _manager, _settle, _start
+
+CAP = 2
+THREADS = 10
+
+
+class InFlight:
+    """Counts calls in flight under a lock and keeps the peak."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.peak = 0
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> None:
+        with self._lock:
+            self.now += 1
+            self.calls += 1
+            self.peak = max(self.peak, self.now)
+
+    def leave(self) -> None:
+        with self._lock:
+            self.now -= 1
+
+
+class CountedSummarizer(SlowSummarizer):
+    """`SlowSummarizer` counting its calls in flight (`counter`)."""
+
+    counter: Any = None
+
+    def _generate(self, messages: list[BaseMessage], *a: Any, **k: Any) -> Any:
+        self.counter.enter()
+        try:
+            return super()._generate(messages, *a, **k)
+        finally:
+            self.counter.leave()
+
+    async def _agenerate(self, messages: list[BaseMessage], *a: Any, **k: Any) -> Any:
+        self.counter.enter()
+        try:
+            return await super()._agenerate(messages, *a, **k)
+        finally:
+            self.counter.leave()
+
+
+def _slow_plan(counter: InFlight, mode: str, delay: float = 0.05) -> Any:
+    """A summarize plan factory whose one effect takes `delay` s (slept or awaited)."""
+
+    def sleep(request: str) -> str:
+        counter.enter()
+        try:
+            time.sleep(delay)
+        finally:
+            counter.leave()
+        return request
+
+    async def asleep(request: str) -> str:
+        counter.enter()
+        try:
+            await asyncio.sleep(delay)
+        finally:
+            counter.leave()
+        return request
+
+    def plan(messages: list[BaseMessage], previous: str | None) -> Any:
+        handler = sleep if mode == "sync" else asleep
+        return (yield CallHandler(handler, f"summary of {messages[0].id}"))
+
+    return plan
+
+
+def _effect(preparer: SummaryPreparer, key: str, plan: Any) -> PrepareSummary:
+    return PrepareSummary(preparer, key, f"d-{key}", plan, (HumanMessage("x", id=key),), None)
+
+
+async def _done(preparer: SummaryPreparer, mode: str) -> None:
+    if mode == "sync":
+        assert preparer.join(30)
+        return
+    for _ in range(600):
+        with preparer._lock:
+            preps = list(preparer._preps.values())
+        if all(p.done.is_set() for p in preps):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the preparations did not end")
+
+
+def _take(preparer: SummaryPreparer, key: str) -> Any:
+    def plan() -> Any:
+        return (yield AwaitPrepared(preparer, key, f"d-{key}", 0))
+
+    return plan()
+
+
+async def test_the_preparer_runs_at_most_the_cap_and_every_summary_lands(mode: str) -> None:
+    counter = InFlight()
+    preparer = SummaryPreparer(max_in_flight=CAP)
+    plan = _slow_plan(counter, mode)
+    keys = [f"t{n}" for n in range(THREADS)]
+    started = time.perf_counter()
+    for key in keys:
+        if mode == "sync":
+            assert preparer.start(_effect(preparer, key, plan))
+        else:
+            assert await preparer.astart(_effect(preparer, key, plan))
+    assert time.perf_counter() - started < 0.5  # starting never waits for a slot
+    await _done(preparer, mode)
+    assert counter.calls == THREADS
+    assert counter.peak == CAP
+    assert preparer.peak_in_flight == CAP
+    for key in keys:
+        assert run_plan(_take(preparer, key)) == f"summary of {key}"
+    assert preparer._in_flight == 0
+
+
+async def test_no_cap_runs_them_all_at_once(mode: str) -> None:
+    counter = InFlight()
+    preparer = SummaryPreparer(max_in_flight=None)
+    plan = _slow_plan(counter, mode, delay=0.3)
+    for n in range(THREADS):
+        if mode == "sync":
+            preparer.start(_effect(preparer, f"t{n}", plan))
+        else:
+            await preparer.astart(_effect(preparer, f"t{n}", plan))
+    await _done(preparer, mode)
+    assert counter.peak == THREADS
+
+
+async def test_a_build_never_waits_for_a_slot(mode: str) -> None:
+    """At the trigger, a preparation still waiting for a slot is withdrawn: None at once."""
+    counter = InFlight()
+    preparer = SummaryPreparer(max_in_flight=1)
+    release = threading.Event()
+
+    def blocking(messages: list[BaseMessage], previous: str | None) -> Any:
+        release.wait(10)
+        return "first"
+        yield  # a plan
+
+    waiting = _slow_plan(counter, mode)
+    preparer.start(_effect(preparer, "a", blocking))  # holds the one slot in a worker thread
+    if mode == "sync":
+        assert preparer.start(_effect(preparer, "b", waiting))
+    else:
+        assert await preparer.astart(_effect(preparer, "b", waiting))
+    assert preparer.pending("b") == "d-b"
+    started = time.perf_counter()
+    effect = AwaitPrepared(preparer, "b", "d-b", 10)  # would wait 10 s for a running one
+    if mode == "sync":
+        outcome = preparer.wait(effect)
+    else:
+        outcome = await preparer.await_prepared(effect)
+    assert outcome is None and time.perf_counter() - started < 0.5
+    assert preparer.pending("b") is None  # withdrawn: the build summarizes it itself
+    release.set()
+    assert preparer.join(5)
+    await asyncio.sleep(0.1)
+    assert counter.calls == 0  # the withdrawn preparation never called the summarizer
+    assert run_plan(_take(preparer, "a")) == "first"
+    assert preparer._in_flight == 0
+
+
+async def test_many_threads_of_one_manager_get_their_prepared_summaries(mode: str) -> None:
+    """End to end: a shared manager with a cap of 2; every thread takes its prepared summary."""
+    counter = InFlight()
+    model = CountedSummarizer(delay=0.15, counter=counter)
+    manager = _manager(model, max_summaries_in_flight=CAP)
+    assert manager.preparer is not None and manager.preparer.max_in_flight == CAP
+    threads: dict[str, dict[str, Any]] = {}
+    for n in range(6):  # each thread reaches its preparation; the summaries queue for 2 slots
+        prefix = f"p{n}-"
+        manager.archive = Archive(StoreBackend(InMemoryStore()), thread_id=prefix)
+        messages = _start(prefix)
+        _, state, _ = await _grow_until(manager, messages, None, "prepare", mode, prefix)
+        threads[prefix] = {"messages": messages, "state": state, "archive": manager.archive}
+    await _settle(manager, mode)
+    if mode == "async":  # `_settle` gives up after 5 s; the queue may need longer
+        for _ in range(200):
+            if counter.calls >= len(threads) and counter.now == 0:
+                break
+            await asyncio.sleep(0.05)
+    assert counter.calls == len(threads)
+    assert counter.peak == CAP  # they queued, and never more than the cap ran
+    for prefix, thread in threads.items():
+        manager.archive = thread["archive"]
+        result, _, took = await _grow_until(
+            manager, thread["messages"], thread["state"], "auto_compact", mode, prefix
+        )
+        assert _kinds(result)["auto_compact"].detail["ahead"] == "prepared"
+        assert took < model.delay
+    assert counter.calls == len(threads)  # no summary was made again in a model call
+    assert counter.peak <= CAP
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "4", True])
+def test_the_cap_is_checked(bad: Any) -> None:
+    with pytest.raises(ConfigError, match="max_summaries_in_flight"):
+        ContextMemory(context_window_tokens=8_000, max_summaries_in_flight=bad)
+    with pytest.raises(ConfigError, match="max_summaries_in_flight"):
+        ContextManager(context_window_tokens=8_000, max_summaries_in_flight=bad)
+
+
+def test_the_cap_reaches_the_preparer() -> None:
+    memory = ContextMemory(context_window_tokens=8_000, prepare_summaries=True)
+    assert memory.manager.preparer is not None
+    assert memory.manager.preparer.max_in_flight == 4
+    memory = ContextMemory(
+        context_window_tokens=8_000,
+        prepare_summaries=True,
+        max_summaries_in_flight=None,
+        strategies=default_strategies(),
+    )
+    assert memory.manager.preparer is not None
+    assert memory.manager.preparer.max_in_flight is None
+
+
+def test_async_preparations_across_event_loops_share_the_cap() -> None:
+    """Two event loops in two threads, one preparer: the cap holds across both."""
+    counter = InFlight()
+    preparer = SummaryPreparer(max_in_flight=CAP)
+    plan = _slow_plan(counter, "async")
+
+    async def one_loop(prefix: str) -> None:
+        for n in range(5):
+            await preparer.astart(_effect(preparer, f"{prefix}{n}", plan))
+        await _done(preparer, "async")
+        for n in range(5):
+            assert await arun_plan(_take(preparer, f"{prefix}{n}")) == f"summary of {prefix}{n}"
+
+    errors: list[BaseException] = []
+
+    def run(prefix: str) -> None:
+        try:
+            asyncio.run(one_loop(prefix))
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=run, args=(p,)) for p in "ab"]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert not errors
+    assert counter.calls == 10 and counter.peak <= CAP
