@@ -8,6 +8,8 @@ Commands:
 * `restore`: one archived message, byte for byte.
 * `compact FILE`: a transcript built down to a budget, written to a new file.
 * `count FILE`: exact tokens of a transcript.
+* `frontier PATH... | --db`: recorded threads replayed under the defaults and their neighbouring
+  settings: effective cost, next-step recall, prompts over the budget; a recommended setting.
 
 The handlers are `langgraph_ctx.cli.handlers`; the work happens in `langgraph_ctx.cli.demo` and
 `langgraph_ctx.cli.replay`. Exit codes:
@@ -31,6 +33,7 @@ from langgraph_ctx.cli.handlers import (
     _demo,
     _fail,
     _first_line,
+    _frontier,
     _inspect,
     _replay,
     _restore,
@@ -210,7 +213,62 @@ def _build_parser() -> argparse.ArgumentParser:
     count.add_argument("--model", default="gpt-4o", help="model whose tokenizer to use")
     count.add_argument("--tools", type=Path, help="JSON file of tool schemas to include")
     count.set_defaults(handler=_count)
+    _frontier_parser(sub)
     return parser
+
+
+def _price(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {value}")
+    return value
+
+
+def _frontier_parser(sub: Any) -> None:
+    frontier = sub.add_parser(
+        "frontier",
+        help="what context management costs and hides on your own threads, per setting",
+        description="Replay recorded threads (message JSON files, folders of them, or the "
+        "threads of a checkpoint database) through the pipeline under the defaults, their "
+        "neighbouring settings and any --setting, and print per setting: effective cost and its "
+        "ratio to the defaults, next-step recall, prompts over the budget, invalid prompts, "
+        "share restorable. No model is called unless --summarizer names one. The last line "
+        "recommends the cheapest setting within one point of the best recall with every prompt "
+        "within the budget, and how to apply it.",
+    )
+    frontier.add_argument(
+        "inputs", nargs="*", type=Path, metavar="PATH", help="message JSON files or folders"
+    )
+    frontier.add_argument("--db", help="checkpoint database: a SQLite file or postgresql:// URI")
+    frontier.add_argument(
+        "--thread", action="append", help="a thread of --db (repeatable; default: every thread)"
+    )
+    frontier.add_argument(
+        "--archive", type=Path, help="archive folder of --db's threads (default: in the database)"
+    )
+    frontier.add_argument("--window", type=_positive, help="window in tokens")
+    frontier.add_argument("--reserved", type=_non_negative, default=0, help="output tokens kept")
+    frontier.add_argument(
+        "--model", help="provider:model: its profile gives the window, its tokenizer counts"
+    )
+    frontier.add_argument(
+        "--setting", action="append", type=Path, metavar="FILE.json",
+        help="a setting of your own: strategy configs (repeatable)",
+    )  # fmt: skip
+    frontier.add_argument(
+        "--no-neighbours", action="store_true", help="only the defaults and the --setting files"
+    )
+    frontier.add_argument(
+        "--cache-price", type=_price, default=0.1, help="a cached token's price, share of one"
+    )
+    frontier.add_argument("--summarizer", help="provider:model that writes real summaries")
+    frontier.add_argument("--system-prompt", help="system prompt for threads without one")
+    frontier.add_argument("--json", type=Path, metavar="OUT", help="write the rows as JSON")
+    frontier.add_argument("--plot", type=Path, metavar="PNG", help="draw cost against recall")
+    frontier.set_defaults(handler=_frontier)
 
 
 def _budget_args(parser: argparse.ArgumentParser, *, window: int | None) -> None:

@@ -106,6 +106,12 @@ def _finish(out: Output, title: str, result: Any, command: str) -> int:
     return 0
 
 
+def _frontier(args: argparse.Namespace) -> int:
+    from langgraph_ctx.cli.frontier_run import run_frontier
+
+    return run_frontier(args)
+
+
 def _inspect(args: argparse.Namespace) -> int:
     from langgraph_ctx.cli.runs import SUMMARY_SOURCES
     from langgraph_ctx.cli.threads import inspect_thread

@@ -44,7 +44,7 @@ class Output:
         """A table with a header row."""
         table = Table(title=title, title_justify="left")
         for name in header:
-            table.add_column(name, justify="left" if name == "kind" else "right")
+            table.add_column(name, justify="left" if name in ("kind", "setting") else "right")
         for row in body:
             table.add_row(*row)
         self.console.print(table)

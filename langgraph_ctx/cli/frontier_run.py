@@ -1,0 +1,267 @@
+"""The `langgraph-ctx frontier` command: read the input, replay every setting, report.
+
+Everything the input can get wrong is checked before the first replay (the files, the
+database, the window, the output folders), so bad input gets one line and nothing written.
+The table goes to stdout with a line defining the measures; `--json` writes the rows,
+`--plot` draws cost against recall; the last line recommends a setting and says how to apply
+it (`recommend`, `apply_code`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import SystemMessage
+
+from langgraph_ctx.cli.frontier import Tally, Terms, recommend, replay_setting
+from langgraph_ctx.cli.measure import NextStepRecall
+from langgraph_ctx.cli.output import Output
+from langgraph_ctx.cli.runs import InputError
+from langgraph_ctx.cli.settings import SETTINGS, Setting, apply_code, load_setting, strategy_config
+from langgraph_ctx.cli.sources import (
+    Thread,
+    check_room,
+    model_terms,
+    threads_from_db,
+    threads_from_files,
+)
+
+__all__ = ["run_frontier", "rows_of"]
+
+
+def _existing_folder(path: Path, option: str) -> None:
+    if not path.parent.is_dir():
+        msg = f"{option} {path}: folder {path.parent} does not exist; create it first"
+        raise InputError(msg)
+
+
+def _threads(args: argparse.Namespace, notes: list[str]) -> list[Thread]:
+    if args.thread and not args.db:
+        msg = "--thread names a thread of --db; pass --db PATH too"
+        raise InputError(msg)
+    if not args.inputs and not args.db:
+        msg = "pass message JSON files or folders of them, or --db PATH (a checkpoint database)"
+        raise InputError(msg)
+    threads = threads_from_files(args.inputs) if args.inputs else []
+    if args.db:
+        threads += threads_from_db(str(args.db), args.thread, args.archive, notes)
+    if args.system_prompt:
+        text = args.system_prompt
+        if Path(text).is_file():
+            text = Path(text).read_text(encoding="utf-8")
+        for thread in threads:
+            if not any(isinstance(m, SystemMessage) for m in thread.messages):
+                thread.messages.insert(0, SystemMessage(text, id="frontier-system"))
+    return threads
+
+
+def run_frontier(args: argparse.Namespace) -> int:
+    """Run `langgraph-ctx frontier` (see `langgraph_ctx.cli.commands` for the arguments)."""
+    if args.plot is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            msg = "--plot needs matplotlib: pip install 'langgraph-ctx[cli]'"
+            raise InputError(msg) from None
+        _existing_folder(args.plot, "--plot")
+    if args.json is not None:
+        _existing_folder(args.json, "--json")
+    settings: list[Setting] = [SETTINGS[0]] if args.no_neighbours else list(SETTINGS)
+    settings += [load_setting(path) for path in args.setting or ()]
+    notes: list[str] = []
+    threads = _threads(args, notes)
+    window, counter = model_terms(args.model, args.window)
+    summarizer = None
+    if args.summarizer:
+        from langgraph_ctx.cli.playback import init_model
+
+        summarizer = init_model(args.summarizer)
+    terms = Terms(window, args.reserved, counter, summarizer, args.cache_price)
+    check_room(threads, terms.limit, counter)
+    for setting in settings:  # a budget field of a user's setting that this window refuses
+        setting.budget_for(window, args.reserved)
+    needs = [NextStepRecall.of(t.messages) for t in threads]
+    tallies = [Tally(s) for s in settings]
+    calls = sum(t.calls for t in threads)
+    with _progress(len(settings) * calls) as advance:
+        for n, tally in enumerate(tallies, 1):
+            for thread, need in zip(threads, needs, strict=True):
+                replay_setting(tally, thread.messages, terms, needs=need, on_call=advance)
+            advance(0, f"setting {n}/{len(tallies)} done: {tally.setting.label}")
+    best = recommend(tallies, terms.cache_price)
+    model = f"{args.model}'s" if args.model else "the gpt-4o"
+    summary = args.summarizer or "the deterministic summarizer (no model called)"
+    out = Output()
+    title = (
+        f"frontier: {len(threads)} thread(s), {calls:,} model calls; window {window:,}, "
+        f"reserved {args.reserved:,}; {model} counter; {summary}; cache price {terms.cache_price}"
+    )
+    rows = rows_of(tallies, best, terms, args.model)
+    out.grid(title, _HEADER, [_cells(row) for row in rows])
+    print(
+        f"effective cost = uncached prompt tokens + {terms.cache_price} x cache-reusable ones + "
+        "summarizer tokens; next-step recall = share of the names each next step used (from "
+        "earlier tool output) whose lines the prompt still showed; restorable = share of what "
+        "left the prompt given back byte for byte; * = recommended"
+    )
+    for tally in tallies:
+        for error, times in tally.errors.most_common(1):
+            notes.append(f"{tally.setting.label}: {times} call(s) raised {error}")
+    for note in notes:
+        out.note(note)
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1) + "\n", encoding="utf-8")
+        out.note(f"rows written to {args.json}")
+    if args.plot is not None:
+        _plot(rows, args.plot, title)
+        out.note(f"plot written to {args.plot}")
+    print(_recommendation(best, tallies, terms, args), flush=True)
+    return 0
+
+
+_HEADER = ["setting", "eff. cost", "vs defaults", "recall", "over budget", "invalid", "restorable"]
+
+
+def rows_of(
+    tallies: Sequence[Tally], best: Tally | None, terms: Terms, model: str | None
+) -> list[dict[str, Any]]:
+    """The `--json` rows: one per setting, with how to apply it."""
+    base = next((t for t in tallies if t.setting.is_defaults), tallies[0])
+    base_cost = base.cost(terms.cache_price)
+    rows = []
+    for tally in tallies:
+        setting, cost = tally.setting, tally.cost(terms.cache_price)
+        rows.append(
+            {
+                "setting": setting.label,
+                "cost": round(cost, 1),
+                "cost_ratio": round(cost / base_cost, 4) if base_cost else None,
+                "recall": None if tally.recall is None else round(tally.recall, 4),
+                "over_budget": tally.over_budget,
+                "refused": tally.refused,
+                "invalid": tally.invalid,
+                "restorable": round(tally.restorable_share, 4),
+                "removed": tally.removed,
+                "calls": tally.calls,
+                "tokens": tally.tokens,
+                "reusable_tokens": tally.reusable,
+                "summarizer_tokens": tally.summarizer_tokens,
+                "summarizer_calls": tally.summarizer_calls,
+                "recall_hits": tally.recall_hits,
+                "recall_total": tally.recall_total,
+                "defaults": setting.is_defaults,
+                "recommended": tally is best,
+                "budget": setting.budget_changes(),
+                "strategies": strategy_config(setting.strategy_list()),
+                "apply": apply_code(
+                    setting, window=terms.window, reserved=terms.reserved, model=model
+                ),
+            }
+        )
+    return rows
+
+
+def _tokens(value: float) -> str:
+    if value >= 1e6:
+        return f"{value / 1e6:.2f}M"
+    if value >= 1e4:
+        return f"{value / 1e3:.1f}k"
+    return f"{round(value):,}"
+
+
+def _cells(row: dict[str, Any]) -> list[str]:
+    recall = row["recall"]
+    return [
+        ("* " if row["recommended"] else "") + row["setting"],
+        _tokens(row["cost"]),
+        "-" if row["cost_ratio"] is None else f"{row['cost_ratio']:.2f}x",
+        "-" if recall is None else f"{100 * recall:.1f}%",
+        str(row["over_budget"]),
+        str(row["invalid"]),
+        f"{100 * row['restorable']:.0f}%",
+    ]
+
+
+def _recommendation(
+    best: Tally | None, tallies: Sequence[Tally], terms: Terms, args: argparse.Namespace
+) -> str:
+    if best is None:
+        return (
+            "recommended: none: every setting sent prompts over the budget or invalid ones "
+            "(see the table); give the agent a larger --window or a smaller --reserved"
+        )
+    base = next((t for t in tallies if t.setting.is_defaults), None)
+    recall = "-" if best.recall is None else f"{100 * best.recall:.1f}%"
+    fitting = [t.recall for t in tallies if t.within_budget and t.recall is not None]
+    top = f" (best {100 * max(fitting):.1f}%)" if fitting else ""
+    ratio = ""
+    if base is not None and base.cost(terms.cache_price):
+        ratio = (
+            f" ({best.cost(terms.cache_price) / base.cost(terms.cache_price):.2f}x the defaults)"
+        )
+    code = apply_code(best.setting, window=terms.window, reserved=terms.reserved, model=args.model)
+    return (
+        f"recommended: {best.setting.label}: cost {_tokens(best.cost(terms.cache_price))}"
+        f"{ratio}, next-step recall {recall}{top}, no prompt over the budget; apply it: {code}"
+    )
+
+
+@contextlib.contextmanager
+def _progress(total: int) -> Iterator[Callable[..., None]]:
+    """`advance(n=1, line=None)`: a live bar on a terminal; otherwise the lines only."""
+    if not sys.stderr.isatty():
+
+        def plain(n: int = 1, line: str | None = None) -> None:
+            if line:
+                print(f"frontier: {line}", file=sys.stderr, flush=True)
+
+        yield plain
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("replaying", total=total)
+
+        def live(n: int = 1, line: str | None = None) -> None:
+            bar.update(task, advance=n)
+            if line:
+                bar.update(task, description=line[:60])
+
+        yield live
+
+
+def _plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(9, 6))
+    for row in rows:
+        if row["recall"] is None:
+            continue
+        x, y = row["cost"] / 1e3, 100 * row["recall"]
+        ok = row["over_budget"] == 0 and row["invalid"] == 0
+        marker, color, size = ("o", "tab:blue", 60) if ok else ("x", "tab:gray", 60)
+        if row["defaults"]:
+            marker, color, size = "*", "tab:red", 220
+        ax.scatter(x, y, marker=marker, color=color, s=size, zorder=3)
+        if row["recommended"]:
+            ax.scatter(x, y, marker="o", s=400, facecolors="none", edgecolors="tab:green", lw=2)
+        label = row["setting"] + (" (recommended)" if row["recommended"] else "")
+        ax.annotate(label, (x, y), fontsize=7, xytext=(4, 3), textcoords="offset points")
+    ax.set_xlabel("effective cost (thousand tokens), lower is better")
+    ax.set_ylabel("next-step recall (%), higher is better")
+    ax.set_title(title, fontsize=8, wrap=True)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

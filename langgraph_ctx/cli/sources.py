@@ -1,0 +1,271 @@
+"""What `langgraph-ctx frontier` replays, and with which window and counter.
+
+Threads come from message JSON files (`messages_to_dict` output), folders of them, or a
+checkpoint database: a SQLite file, opened read-only, or a PostgreSQL URI (with the
+`postgres` extra). A thread a `ContextMemory` managed is read whole (`get_full_history`: live
+state plus archive), so the messages it removed from live state are replayed too. Every
+problem with the input is an `InputError` with one line saying what to pass instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sqlite3
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig
+
+from langgraph_ctx.cli.playback import load_transcript, with_ids
+from langgraph_ctx.cli.runs import InputError
+
+__all__ = ["Thread", "check_room", "model_terms", "threads_from_db", "threads_from_files"]
+
+
+@dataclass
+class Thread:
+    """One recorded thread: where it came from and its messages, oldest first."""
+
+    name: str
+    messages: list[BaseMessage]
+
+    @property
+    def calls(self) -> int:
+        """The model calls a replay makes: one before each AI message after the first one."""
+        return sum(isinstance(m, AIMessage) for m in self.messages[1:])
+
+
+def threads_from_files(paths: Sequence[Path]) -> list[Thread]:
+    """Each JSON file of `paths` (files, or folders searched for `*.json`) as a thread."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*.json") if p.is_file())
+            if not found:
+                msg = f"folder {path} holds no .json file; pass message JSON files or folders"
+                raise InputError(msg)
+            files.extend(found)
+        else:
+            files.append(path)  # load_transcript names a missing file
+    threads = []
+    for file in files:
+        messages = with_ids(load_transcript(file))
+        if not any(isinstance(m, AIMessage) for m in messages):
+            msg = f"{file} has no AI message: there is no model call to replay"
+            raise InputError(msg)
+        threads.append(Thread(file.stem, messages))
+    return threads
+
+
+# --- checkpoint databases ------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _sqlite_saver(db: str) -> Iterator[Any]:
+    """A `SqliteSaver` on `db`, read-only (nothing is created or written)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    path = Path(db)
+    if not path.is_file():
+        msg = (
+            f"no checkpoint database at {db}; pass a SQLite checkpoint file or a postgresql:// URI"
+        )
+        raise InputError(msg)
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        except sqlite3.DatabaseError as exc:
+            msg = f"{db} is not a checkpoint database: {exc}"
+            raise InputError(msg) from exc
+        if "checkpoints" not in tables:
+            msg = f"{db} is not a checkpoint database: it has no checkpoints table"
+            raise InputError(msg)
+        saver = SqliteSaver(conn)
+        saver.is_setup = True  # the tables are there; setup would write
+        yield saver
+    finally:
+        conn.close()
+
+
+@contextlib.contextmanager
+def _postgres_saver(uri: str) -> Iterator[Any]:
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:
+        msg = (
+            'a PostgreSQL database needs the postgres extra: pip install "langgraph-ctx[postgres]"'
+        )
+        raise InputError(msg) from None
+    try:
+        with PostgresSaver.from_conn_string(uri) as saver:
+            yield saver
+    except InputError:
+        raise
+    except Exception as exc:  # cannot connect, no such database, bad URI
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        msg = f"cannot read the PostgreSQL database: {first}"
+        raise InputError(msg) from exc
+
+
+def _thread_ids(saver: Any) -> list[str]:
+    try:
+        rows = saver.conn.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id")
+        return [str(r["thread_id"] if isinstance(r, dict) else r[0]) for r in rows]
+    except Exception as exc:  # sqlite3 or psycopg: no such table, a damaged file
+        msg = f"not a checkpoint database: {exc}"
+        raise InputError(msg) from exc
+
+
+class _SaverView:
+    """Enough of a compiled graph for `ContextMemory`'s thread views, on a checkpointer."""
+
+    store = None
+
+    def __init__(self, saver: Any) -> None:
+        self.checkpointer = saver
+
+    def get_state(self, config: RunnableConfig) -> Any:
+        """The newest checkpoint's values (`.values`)."""
+        item = self.checkpointer.get_tuple(config)
+        values = dict(item.checkpoint.get("channel_values") or {}) if item else {}
+        return _Values(values)
+
+
+@dataclass
+class _Values:
+    values: dict[str, Any]
+
+
+def threads_from_db(
+    db: str, only: Sequence[str] | None, archive_dir: Path | None, notes: list[str]
+) -> list[Thread]:
+    """The threads of a checkpoint database (every one, or those of `only`).
+
+    Args:
+        db: A SQLite file or a `postgresql://` URI.
+        only: Thread ids to read (None: every thread).
+        archive_dir: The archive folder of threads a `DirectoryBackend` archived (None: the
+            archive in the database itself, where `ContextMemory` keeps it by default).
+        notes: Where to say which threads were left out and why.
+    """
+    from langgraph_ctx.graph.memory import ContextMemory
+
+    postgres = db.startswith(("postgresql://", "postgres://"))
+    opener = _postgres_saver if postgres else _sqlite_saver
+    threads = []
+    with opener(db) as saver:
+        known = _thread_ids(saver)
+        if not known:
+            msg = f"{db} holds no thread; record one with a checkpointer first"
+            raise InputError(msg)
+        missing = [t for t in only or () if t not in known]
+        if missing:
+            listed = ", ".join(known[:10]) + (" ..." if len(known) > 10 else "")
+            msg = f"no thread {missing[0]!r} in {db}; threads there: {listed}"
+            raise InputError(msg)
+        archive = None
+        if archive_dir is not None:
+            from langgraph_ctx.archive import DirectoryBackend
+
+            archive = DirectoryBackend(archive_dir)
+        memory = ContextMemory(context_window_tokens=1, archive=archive)
+        view = _SaverView(saver)
+        for thread in only or known:
+            config: RunnableConfig = {"configurable": {"thread_id": thread}}
+            values = view.get_state(config).values
+            messages: list[BaseMessage] = list(values.get("messages") or [])
+            if values.get("context_ledger"):  # managed: what left live state is archived
+                full = memory.get_full_history(view, config)
+                for _, reason in getattr(full, "unreadable", []):
+                    notes.append(f"thread {thread}: part of the history is unreadable: {reason}")
+                messages = list(full)
+            if not any(isinstance(m, AIMessage) for m in messages):
+                notes.append(f"thread {thread} has no AI message: left out")
+                continue
+            threads.append(Thread(thread, with_ids(messages)))
+    if not threads:
+        msg = f"no thread of {db} has an AI message: there is no model call to replay"
+        raise InputError(msg)
+    return threads
+
+
+# --- window and counter ------------------------------------------------------------------------
+
+_PROVIDERS = {
+    "openai": "langchain_openai",
+    "azure_openai": "langchain_openai",
+    "anthropic": "langchain_anthropic",
+    "google_genai": "langchain_google_genai",
+}
+
+
+def _offline_profile(spec: str) -> dict[str, Any] | None:
+    """The model's profile from its provider package's table, without a key or a network."""
+    provider, _, name = spec.partition(":") if ":" in spec else ("", "", spec)
+    if not provider:
+        lowered = name.lower()
+        provider = (
+            "anthropic"
+            if lowered.startswith("claude")
+            else "google_genai"
+            if lowered.startswith("gemini")
+            else "openai"
+        )
+    package = _PROVIDERS.get(provider, f"langchain_{provider}")
+    try:
+        table = importlib.import_module(f"{package}.data._profiles")._PROFILES
+    except (ImportError, AttributeError):
+        return None
+    profile = table.get(name) if isinstance(table, dict) else None
+    return dict(profile) if isinstance(profile, dict) else None
+
+
+def model_terms(
+    spec: str | None, window: int | None
+) -> tuple[int, Callable[[Sequence[BaseMessage]], int]]:
+    """The window (`window`, else the model's profile) and the counter (the model's own).
+
+    Without a model, the exact gpt-4o counter, as the benchmarks count.
+    """
+    from langgraph_ctx.tokens.exact import TiktokenCounter
+    from langgraph_ctx.tokens.models import counter_for_model
+
+    if spec is None:
+        if window is None:
+            msg = "pass --window TOKENS or --model PROVIDER:MODEL (its profile gives the window)"
+            raise InputError(msg)
+        return window, TiktokenCounter("gpt-4o")
+    name = spec.partition(":")[2] or spec
+    counter = counter_for_model(name)
+    if window is not None:
+        return window, counter
+    profile = _offline_profile(spec)
+    if profile is None:
+        from langgraph_ctx.cli.playback import init_model
+
+        profile = dict(getattr(init_model(spec), "profile", None) or {})
+    found = profile.get("max_input_tokens")
+    if not isinstance(found, int) or isinstance(found, bool) or found <= 0:
+        msg = f"the profile of {spec!r} gives no max_input_tokens; pass --window TOKENS"
+        raise InputError(msg)
+    return found, counter
+
+
+def check_room(
+    threads: Sequence[Thread], limit: int, counter: Callable[[Sequence[BaseMessage]], int]
+) -> None:
+    """Refuse a budget smaller than a thread's system prompt (no setting could fit a call)."""
+    for thread in threads:
+        system = [m for m in thread.messages if isinstance(m, SystemMessage)]
+        need = counter(system) if system else 0
+        if need >= limit:
+            msg = (
+                f"the budget ({limit:,} tokens: --window less --reserved) is too small for the "
+                f"system prompt of {thread.name} ({need:,} tokens); pass a larger --window"
+            )
+            raise InputError(msg)
