@@ -210,6 +210,10 @@ class ContextCostReport:
             )
         )
 
+    def retract(self, decision: Decision) -> None:
+        """Take back a recorded decision whose step the build undid."""
+        self.decisions.remove(decision)
+
     def fail(self, error: str) -> None:
         """Mark the build failed and say why (the report then travels on the error)."""
         self.ok, self.error = False, error

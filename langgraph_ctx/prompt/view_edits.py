@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -25,6 +25,15 @@ from langgraph_ctx.prompt.render import (
     tool_of,
 )
 from langgraph_ctx.prompt.view_rendering import ViewRendering
+
+
+class WindowMark(NamedTuple):
+    """A window position (`ViewEdits.window_mark`): start, pinned task, tokens, ledger entry."""
+
+    start: int
+    pin: int | None
+    tokens: int
+    window: dict[str, Any]
 
 
 class ViewEdits(ViewRendering):
@@ -145,6 +154,21 @@ class ViewEdits(ViewRendering):
                 detail={"messages": len(step), **detail},
             )
         return step
+
+    def window_mark(self) -> WindowMark:
+        """Where the window starts now, for `rewind_window`."""
+        return WindowMark(self.start, self.pin, self.tokens, dict(self.ledger.get("window") or {}))
+
+    def rewind_window(self, mark: WindowMark) -> None:
+        """Show the window from `mark` again: the shrinks since then are taken back."""
+        self.start, self.pin, self.tokens = mark.start, mark.pin, mark.tokens
+        window = mark.window
+        set_window(
+            self.ledger,
+            window.get("start_id"),
+            pin_id=window.get("pin_id"),
+            task_dropped=bool(window.get("task_dropped")),
+        )
 
     def shrink_once(self) -> list[BaseMessage] | None:
         """Move the window start forward by one turn, or one block within the last turn.

@@ -32,7 +32,7 @@ from langgraph_ctx.strategies.base import (
 from langgraph_ctx.strategies.compaction import Compaction
 from langgraph_ctx.strategies.entities import EntityExtraction
 from langgraph_ctx.strategies.pruning import DropMemory, PruneToolOutputs
-from langgraph_ctx.strategies.summaries import DynamicSummarization, summarize_span
+from langgraph_ctx.strategies.summaries import DynamicSummarization, SpanSummary, summarize_span
 from langgraph_ctx.strategies.turns import ShortenTurns
 from langgraph_ctx.strategies.window import SlidingWindow
 
@@ -99,6 +99,7 @@ __all__ = [
     "PruneToolOutputs",
     "ShortenTurns",
     "SlidingWindow",
+    "SpanSummary",
     "Strategy",
     "apply_strategy",
     "default_strategies",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -85,6 +86,23 @@ class Reading:
         return out
 
 
+class SpanSummary(enum.Enum):
+    """What `summarize_span` did; true only when a summary was written."""
+
+    WRITTEN = "written"
+    """The summary covers the span."""
+    SKIPPED = "skipped"
+    """Nothing to summarize (only a previous summary), or no room: the kept window alone is
+    over the trigger, or no summary fits within the limit. The budget needs the cut anyway."""
+    UNAVAILABLE = "unavailable"
+    """No summary can be written whatever the budget: no summarizer, or the insurance dump
+    failed (nothing is summarized without its insurance)."""
+
+    def __bool__(self) -> bool:
+        """True for `WRITTEN`: `if (yield from summarize_span(...))` reads as before."""
+        return self is SpanSummary.WRITTEN
+
+
 def summarize_span(
     view: PromptView,
     dropped: Sequence[BaseMessage],
@@ -93,7 +111,7 @@ def summarize_span(
     summarize: Callable[[list[BaseMessage], str | None], Plan[Any]] | None = None,
     quote_chars: int = 0,
     reading: Reading | None = None,
-) -> Plan[bool]:
+) -> Plan[SpanSummary]:
     """Insurance dump, then a running summary of `dropped` folded into the ledger.
 
     Nothing is summarized when only a previous summary would be; the report says why.
@@ -102,13 +120,13 @@ def summarize_span(
     tool-output lines a later model message used (`langgraph_ctx.prompt.excerpt.quoted_lines`),
     whatever the summarizer kept. `reading`: how the summarizer reads the messages (`Reading`;
     None: the originals); the insurance dump and the archive hold every original whatever it
-    reads. Returns whether a summary was written.
+    reads. Returns what was done (`SpanSummary`, true when a summary was written).
     """
     conversation = conversation_of(dropped)
     if not conversation:
         reason = "only the previous summary would be summarized"
         view.record("skip", view.tokens, detail={"reason": reason})
-        return False
+        return SpanSummary.SKIPPED
     if view.tokens - view.cost(view.summary_message()) > view.trigger:
         # The kept window alone is over the trigger: the next call would cut and summarize
         # again, and again (thrash). The messages stay in state, uncovered: nothing is lost.
@@ -118,18 +136,18 @@ def summarize_span(
             message_ids=[m.id or "" for m in conversation],
             detail={"reason": "the kept window alone is over the trigger"},
         )
-        return False
+        return SpanSummary.SKIPPED
     summarize = summarize or view.resources.summarize
     if summarize is None:
         view.record(kind, view.tokens, detail={"skipped": "no summarizer configured"})
-        return False
+        return SpanSummary.UNAVAILABLE
     dump_ref = None
     if view.resources.dump_messages is not None:
         try:
             dump_ref = yield from view.resources.dump_messages(list(conversation))
         except Exception as exc:  # nothing is summarized without its insurance
             view.record("skip", view.tokens, detail={"reason": f"insurance dump failed: {exc}"})
-            return False
+            return SpanSummary.UNAVAILABLE
     previous = (view.ledger.get("summary") or {}).get("text")
     # By default the summarizer reads the originals: what it does not see is lost from the
     # summary (not from the archive). Reading what the prompt showed costs far less.
@@ -149,7 +167,7 @@ def summarize_span(
     if text is None:  # the messages stay in state, uncovered: nothing is lost
         detail["reason"] = "no room for a summary within the limit"
         view.record("skip", view.tokens, message_ids=ids, detail=detail)
-        return False
+        return SpanSummary.SKIPPED
     if text != outcome.text:
         detail["cut_to_chars"] = len(text)
     before = view.tokens
@@ -157,7 +175,7 @@ def summarize_span(
     if quotes:
         detail["quoted_lines"] = len(quotes)
     view.record(kind, before, message_ids=ids, detail=detail)
-    return True
+    return SpanSummary.WRITTEN
 
 
 def _quotes(view: PromptView, covered: Sequence[BaseMessage], max_chars: int) -> list[str]:
@@ -178,7 +196,9 @@ class DynamicSummarization:
     """Once history passes a threshold, summarize its oldest turns into the running summary.
 
     Runs on every build (not only over the trigger). Only finished turns are summarized: the
-    newest turn never is.
+    newest turn never is. The cut is made only to put a summary in its place: when no summary
+    can be written (the insurance dump failed, no summarizer) the turns stay in the prompt and
+    the report keeps a `skip` saying why.
     """
 
     threshold_turns: int | None = 10
@@ -211,21 +231,31 @@ class DynamicSummarization:
         if over_turns and self.threshold_turns is not None:
             take = max(take, len(starts) - self.threshold_turns)
         cut = starts[min(take, len(starts) - 1)]  # the newest turn always stays
-        before = view.tokens
+        before, mark = view.tokens, view.window_mark()
         dropped: list[BaseMessage] = []
         while view.start < cut:
             step = view.shrink_once()
             if step is None:
                 break
             dropped.extend(step)
-        if dropped:
-            view.record(
-                "shrink",
-                before,
-                message_ids=[m.id or "" for m in dropped],
-                detail={"messages": len(dropped), "reason": "dynamic_summarization"},
-            )
-            yield from summarize_span(view, dropped, kind="summarize")
+        if not dropped:
+            return
+        shrink = view.record(
+            "shrink",
+            before,
+            message_ids=[m.id or "" for m in dropped],
+            detail={"messages": len(dropped), "reason": "dynamic_summarization"},
+        )
+        outcome = yield from summarize_span(view, dropped, kind="summarize")
+        if outcome is SpanSummary.UNAVAILABLE:
+            # Nothing is removed without a summary: this cut is made only to put one in its
+            # place, so when none can be written (the insurance dump failed, no summarizer) it
+            # is taken back, and the report keeps the skip and its reason. A cut skipped for
+            # want of room stands: the budget needs it anyway, and a later strategy would cut
+            # again from a state that no longer records it (a rerun on the build's own state
+            # would differ).
+            view.rewind_window(mark)
+            view.report.retract(shrink)
 
 
 def summary_goal(view: PromptView) -> int:
