@@ -81,15 +81,26 @@ def plan_rebuild(
         return None
     if prompt_tokens <= threshold * window_tokens:
         return None
+    # The base prompt is configuration, not history: never cleared. The build draws the same
+    # line (`split_base`), so a system message inside the conversation is history here too.
+    _, adopted, conversation = split_base(messages)
+    unnamed = sum(1 for m in conversation if not m.id)
+    if unnamed:
+        # The state is cleared by id only: clearing the messages that have one would tear the
+        # conversation (a reply without its request opening the next prompt behind a made-up
+        # user stand-in, a result without its call). The build's own window copes meanwhile.
+        reason = (
+            f"{unnamed} of the {len(conversation)} messages have no id, and the state can "
+            "clear messages by id only; give every message an id (LangGraph's add_messages "
+            "reducer does)"
+        )
+        return _skip(ledger, prompt_tokens, reason)
     hint = ledger.get("hint") or {}
     if hint.get("after_id") == last_ai.id:
         return None  # already rebuilt after this call
     if last_ai.tool_calls:
         return _skip(ledger, prompt_tokens, "the turn is not finished (pending tool calls)")
-    # The base prompt is configuration, not history: never cleared. The build draws the same
-    # line (`split_base`), so a system message inside the conversation is history here too.
-    _, adopted, conversation = split_base(messages)
-    history = [m for m in conversation if m.id]
+    history = list(conversation)
     if not history:
         return None
     if resources.dump_messages is None or resources.summarize is None:
