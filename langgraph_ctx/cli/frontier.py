@@ -189,8 +189,8 @@ def replay_setting(
                 tally.refused += 1
                 tally.over_budget += 1
                 ledger = dict(ledger or {}, last_report=exc.report.to_dict())
-            text = str(exc).strip().splitlines()
-            tally.errors[f"{type(exc).__name__}: {text[0] if text else ''}"[:200]] += 1
+            text = (str(exc).strip().splitlines() or [""])[0].split("; ")[0]
+            tally.errors[f"{type(exc).__name__}: {text}"[:200]] += 1
             recall.skip(i)
             tally.calls += 1
             if on_call is not None:

@@ -110,9 +110,13 @@ def run_frontier(args: argparse.Namespace) -> int:
         "earlier tool output) whose lines the prompt still showed; restorable = share of what "
         "left the prompt given back byte for byte; * = recommended"
     )
+    raised: dict[str, list[str]] = {}  # the first error of each setting, settings grouped
     for tally in tallies:
         for error, times in tally.errors.most_common(1):
-            notes.append(f"{tally.setting.label}: {times} call(s) raised {error}")
+            raised.setdefault(error, []).append(f"{tally.setting.label} ({times} call(s))")
+    for error, labels in raised.items():
+        more = f" and {len(labels) - 1} more setting(s)" if len(labels) > 1 else ""
+        notes.append(f"{labels[0]}{more} raised {error}")
     for note in notes:
         out.note(note)
     if args.json is not None:

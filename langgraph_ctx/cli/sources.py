@@ -66,7 +66,7 @@ def threads_from_files(paths: Sequence[Path]) -> list[Thread]:
 
 @contextlib.contextmanager
 def _sqlite_saver(db: str) -> Iterator[Any]:
-    """A `SqliteSaver` on `db`, read-only (nothing is created or written)."""
+    """A `SqliteSaver` on `db` that only reads (nothing is created or written)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
     path = Path(db)
@@ -75,7 +75,9 @@ def _sqlite_saver(db: str) -> Iterator[Any]:
             f"no checkpoint database at {db}; pass a SQLite checkpoint file or a postgresql:// URI"
         )
         raise InputError(msg)
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    # Not `mode=ro`: a read-only connection to a WAL database leaves its -wal and -shm files
+    # behind. Nothing here writes: no setup, reads only.
+    conn = sqlite3.connect(str(path), check_same_thread=False)
     try:
         try:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
