@@ -204,7 +204,7 @@ def server_url(port: int) -> str:
 
 def tool_outputs() -> list[str]:
     """The tool outputs the test's run reads (the recorded trajectories' long ones)."""
-    from tests.conftest import load_trajectories
+    from benchmarks.trajectories import load_trajectories
 
     outputs = [
         str(m.content)[:3_500]
@@ -212,9 +212,6 @@ def tool_outputs() -> list[str]:
         for m in messages
         if isinstance(m, ToolMessage) and len(str(m.content)) > 800
     ]
-    if not outputs:
-        msg = "no recorded trajectories (../shared/data/trajectories): nothing to read"
-        raise SystemExit(msg)
     return outputs[:200]
 
 

@@ -1,7 +1,7 @@
 """The recorded agent runs replayed through `create_agent` against a llama.cpp server.
 
 `python -m benchmarks.llama_cpp --replay` (see there): each trajectory of
-`../shared/data/trajectories` is one thread of an agent with `ContextMemory(model=...)`'s
+`data/trajectories` is one thread of an agent with `ContextMemory(model=...)`'s
 defaults for a local model (the approximate counter, calibrated from the server's
 `usage.prompt_tokens`), its system prompt, its user turns as inputs and one tool per tool name
 (schemas sent). Every model call goes to the server, which counts the prompt with its own
@@ -163,12 +163,9 @@ def replay_runs(
 
     `model` is a `ChatOpenAI` for the server; it gets the callback that notes each prompt's
     parts."""
-    from tests.conftest import load_trajectories
+    from benchmarks.trajectories import load_trajectories
 
     trajectories = load_trajectories()
-    if not trajectories:
-        msg = "no recorded trajectories (../shared/data/trajectories): nothing to replay"
-        raise SystemExit(msg)
     records: list[Record] = []
     failed = 0
     counter = ContextMemory(model=model, context_window_tokens=n_ctx).manager.token_counter

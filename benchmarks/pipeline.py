@@ -1,7 +1,7 @@
 """Comparative replays of langgraph_ctx against today's answers (issues 3, 4 and 5).
 
-Three sections, each replaying the recorded trajectories of `../shared/data/trajectories`
-(aggregated; skipped with a note when absent) and a long seeded synthetic coding-agent run
+Three sections, each replaying the recorded trajectories of `data/trajectories`
+(aggregated) and a long seeded synthetic coding-agent run
 (`benchmarks.synthetic`) call by call (`benchmarks.replay`), window 32,000 tokens, limit
 32,000 (no output reserve):
 
@@ -347,8 +347,6 @@ def _inputs(quick: bool) -> tuple[list[tuple[str, list[BaseMessage]]], Synthetic
 
 
 def _traj_note(trajectories: Sequence[tuple[str, Sequence[BaseMessage]]]) -> str:
-    if not trajectories:
-        return "(no trajectories: ../shared/data/trajectories is absent; synthetic run only)"
     calls = sum(1 for _, ms in trajectories for i, m in enumerate(ms) if i and m.type == "ai")
     msgs = sum(len(ms) for _, ms in trajectories)
     return (

@@ -21,21 +21,20 @@ instance of: it records each call's input and answers with the planted facts it 
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, messages_from_dict
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import PrivateAttr
 
+from benchmarks import trajectories
 from benchmarks._progress import EVERY_SECONDS, progress
 from benchmarks.synthetic import FACT_RE
 from langgraph_ctx.cli.measure import NextStepRecall, effective_cost, measure_prompt
@@ -43,7 +42,6 @@ from langgraph_ctx.messages import text_of
 from langgraph_ctx.tokens import TiktokenCounter
 
 __all__ = [
-    "TRAJECTORY_DIR",
     "CallRecord",
     "FactEchoModel",
     "ReplayResult",
@@ -54,8 +52,6 @@ __all__ = [
     "time_at",
 ]
 
-TRAJECTORY_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "trajectories"
-"""`../shared/data/trajectories` seen from the project root."""
 
 _COUNTER = TiktokenCounter("gpt-4o")
 
@@ -371,23 +367,18 @@ def probe_time_at(
 
 
 def load_trajectories(limit: int | None = None) -> list[tuple[str, list[BaseMessage]]]:
-    """The recorded runs of `../shared/data/trajectories`, smallest first; [] when absent.
+    """The recorded runs of `data/trajectories` (`benchmarks.trajectories`), smallest first.
 
-    Messages get deterministic ids (`<file stem>-<index>`) where they have none, as a graph's
+    Messages get deterministic ids (`<run name>-<index>`) where they have none, as a graph's
     `add_messages` would give them ids; middlewares that assign ids in place then leave the
     shared message objects alone.
     """
-    if not TRAJECTORY_DIR.is_dir():
-        return []
     runs: list[tuple[str, list[BaseMessage]]] = []
-    for path in sorted(TRAJECTORY_DIR.glob("*.json")):
-        if path.name == "manifest.json":
-            continue
-        messages = messages_from_dict(json.loads(path.read_text()))
+    for name, messages in trajectories.load_trajectories().items():
         for i, m in enumerate(messages):
             if m.id is None:
-                m.id = f"{path.stem}-{i:05d}"
-        runs.append((path.stem, messages))
+                m.id = f"{name}-{i:05d}"
+        runs.append((name, messages))
     runs.sort(key=lambda run: (len(run[1]), run[0]))
     if limit is not None and limit < len(runs):
         # Spread the sample over sizes instead of taking only the shortest runs.

@@ -1,10 +1,9 @@
 """Token counting: throughput, and the cost of recounting a growing history.
 
-1. Throughput on the real trajectories in `../shared/data/trajectories` (or, when that folder
-   is absent, on a synthetic run): `TiktokenCounter` with a cold and a warm cache,
-   `ChatOpenAI.get_num_tokens_from_messages` (the exact reference) and langchain-core's
-   `count_tokens_approximately`. Tokens/s is measured in exact prompt tokens for every row, so
-   the rows compare the same work.
+1. Throughput on the recorded runs of `data/trajectories`: `TiktokenCounter` with a cold and
+   a warm cache, `ChatOpenAI.get_num_tokens_from_messages` (the exact reference) and
+   langchain-core's `count_tokens_approximately`. Tokens/s is measured in exact prompt tokens
+   for every row, so the rows compare the same work.
 2. Growing history: an agent appends one message and the prompt is counted again. Per-step
    time at 100, 1,000 and 5,000 messages: with the per-message cache, without it
    (`cache_size=0`), with ChatOpenAI and with `count_tokens_approximately`. The target is a
@@ -20,14 +19,12 @@ import argparse
 import contextlib
 import functools
 import gc
-import json
 import os
 import random
 import statistics
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import TypeVar
 
 from langchain_core.messages import (
@@ -36,16 +33,15 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
-    messages_from_dict,
 )
 from langchain_core.messages.utils import count_tokens_approximately
 
 from benchmarks._table import fmt_duration, fmt_int, fmt_rate, fmt_ratio, print_table
+from benchmarks.trajectories import load_trajectories
 from langgraph_ctx._encodings import get_encoding, prime_tiktoken_cache
 from langgraph_ctx.tokens import TiktokenCounter
 
 MODEL = "gpt-4o"
-TRAJECTORY_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "trajectories"
 SIZES = (100, 1_000, 5_000)
 
 Counter = Callable[[Sequence[BaseMessage]], int]
@@ -53,18 +49,6 @@ T = TypeVar("T")
 
 
 # --- data ----------------------------------------------------------------------------------
-
-
-def load_trajectories(directory: Path | None = None) -> dict[str, list[BaseMessage]]:
-    """Real trajectories by file stem (`TRAJECTORY_DIR` by default); empty when absent."""
-    directory = directory or TRAJECTORY_DIR
-    if not directory.is_dir():
-        return {}
-    return {
-        path.stem: messages_from_dict(json.loads(path.read_text(encoding="utf-8")))
-        for path in sorted(directory.glob("*.json"))
-        if path.name != "manifest.json"
-    }
 
 
 _WORDS = [
@@ -337,14 +321,5 @@ def run(args: argparse.Namespace) -> None:
     """Print the token-counting tables (`args.quick`: fewer repetitions and steps)."""
     quick = bool(getattr(args, "quick", False))
     with offline_tiktoken():
-        data = load_trajectories()
-        if data:
-            throughput(data, repeat=1 if quick else 3, source="real trajectories")
-        else:
-            print(
-                f"\nnote: no trajectories at {TRAJECTORY_DIR} (../shared absent); "
-                "measuring throughput on synthetic runs instead"
-            )
-            synthetic = {f"synthetic-{s}": synthetic_history(600, seed=s) for s in range(4)}
-            throughput(synthetic, repeat=1 if quick else 3, source="synthetic runs")
+        throughput(load_trajectories(), repeat=1 if quick else 3, source="real trajectories")
         growth(steps=3 if quick else 15)

@@ -291,27 +291,27 @@ STRATEGIES: list[Cell] = [
         """
         ## The run
 
-        Set `TRAJECTORY` to a JSON file of LangChain messages (`messages_to_dict` output), for
-        example one of the recorded runs in `shared/data/trajectories/`, to compare the
-        strategies on it instead of the demo run; `WINDOW` sets the window of the comparison.
+        Set `TRAJECTORY` to a JSON file of LangChain messages (`messages_to_dict` output, plain
+        or gzip-compressed), for example one of the recorded runs in the repository's
+        `data/trajectories/`, to compare the strategies on it instead of the demo run; `WINDOW`
+        sets the window of the comparison.
         """
     ),
     code(
         """
-        TRAJECTORY: str | None = None  # e.g. "/path/to/shared/data/trajectories/<run>.json"
+        TRAJECTORY: str | None = None  # e.g. "../data/trajectories/<run>.json.gz"
         WINDOW: int | None = None  # None: 6,000 tokens for the demo run, 32,000 for a trajectory
         """
     ),
     code(
         """
-        import json
         import shutil
         import tempfile
         from collections import Counter
         from pathlib import Path
 
         import matplotlib.pyplot as plt
-        from langchain_core.messages import AIMessage, SystemMessage, messages_from_dict, trim_messages
+        from langchain_core.messages import AIMessage, SystemMessage, trim_messages
         from langgraph.store.memory import InMemoryStore
 
         import langgraph_ctx
@@ -328,10 +328,11 @@ STRATEGIES: list[Cell] = [
         from langchain_core.messages import ToolMessage
         from langgraph_ctx.recall import make_recall_tool
         from langgraph_ctx.cli.demo import SYSTEM_PROMPT, make_tools, run_demo
+        from langgraph_ctx.cli.playback import load_transcript
 
         workdir = Path(tempfile.mkdtemp(prefix="langgraph-ctx-strategies-"))
         if TRAJECTORY and Path(TRAJECTORY).is_file():
-            raw = messages_from_dict(json.loads(Path(TRAJECTORY).read_text(encoding="utf-8")))
+            raw = load_transcript(TRAJECTORY)
             trajectory = [
                 m if m.id else m.model_copy(update={"id": f"m{i:05d}"}) for i, m in enumerate(raw, 1)
             ]

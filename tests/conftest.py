@@ -2,8 +2,8 @@
 
 - Every session gets a `TIKTOKEN_CACHE_DIR` primed with the verified offline ranks, so
   `ChatOpenAI.get_num_tokens_from_messages` (our reference for exact counts) works offline.
-- `load_trajectories()` / the `trajectories` fixture read `../shared/data/trajectories`; tests
-  that use them skip when the folder is absent (a fresh clone has no `../shared`).
+- `load_trajectories()` / the `trajectories` fixture give the recorded runs of
+  `data/trajectories` (read by `benchmarks.trajectories`, the one loader; part of every clone).
 - `make_conversation(...)` builds realistic, deterministic agent histories.
 - The `mode` fixture runs a test once through the sync API and once through the async one;
   `run(mode, sync_fn, async_fn, ...)` and `call(obj, method, ..., mode=mode)` pick the twin.
@@ -13,12 +13,10 @@ Other test modules import the plain helpers: `from tests.conftest import make_co
 
 from __future__ import annotations
 
-import json
 import os
 import random
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from functools import cache
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -29,9 +27,9 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
-    messages_from_dict,
 )
 
+import benchmarks.trajectories
 from langgraph_ctx._encodings import prime_tiktoken_cache
 
 # Modest defaults keep `pytest tests/unit` quick; HYPOTHESIS_PROFILE=thorough digs deeper, and
@@ -64,8 +62,8 @@ if os.environ.get("HYPOTHESIS_MAX_EXAMPLES"):
     _PROFILE = f"{_PROFILE}-override"
 settings.load_profile(_PROFILE)
 
-TRAJECTORY_DIR = Path(__file__).parents[1].parent / "shared" / "data" / "trajectories"
-"""Real agent runs as LangChain message JSON (outside the repository; may be absent)."""
+TRAJECTORY_DIR = benchmarks.trajectories.TRAJECTORY_DIR
+"""Real agent runs as gzip-compressed LangChain message JSON, in the repository."""
 
 
 # --- environment ---------------------------------------------------------------------------
@@ -137,53 +135,22 @@ async def call(obj: Any, method: str, *args: Any, mode: str, **kwargs: Any) -> A
 
 
 @cache
-def _load_all(directory: Path) -> dict[str, tuple[BaseMessage, ...]]:
-    out: dict[str, tuple[BaseMessage, ...]] = {}
-    for path in sorted(directory.glob("*.json")):
-        if path.name == "manifest.json":
-            continue
-        out[path.stem] = tuple(messages_from_dict(json.loads(path.read_text(encoding="utf-8"))))
-    return out
+def _load_all() -> dict[str, tuple[BaseMessage, ...]]:
+    return {name: tuple(msgs) for name, msgs in benchmarks.trajectories.load_trajectories().items()}
 
 
-def load_trajectories(directory: Path | None = None) -> dict[str, list[BaseMessage]]:
-    """Every trajectory by file stem (fresh lists; the messages are shared, do not mutate).
+def load_trajectories() -> dict[str, list[BaseMessage]]:
+    """Every trajectory by name (fresh lists; the messages are shared, do not mutate).
 
-    Args:
-        directory: Where to look; `TRAJECTORY_DIR` by default.
-
-    Returns:
-        The trajectories, or an empty dict when the folder is absent. Parsed once per process.
+    Parsed once per process. There are always 19: the runs are part of the repository.
     """
-    directory = directory or TRAJECTORY_DIR
-    if not directory.is_dir():
-        return {}
-    return {name: list(msgs) for name, msgs in _load_all(directory).items()}
-
-
-NO_TRAJECTORIES = f"no trajectories at {TRAJECTORY_DIR} (../shared is not checked out)"
-"""Why a test marked `trajectories` skips on a plain clone."""
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """On a clone without `../shared`, every test marked `trajectories` skips, saying why.
-
-    (Without this a test that loops over `load_trajectories()` would pass over nothing.)
-    """
-    if TRAJECTORY_DIR.is_dir():
-        return
-    for item in items:
-        if item.get_closest_marker("trajectories") is not None:
-            item.add_marker(pytest.mark.skip(reason=NO_TRAJECTORIES))
+    return {name: list(msgs) for name, msgs in _load_all().items()}
 
 
 @pytest.fixture(scope="session")
 def trajectories() -> dict[str, list[BaseMessage]]:
-    """The real trajectories; skips the test when `../shared` is absent."""
-    loaded = load_trajectories()
-    if not loaded:
-        pytest.skip(NO_TRAJECTORIES)
-    return loaded
+    """The real trajectories (`load_trajectories()`)."""
+    return load_trajectories()
 
 
 # --- synthetic conversations ---------------------------------------------------------------

@@ -6,8 +6,12 @@ tool, on embedded defaults: a SQLite checkpointer file, a directory archive, off
 counting and the deterministic summarizer. Without `--model` the moves come from
 `ScriptedExplorer` (offline, deterministic); with `--model provider:model` a real model drives.
 
-The window is small on purpose (6,000 tokens by default) so that tool outputs get compacted and
-pruned, the window shrinks with summaries, and a finished turn can trigger a hint rebuild.
+The memory runs the defaults the README describes (`default_strategies()`, the default hint
+threshold): a large tool output is shown as its excerpt as it arrives (the original archived),
+an older model turn that called a tool is shortened to its first and last lines, and when the
+prompt passes the trigger the oldest turns leave the window for a summary that quotes the
+lines of tool output the agent used. The window is small on purpose (6,000 tokens by default)
+so that all of it happens in a few dozen calls, and a finished turn can trigger a hint rebuild.
 """
 
 from __future__ import annotations
@@ -24,18 +28,10 @@ from pydantic import BaseModel, Field
 from langgraph_ctx.cli.playback import init_model
 from langgraph_ctx.cli.replay import RunResult, execute
 from langgraph_ctx.cli.runs import CallStat, InputError
-from langgraph_ctx.strategies import (
-    Compaction,
-    DropMemory,
-    PruneToolOutputs,
-    SlidingWindow,
-)
+from langgraph_ctx.strategies import default_strategies
 
 DEFAULT_WINDOW = 6_000
 """The demo's context window in tokens."""
-HINT_THRESHOLD = 0.7
-"""Rebuild after a turn whose prompt passed this share of the window (the library's default is
-0.8; the demo's turns are short, so it rebuilds a little earlier to show the mechanism)."""
 DEFAULT_STEPS = 12
 """Model calls allowed per user request."""
 DEFAULT_HOME = Path(".langgraph_ctx")
@@ -283,14 +279,7 @@ def run_demo(
         context_window_tokens=window,
         archive=DirectoryBackend(archive_dir),
         summarizer=Summarizer(),
-        hint_threshold=HINT_THRESHOLD,
-        strategies=[
-            DropMemory(),
-            # Older turns' tool outputs may be pruned (the default leaves the last 2 turns).
-            PruneToolOutputs(protect_turns=1),
-            Compaction(),
-            SlidingWindow(summarize=True),
-        ],
+        strategies=default_strategies(),  # what `ContextMemory()` runs, stated for the reader
     )
     turns: list[list[BaseMessage]] = [
         [HumanMessage(text, id=f"user-{i}")] for i, text in enumerate(REQUESTS, 1)

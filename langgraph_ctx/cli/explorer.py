@@ -10,10 +10,13 @@ next step:
   the names it saw and read around them;
 * anything else: answer from what is in view.
 
-A step already taken (a tool call in view, or a `Called name({...})` line of the summary) is
-not taken again. An output the pipeline compacted or pruned is read back with `recall` when
-the explorer still needs it (a folder listing). The same tree and requests give the same
-calls, the same ids and the same answers.
+Like a real agent's reasoning, each step that follows a tool output first restates what that
+output showed (its first line and up to 12 of its lines, definitions first), then says what
+it does next. A step already taken (a tool call in view, or a `Called name({...})` line of the
+summary) is not taken again. An output shown as an excerpt is read for the lines it shows; one
+the pipeline pruned, or a compacted folder listing, is read back with `recall` when the
+explorer still needs it (once: a recalled output may be shown compacted in turn). The same
+tree and requests give the same calls, the same ids and the same answers.
 
 `OfflineChatModel` is its chat-model base: tool binding, and exact prompt tokens in
 `usage_metadata` as a provider would report them.
@@ -113,13 +116,16 @@ def read_view(messages: Sequence[BaseMessage]) -> View:
 
 def _read_output(view: View, name: str, args: dict[str, Any], text: str) -> None:
     key = call_key(name, args)
+    if name == "recall":  # recalled once, even when its output is shown compacted in turn
+        view.recalled.add(str(args.get("ref", "")))
     refs = _RECALL_RE.findall(text)
     if text.startswith(("[compacted tool output", "[pruned:")) and refs:
         view.hidden[key] = refs[0]
-        return
+        if name == "list_dir" or text.startswith("[pruned:"):
+            return
+        # An excerpt: the lines it shows are read as they are (a listing needs them all).
     if name == "recall":
         ref = str(args.get("ref", ""))
-        view.recalled.add(ref)
         original = next((k for k, r in view.hidden.items() if r == ref), None)
         if original is None:
             return
@@ -153,6 +159,31 @@ def _planned(view: View) -> list[str]:
         if found:
             return [p.strip() for p in found[-1].split(",") if p.strip()]
     return []
+
+
+def _notes(messages: Sequence[BaseMessage]) -> list[str]:
+    """What the newest tool output showed, restated before the next step, as agents reason.
+
+    The first line names the output, then up to `_NOTE_LINES` of its lines (definitions
+    first); the step's intent follows as the turn's last line. Empty when the prompt does not
+    end with a tool output.
+    """
+    if not messages or not isinstance(messages[-1], ToolMessage):
+        return []
+    lines = [ln.strip() for ln in str(messages[-1].content).splitlines() if ln.strip()]
+    if not lines:
+        return []
+    body = lines[1:]
+    picked = [ln for ln in body if re.search(r"\b(def|class)\s+\w", ln)][:_NOTE_LINES]
+    picked += [ln for ln in body if ln not in picked][: _NOTE_LINES - len(picked)]
+    head = f"Notes on the last output ({lines[0][:100]}):"
+    return [head, *(f"- {ln[:_NOTE_CHARS]}" for ln in sorted(picked, key=body.index))]
+
+
+_NOTE_LINES = 12
+"""Lines of the newest tool output a step restates."""
+_NOTE_CHARS = 120
+"""Characters of each restated line."""
 
 
 def keywords(request: str) -> list[str]:
@@ -241,7 +272,8 @@ class ScriptedExplorer(OfflineChatModel):
         if step is not None and step[0] in names:
             name, args, intent = step
             call = {"name": name, "args": args, "id": f"call_{self.calls:04d}", "type": "tool_call"}
-            return AIMessage(intent, tool_calls=[call], id=f"ai-{self.calls:04d}")
+            text = "\n".join([*_notes(messages), intent])
+            return AIMessage(text, tool_calls=[call], id=f"ai-{self.calls:04d}")
         return AIMessage(self._answer(view), id=f"ai-{self.calls:04d}")
 
     # --- map -----------------------------------------------------------------------------

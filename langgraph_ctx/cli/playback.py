@@ -9,6 +9,7 @@ recorded output (`replay_tools`).
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -32,7 +33,7 @@ from langgraph_ctx.tokens.exact import TiktokenCounter
 
 
 def load_transcript(path: str | Path) -> list[BaseMessage]:
-    """Messages from a JSON file holding `messages_to_dict` output.
+    """Messages from a JSON file (plain or gzip-compressed) holding `messages_to_dict` output.
 
     Raises:
         InputError: Missing file, not JSON, or not a list of serialized LangChain messages.
@@ -82,18 +83,29 @@ def load_tools(path: str | Path) -> list[dict[str, Any]]:
 
 
 def _read_json(path: str | Path, what: str) -> Any:
+    """The JSON of a file, plain or gzip-compressed (as the repository's recorded runs are)."""
     file = Path(path)
     if not file.is_file():
         msg = f"no such {what} file: {path}"
         raise InputError(msg)
+    raw = file.read_bytes()
+    if raw[:2] == _GZIP_MAGIC:
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            msg = f"{path} is not a readable gzip file ({exc})"
+            raise InputError(msg) from exc
     try:
-        return json.loads(file.read_text(encoding="utf-8"))
+        return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         msg = f"{path} is not a UTF-8 text file ({exc.reason})"
         raise InputError(msg) from exc
     except json.JSONDecodeError as exc:
         msg = f"{path} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         raise InputError(msg) from exc
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def init_model(spec: str) -> BaseChatModel:

@@ -326,7 +326,8 @@ def replay(
     model = replay_model(replies)
     if on_start is not None:
         on_start(len(replies))
-    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", Path(path).stem)[:100] or "replay"
+    name = Path(path).name.removesuffix(".gz")  # run.json.gz: the thread is replay-run
+    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", Path(name).stem)[:100] or "replay"
     thread_id = thread or f"replay-{stem}"
     result = execute(
         model=model,

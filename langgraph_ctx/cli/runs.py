@@ -185,22 +185,31 @@ def summary_rows(log: RunLog, check: RunCheck | None = None) -> list[tuple[str, 
         ("decisions taken", " · ".join(taken) + counted if taken else "none (everything fit)")
     )
     decisions = [d for c in calls for d in c.decisions]
-    archived = sum(message_count(d) for d in decisions if d["kind"] == "compact")
-    rows.append(
-        ("compactions", f"{kinds['compact']} ({_plural(archived, 'tool output')} archived)")
-    )
+    compacted = [d for d in decisions if d["kind"] == "compact"]
+    turns = [d for d in compacted if (d.get("detail") or {}).get("model_turns")]
+    outputs = [d for d in compacted if not (d.get("detail") or {}).get("model_turns")]
+    archived = sum(message_count(d) for d in outputs)
+    on_arrival = sum(message_count(d) for d in outputs if (d.get("detail") or {}).get("arrival"))
+    how = f" ({on_arrival} as they arrived, {archived - on_arrival} once older)" if archived else ""
+    rows.append(("tool outputs archived", f"{archived}{how}"))
+    shortened = sum(message_count(d) for d in turns)
+    kept = " (archived whole; the prompt keeps their first and last lines and their calls)"
+    rows.append(("model turns shortened", f"{shortened}{kept if shortened else ''}"))
     summary = (check.ledger.get("summary") if check else None) or {}
     source = SUMMARY_SOURCES.get(str(summary.get("source")), str(summary.get("source")))
-    about = f" (running summary: {len(summary.get('text') or ''):,} chars, {source})"
+    quotes = len(summary.get("quotes") or []) if check else _last_quotes(decisions)
+    quoted = f"quoting {_plural(quotes, 'line')} of tool output the agent used; " if quotes else ""
+    about = f" ({quoted}running summary: {len(summary.get('text') or ''):,} chars, {source})"
     count = kinds["auto_compact"] + kinds["summarize"] + kinds["rebuild"]
     rows.append(("summaries", f"{count}{about if summary.get('text') else ''}"))
     rebuilds = [e for e in log.events if e["kind"] == "rebuild"]
     if rebuilds:
         cleared = _plural(sum(e["cleared"] for e in rebuilds), "message")
         rows.append(("rebuilds from a hint", f"{len(rebuilds)} ({cleared} cleared)"))
-    if total := sum(c.tokens for c in calls[1:]):
-        share = sum(c.cached for c in calls[1:]) / total
-        rows.append(("cache-reusable share", f"{share:.0%} of prompt tokens (calls 2..n)"))
+    if total := sum(c.tokens for c in calls):
+        share = sum(c.cached for c in calls) / total
+        same = "the leading part equal to the previous call's prompt"
+        rows.append(("cache-reusable share", f"{share:.0%} of prompt tokens ({same})"))
     if check is not None:
         ok = "ok" if check.restored == check.archived else "MISMATCH"
         restored = f"{check.restored}/{_plural(check.archived, 'archived message')} byte for byte"
@@ -218,6 +227,14 @@ def summary_rows(log: RunLog, check: RunCheck | None = None) -> list[tuple[str, 
 
 
 # --- reports and plot ---------------------------------------------------------------------------
+
+
+def _last_quotes(decisions: list[dict[str, Any]]) -> int:
+    """Lines the newest summary quotes, as its decision recorded them (0: none)."""
+    for decision in reversed(decisions):
+        if "quoted_lines" in (decision.get("detail") or {}):
+            return int(decision["detail"]["quoted_lines"])
+    return 0
 
 
 def _plural(count: int, noun: str) -> str:

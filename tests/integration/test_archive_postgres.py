@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import uuid
-from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_from_dict
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.store.postgres import PostgresStore
 
+from benchmarks.trajectories import read_trajectory, trajectory_files
 from langgraph_ctx.archive import (
     Archive,
     ArchiveRef,
@@ -28,13 +27,6 @@ from tests.conftest import call
 
 pytestmark = pytest.mark.postgres
 
-TRAJECTORIES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "trajectories"
-TRAJECTORY_FILES = (
-    sorted(p for p in TRAJECTORIES.glob("*.json") if p.name != "manifest.json")
-    if TRAJECTORIES.is_dir()
-    else []
-)
-
 
 @pytest.fixture
 def thread_id() -> str:
@@ -46,11 +38,9 @@ def thread_id() -> str:
 async def test_trajectories_round_trip(
     postgres_store: PostgresStore, thread_id: str, mode: str
 ) -> None:
-    if not TRAJECTORY_FILES:
-        pytest.skip(f"{TRAJECTORIES} is absent")
     archive = Archive(postgres_store, thread_id=thread_id)
-    for path in TRAJECTORY_FILES:
-        original = messages_from_dict(json.loads(path.read_text(encoding="utf-8")))
+    for path in trajectory_files():
+        original = read_trajectory(path)
         messages = ensure_ids(original)
         for msg in messages:
             assert msg.id is not None

@@ -142,10 +142,7 @@ async def test_agent_survives_a_tool_output_over_the_window(mode: str) -> None:
 @pytest.mark.trajectories
 def test_real_swe_run_at_8k_keeps_going(trajectories: dict[str, list[BaseMessage]]) -> None:
     """A real SWE-bench run (an 11.7k-token output) replayed at an 8k window: every build fits."""
-    name = "mini-gemini3pro__pylint-dev__pylint-6528"
-    if name not in trajectories:
-        pytest.skip(f"{name} is not in the trajectories folder")
-    messages = trajectories[name]
+    messages = trajectories["mini-gemini3pro__pylint-dev__pylint-6528"]
     cm, _ = manager(8_000)
     state: dict[str, Any] | None = None
     builds = 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 from collections.abc import Iterator
@@ -16,11 +15,11 @@ from langchain_core.messages import (
     HumanMessage,
     SystemMessage,
     ToolMessage,
-    messages_from_dict,
 )
 from langchain_core.tools import BaseTool
 from langgraph.store.memory import InMemoryStore
 
+from benchmarks.trajectories import name_of, read_trajectory, trajectory_files
 from langgraph_ctx.archive import (
     Archive,
     ArchiveBackend,
@@ -42,15 +41,7 @@ from langgraph_ctx.messages import ensure_ids
 from langgraph_ctx.recall import make_recall_tool, render_recall
 from tests.conftest import call
 
-TRAJECTORIES = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "trajectories"
-TRAJECTORY_FILES = (
-    sorted(p for p in TRAJECTORIES.glob("*.json") if p.name != "manifest.json")
-    if TRAJECTORIES.is_dir()
-    else []
-)
-trajectory_params = [pytest.param(p, id=p.stem) for p in TRAJECTORY_FILES] or [
-    pytest.param(None, marks=pytest.mark.skip(reason=f"{TRAJECTORIES} is absent"))
-]
+trajectory_params = [pytest.param(p, id=name_of(p)) for p in trajectory_files()]
 
 
 @pytest.fixture(params=["memory", "directory"])
@@ -84,9 +75,9 @@ def tamper(backend: ArchiveBackend, namespace: tuple[str, ...], key: str) -> Non
 @pytest.mark.trajectories
 @pytest.mark.parametrize("path", trajectory_params)
 async def test_trajectory_round_trip(backend: ArchiveBackend, mode: str, path: Path) -> None:
-    original = messages_from_dict(json.loads(path.read_text(encoding="utf-8")))
+    original = read_trajectory(path)
     messages = ensure_ids(original)
-    archive = Archive(backend, thread_id=f"traj-{path.stem[-40:]}")
+    archive = Archive(backend, thread_id=f"traj-{name_of(path)[-40:]}")
     refs = [await call(archive, "put_message", m, mode=mode) for m in messages]
     for msg, ref in zip(messages, refs, strict=True):
         assert msg.id is not None

@@ -168,6 +168,41 @@ def test_explorer_recalls_a_compacted_listing(tree: Path) -> None:
     assert view.hidden == {'list_dir:{"path":"."}': "lgctx:t:message:abc"}
 
 
+def test_explorer_restates_the_last_output_before_its_next_step(tree: Path) -> None:
+    task = HumanMessage("Map this code base.")
+    listing = call({t.name: t for t in make_tools(tree)}["list_dir"], path=".")
+    ai = AIMessage("", tool_calls=[{"name": "list_dir", "args": {"path": "."}, "id": "c1"}])
+    lines = explorer_step([task, ai, listing], tree).content.splitlines()
+    assert lines[0] == "Notes on the last output (./):"
+    assert "- dir  pkg/" in lines
+    assert lines[-1] == "Listing pkg next."  # the intent is the turn's last line
+
+
+def test_explorer_recalls_once_and_reads_what_an_excerpt_shows(tree: Path) -> None:
+    request = HumanMessage("Find where tokens are counted.")
+    search = {"pattern": "token.*count|count.*token", "path": "."}
+    ai = AIMessage("", tool_calls=[{"name": "search_text", "args": search, "id": "c1"}])
+    excerpt = ToolMessage(
+        '[compacted tool output: search_text, 900 chars, 2 of 9 lines shown; call recall(ref="'
+        'lgctx:t:message:abc") for the rest]\n9 matches for /token.*count|count.*token/ under .\n'
+        "pkg/tokens.py:4: def count_tokens(items):",
+        tool_call_id="c1",
+    )
+    view = read_view([request, ai, excerpt])
+    assert view.matches[search["pattern"]] == [("pkg/tokens.py", 4, "def count_tokens(items):")]
+    step = explorer_step([request, ai, excerpt], tree)
+    assert step.tool_calls[0]["args"]["pattern"].endswith("count_tokens\\b")
+    # A recall whose own output comes back compacted is not repeated.
+    recall = AIMessage(
+        "", tool_calls=[{"name": "recall", "args": {"ref": "lgctx:t:message:x"}, "id": "c2"}]
+    )
+    again = ToolMessage(
+        '[compacted tool output: recall, 900 chars; call recall(ref="lgctx:t:message:y")]',
+        tool_call_id="c2",
+    )
+    assert "lgctx:t:message:x" in read_view([recall, again]).recalled
+
+
 def test_explorer_answers_when_nothing_is_left(tree: Path) -> None:
     reply = explorer_step([HumanMessage("Summarize what you learned.")], tree)
     assert not reply.tool_calls
@@ -188,12 +223,37 @@ def test_explorer_reports_exact_prompt_tokens(tree: Path) -> None:
 # --- whole runs ---------------------------------------------------------------------------------
 
 
+def test_the_demo_runs_the_default_strategies(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from langgraph_ctx.cli import demo
+    from langgraph_ctx.strategies import default_strategies
+
+    seen: list[Any] = []
+    real = demo.execute
+
+    def spy(**kwargs: Any) -> Any:
+        seen.append(kwargs["memory"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(demo, "execute", spy)
+    run_demo(root=tree, window=3000, steps=2)
+    assert seen[0].manager.strategies == default_strategies()
+    assert seen[0].hint_threshold == 0.8  # the library's default too
+
+
+def table_row(out: str, label: str) -> str:
+    """The value cell of one row of the final table."""
+    row = next(line for line in out.splitlines() if f"│ {label}" in line)
+    return row.split("│")[2].strip()
+
+
 def test_demo_on_a_small_tree(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", str(tree), "--window", "4000"]) == 0
+    assert main(["demo", str(tree), "--window", "3000"]) == 0
     out = capsys.readouterr().out
     for label in (
         "prompt tokens per call",
         "decisions taken",
+        "tool outputs archived",
+        "model turns shortened",
         "summaries",
         "cache-reusable share",
         "restorable from the archive",
@@ -206,11 +266,25 @@ def test_demo_on_a_small_tree(tree: Path, capsys: pytest.CaptureFixture[str]) ->
     assert reports["root"] == str(tree.resolve())
     calls = reports["calls"]
     assert len(calls) > 10
-    assert all(c["tokens"] <= c["limit"] == 4000 for c in calls)
-    kinds = {d["kind"] for c in calls for d in c["report"]["decisions"] if d["message_ids"]}
-    assert {"shrink", "auto_compact"} <= kinds
-    assert kinds & {"prune", "compact"}
-    assert max(c["unmanaged_tokens"] for c in calls) > 2 * 4000
+    assert all(c["tokens"] <= c["limit"] == 3000 for c in calls)
+    decisions = [d for c in calls for d in c["report"]["decisions"] if d["message_ids"]]
+    kinds = {d["kind"] for d in decisions}
+    assert {"compact", "shrink", "auto_compact"} <= kinds
+    # What the defaults do, each counted in the table: excerpts of tool outputs as they
+    # arrive, shortened model turns, summaries quoting the lines the agent used.
+    compacted = [d for d in decisions if d["kind"] == "compact"]
+    outputs = sum(len(d["message_ids"]) for d in compacted if "model_turns" not in d["detail"])
+    turns = sum(len(d["message_ids"]) for d in compacted if "model_turns" in d["detail"])
+    assert outputs > 0 and any(d["detail"].get("arrival") for d in compacted)
+    assert turns > 0
+    assert table_row(out, "tool outputs archived").startswith(f"{outputs} (")
+    assert table_row(out, "model turns shortened").startswith(f"{turns} (")
+    assert any(d["detail"].get("quoted_lines") for d in decisions if d["kind"] == "auto_compact")
+    assert "quoting" in table_row(out, "summaries")
+    reusable = sum(c["cache_reusable_tokens"] for c in calls) / sum(c["tokens"] for c in calls)
+    assert table_row(out, "cache-reusable share").startswith(f"{reusable:.0%} of prompt tokens")
+    assert reusable > 0.5
+    assert max(c["unmanaged_tokens"] for c in calls) > 2 * 3000
     assert reports["events"], "a finished turn over the hint threshold rebuilds"
     assert not list(tree.glob(".langgraph_ctx"))  # nothing written into the explored tree
 
@@ -335,7 +409,7 @@ def test_inspect_leads_to_restore(tree: Path, capsys: pytest.CaptureFixture[str]
     """`inspect` lists every kind of edit the run made, each with references that restore."""
     import re
 
-    assert main(["demo", str(tree), "--window", "4000"]) == 0
+    assert main(["demo", str(tree), "--window", "3000"]) == 0
     progress = capsys.readouterr().err
     reports = json.loads(Path(".langgraph_ctx/demo.reports.json").read_text())
     # Progress showed every call that edited the prompt, as it happened.

@@ -19,7 +19,6 @@ from langchain_core.messages import (
     SystemMessage,
     ToolCall,
     ToolMessage,
-    messages_from_dict,
 )
 
 from langgraph_ctx.errors import ConfigError
@@ -33,7 +32,7 @@ from langgraph_ctx.summarize import (
     render_transcript,
 )
 from langgraph_ctx.tokens import count_tokens, counter_for_model
-from tests.conftest import call
+from tests.conftest import call, load_trajectories
 from tests.fakes import ScriptedChatModel, scripted
 
 SNAPSHOTS = Path(__file__).resolve().parent.parent / "snapshots"
@@ -629,19 +628,6 @@ def test_chunks_cover_every_message_once_in_order(window: int) -> None:
     assert "\n".join(transcripts(model)) == render_transcript(msgs)
     for text in transcripts(model):  # no tool result without its call
         assert not text.startswith("Tool:")
-
-
-TRAJECTORY_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "trajectories"
-
-
-def load_trajectories() -> dict[str, list[BaseMessage]]:
-    if not TRAJECTORY_DIR.is_dir():
-        pytest.skip(f"no trajectories at {TRAJECTORY_DIR} (../shared is not checked out)")
-    return {
-        path.stem: messages_from_dict(json.loads(path.read_text(encoding="utf-8")))
-        for path in sorted(TRAJECTORY_DIR.glob("*.json"))
-        if path.name != "manifest.json"
-    }
 
 
 @pytest.mark.trajectories

@@ -1,0 +1,58 @@
+"""The 19 recorded agent runs of `data/trajectories/`: the one loader tests and benchmarks use.
+
+Each run is a gzip-compressed `messages_to_dict` list (`<name>.json.gz`); `data/trajectories/
+README.md` says where each comes from and `LICENSE` holds its source's license. The runs are
+part of the repository, so a plain clone has them: a missing or empty folder is an error, not
+a reason to skip.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from langchain_core.messages import BaseMessage, messages_from_dict
+
+__all__ = [
+    "SUFFIX",
+    "TRAJECTORY_DIR",
+    "load_trajectories",
+    "name_of",
+    "read_trajectory",
+    "trajectory_files",
+]
+
+TRAJECTORY_DIR = Path(__file__).resolve().parents[1] / "data" / "trajectories"
+"""`data/trajectories` of the repository."""
+SUFFIX = ".json.gz"
+"""How a run's file name ends; the name before it is the run's name."""
+
+
+def trajectory_files() -> list[Path]:
+    """Every run's file, sorted by name.
+
+    Raises:
+        FileNotFoundError: The folder holds no run (a broken checkout).
+    """
+    files = sorted(TRAJECTORY_DIR.glob(f"*{SUFFIX}"))
+    if not files:
+        msg = f"no recorded runs (*{SUFFIX}) in {TRAJECTORY_DIR}: the checkout is incomplete"
+        raise FileNotFoundError(msg)
+    return files
+
+
+def name_of(path: Path) -> str:
+    """A run's name: its file name without `.json.gz`."""
+    return path.name.removesuffix(SUFFIX)
+
+
+def read_trajectory(path: Path) -> list[BaseMessage]:
+    """One run's messages, parsed afresh from its file."""
+    with gzip.open(path, "rt", encoding="utf-8") as file:
+        return messages_from_dict(json.load(file))
+
+
+def load_trajectories() -> dict[str, list[BaseMessage]]:
+    """Every run by name (sorted), parsed afresh: the caller may change the messages."""
+    return {name_of(path): read_trajectory(path) for path in trajectory_files()}
