@@ -903,10 +903,188 @@ PERSISTENCE: list[Cell] = [
     ),
 ]
 
+# --- frontier ---------------------------------------------------------------------------------
+
+FRONTIER: list[Cell] = [
+    md(
+        """
+        # Choose settings from your own runs
+
+        **The point.** Every context manager asks you to guess its settings. `langgraph-ctx
+        frontier` answers from your own traffic instead: it replays the threads your agent
+        recorded through the pipeline under the defaults and their neighbouring settings (the
+        rows of the README's frontier table, plus any setting of yours), and prints for each
+        what it costs (effective cost: uncached prompt tokens, cache-reusable ones at a tenth,
+        summarizer tokens), what it hides (next-step recall: the share of what each next step
+        used that the prompt still showed), whether every prompt fit the budget, and which
+        setting to use.
+
+        No model is called: the replay uses the recorded AI turns, the deterministic
+        summarizer and an exact offline token counter. Here we record a thread with a SQLite
+        checkpointer, run `frontier` on it, read the table and the plot, and apply the
+        recommendation. Everything is written to a temporary folder.
+        """
+    ),
+    PIP,
+    md(
+        """
+        ## 1. Record a thread
+
+        Your agent as it runs in production: `create_agent` with `ContextMemory` and a SQLite
+        checkpointer. Here the model is the package's `ScriptedChatModel` replaying a plan of
+        tool calls over this package's own source files (real, read-only tools), so the run is
+        offline and the same every time; with a real model nothing below changes.
+        """
+    ),
+    code(
+        """
+        import json
+        import shutil
+        import sqlite3
+        import tempfile
+        from pathlib import Path
+        from typing import Any
+
+        from IPython.display import Image, display
+        from langchain.agents import create_agent
+        from langchain_core.messages import AIMessage
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        import langgraph_ctx
+        from langgraph_ctx import ContextBudget, ContextMemory, ScriptedChatModel, strategies_from_config
+        from langgraph_ctx.cli import main as langgraph_ctx_cli
+        from langgraph_ctx.cli.demo import make_tools
+
+        workdir = Path(tempfile.mkdtemp(prefix="frontier-"))
+        DB = workdir / "agent.sqlite"
+        WINDOW = 8_000
+        tools = make_tools(Path(langgraph_ctx.__file__).parent)  # the package's own sources
+
+
+        def read(n: int, path: str, start: int, note: str) -> AIMessage:
+            args = {"path": path, "start_line": start, "end_line": start + 99}
+            return AIMessage(note, id=f"ai-{n}", tool_calls=[{"name": "read_file", "args": args, "id": f"call_{n}"}])
+
+
+        # What the agent reads, and a name each file defines that the agent mentions later on.
+        NAMES = {"pipeline/manager.py": "ContextManager", "graph/memory.py": "ContextMemory",
+                 "summaries/summarizer.py": "SummaryOutcome", "prompt/view.py": "PromptView",
+                 "strategies/window.py": "SlidingWindow", "ledger/edits.py": "record_pruned",
+                 "graph/middleware.py": "ContextMiddleware", "tokens/approximate.py": "ApproximateCounter"}
+        files = [*NAMES, "archive/archive.py", "tokens/exact.py", "strategies/compaction.py", "pipeline/steps.py"]
+        plan = [(f, start) for f in files for start in (1, 101)]
+        script = []
+        for n, (path, start) in enumerate(plan, 1):
+            earlier = plan[n - 5][0] if n > 4 else ""  # a file read four calls ago
+            note = f"{NAMES[earlier]} in {earlier} matters here." if earlier in NAMES else ""
+            script.append(read(n, path, start, note))
+        script.append(AIMessage("ContextManager.build in pipeline/manager.py assembles the prompt; "
+                                "TiktokenCounter in tokens/exact.py counts it.", id="ai-final"))
+        conn = sqlite3.connect(DB, check_same_thread=False)
+        memory = ContextMemory(context_window_tokens=WINDOW)
+        agent = create_agent(ScriptedChatModel(messages=script), tools,
+                             system_prompt="You explore a folder of source files with the tools you have.",
+                             middleware=[memory.middleware()], checkpointer=SqliteSaver(conn))
+        config = {"configurable": {"thread_id": "explore-1"}}
+        result = agent.invoke({"messages": [("user", "Where is the prompt built and counted?")]}, config)
+        print(f"thread explore-1: {len(result['messages'])} messages in {DB.name}")
+        """
+    ),
+    md(
+        """
+        ## 2. Run `frontier` on it
+
+        The same command works in a shell:
+        `langgraph-ctx frontier --db agent.sqlite --window 8000 --json rows.json --plot frontier.png`
+        (every thread of the database, or `--thread ID`; message JSON files or folders of them
+        work too, and `--model openai:gpt-4o-mini` takes the window from the model's profile).
+        A thread the middleware managed is replayed whole: the messages it removed from live
+        state come back from the archive in the same database. The system prompt of
+        `create_agent` is not in the checkpoints, so we pass it with `--system-prompt`.
+        """
+    ),
+    code(
+        """
+        ROWS, PLOT = workdir / "rows.json", workdir / "frontier.png"
+        code = langgraph_ctx_cli([
+            "frontier", "--db", str(DB), "--window", str(WINDOW),
+            "--system-prompt", "You explore a folder of source files with the tools you have.",
+            "--json", str(ROWS), "--plot", str(PLOT),
+        ])
+        assert code == 0
+        """
+    ),
+    md(
+        """
+        ## 3. Read the table and the plot
+
+        One row per setting. **eff. cost** is what the thread's prompts cost (cache-reusable
+        tokens at `--cache-price`, 0.1 by default), **vs defaults** its ratio to the defaults'
+        row; **recall** the next-step recall; **over budget** prompts over the window less the
+        reserve (or calls that could not be fitted), **invalid** prompts a provider would
+        reject; **restorable** the share of what left the prompt that comes back byte for
+        byte. The `*` marks the recommendation: the cheapest setting within one point of the
+        best recall with every prompt within the budget. `--json` has the same rows, each with
+        the strategies as configs and one line of Python that applies it.
+        """
+    ),
+    code(
+        """
+        rows = json.loads(ROWS.read_text())
+        for row in sorted(rows, key=lambda r: r["cost"])[:6]:
+            print(f"{row['cost']:>9,.0f}  {row['cost_ratio']:.2f}x  {100 * row['recall']:5.1f}%  {row['setting']}")
+        display(Image(str(PLOT)))
+        """
+    ),
+    md(
+        """
+        ## 4. Apply the recommendation
+
+        The rule favours what the agent sees: within one point of the best recall, the cheapest.
+        On a short thread a point is less than one name (the line says how many names the
+        recall counts), so read the cost column too, and run `frontier` on a day of threads
+        before you change a setting. The last line of the output says how to apply it; the JSON
+        row holds the same setting as data.
+        `strategies_from_config` builds the strategies back, `ContextBudget` the budget, and the
+        next run of the agent uses them.
+        """
+    ),
+    code(
+        """
+        best = next(r for r in rows if r["recommended"])
+        print(best["setting"], "->", best["apply"])
+        tuned = ContextMemory(
+            budget=ContextBudget(context_window_tokens=WINDOW, **best["budget"]),
+            strategies=strategies_from_config(best["strategies"]),
+        )
+        agent = create_agent(ScriptedChatModel(messages=script), tools,
+                             system_prompt="You explore a folder of source files with the tools you have.",
+                             middleware=[tuned.middleware()], checkpointer=SqliteSaver(conn))
+        config = {"configurable": {"thread_id": "explore-2"}}
+        agent.invoke({"messages": [("user", "Where is the prompt built and counted?")]}, config)
+        reports = tuned.get_reports(agent, config)
+        print(f"{len(reports)} calls, largest prompt {max(r.tokens for r in reports):,} of {reports[0].limit:,} tokens")
+        """
+    ),
+    code(
+        """
+        fitting = [r for r in rows if r["over_budget"] == 0 and r["invalid"] == 0]
+        top = max(r["recall"] for r in fitting)
+        assert best in fitting and best["recall"] >= top - 0.01
+        assert best["cost"] == min(r["cost"] for r in fitting if r["recall"] >= top - 0.01)
+        assert any("default" in r["setting"] for r in rows)
+        assert all(r.tokens <= r.limit for r in reports), "the tuned agent stays in its budget"
+        conn.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        """
+    ),
+]
+
 NOTEBOOKS: dict[str, list[Cell]] = {
     "quickstart": QUICKSTART,
     "strategies": STRATEGIES,
     "persistence": PERSISTENCE,
+    "frontier": FRONTIER,
 }
 
 

@@ -19,7 +19,7 @@ from nbformat.v4 import new_code_cell
 
 NOTEBOOK_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
-EXPECTED = {"quickstart", "strategies", "persistence"}
+EXPECTED = {"quickstart", "strategies", "persistence", "frontier"}
 
 
 def _build_script() -> dict[str, Any]:

@@ -201,7 +201,9 @@ def _recommendation(
             "(see the table); give the agent a larger --window or a smaller --reserved"
         )
     base = next((t for t in tallies if t.setting.is_defaults), None)
-    recall = "-" if best.recall is None else f"{100 * best.recall:.1f}%"
+    recall = (
+        "-" if best.recall is None else f"{100 * best.recall:.1f}% of {best.recall_total:,} names"
+    )
     fitting = [t.recall for t in tallies if t.within_budget and t.recall is not None]
     top = f" (best {100 * max(fitting):.1f}%)" if fitting else ""
     ratio = ""
