@@ -23,6 +23,7 @@ from benchmarks._table import fmt_int, print_table
 from benchmarks.cost import QUICK, WORKLOADS, WorkloadSpec, _model, our_budget, systems
 from benchmarks.pipeline import Aggregate, Ours
 from benchmarks.replay import System, replay
+from langgraph_ctx.cli.settings import SETTINGS, Changes, Setting
 from langgraph_ctx.strategies import (
     Compaction,
     DropMemory,
@@ -30,63 +31,6 @@ from langgraph_ctx.strategies import (
     SlidingWindow,
     default_strategies,
 )
-
-Changes = dict[str, dict[str, Any]]
-"""Strategy class name -> the fields to change in the default list's instance of it."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Setting:
-    """A row: its label, budget fields to change, strategy fields to change."""
-
-    label: str
-    budget: dict[str, Any] = dataclasses.field(default_factory=dict)
-    strategies: Changes = dataclasses.field(default_factory=dict)
-    previous_release: bool = False
-
-
-SETTINGS: list[Setting] = [
-    Setting("defaults"),
-    Setting("summarizer reads originals", strategies={"SlidingWindow": {"summarize_shown": False}}),
-    Setting(
-        "summarizer reads outputs as shown (read_chars None)",
-        strategies={"SlidingWindow": {"read_chars": None}},
-    ),
-    Setting(
-        "summarizer reads outputs' first and last lines only (read_chars 0)",
-        strategies={"SlidingWindow": {"read_chars": 0}},
-    ),
-    Setting("no summaries (window drops)", strategies={"SlidingWindow": {"summarize": False}}),
-    Setting("no quoted lines in summaries", strategies={"SlidingWindow": {"quote_share": 0.0}}),
-    Setting("quoted lines 0.06 of the room", strategies={"SlidingWindow": {"quote_share": 0.06}}),
-    Setting("quoted lines 0.12 of the room", strategies={"SlidingWindow": {"quote_share": 0.12}}),
-    Setting("quoted lines 0.2 of the room", strategies={"SlidingWindow": {"quote_share": 0.2}}),
-    Setting("no excerpt on arrival", strategies={"Compaction": {"on_arrival": None}}),
-    Setting("excerpt on arrival over 0.05", strategies={"Compaction": {"on_arrival": 0.05}}),
-    Setting("model turns stay whole", strategies={"ShortenTurns": {"settle_after": None}}),
-    Setting(
-        "the newest model turn whole for one call (settle_after 1)",
-        strategies={"ShortenTurns": {"settle_after": 1}},
-    ),
-    Setting(
-        "shortened turns keep 2 head and 2 tail lines, args 200",
-        strategies={"ShortenTurns": {"head_lines": 2, "tail_lines": 2, "max_arg_chars": 200}},
-    ),
-    Setting(
-        "turns settle after the next, from 400 chars, args 200 (stop 31)",
-        strategies={
-            "ShortenTurns": {
-                "settle_after": 1,
-                "min_chars": 400,
-                "max_arg_chars": 200,
-                "keep_last": 1,
-            }
-        },
-    ),
-    Setting("trigger fixed at 0.9 (no cache_price)", budget={"cache_price": None}),
-    Setting("target 0.3, summary target 0.1", budget={"target": 0.3, "summary_target": 0.1}),
-    Setting("previous release's defaults", previous_release=True),
-]
 
 
 def _previous_release() -> list[Any]:
