@@ -6,7 +6,7 @@ package, so its dependencies (rich, matplotlib) stay out of a plain install.
 Modules:
 
 * `commands`: argument parsing; `handlers`: the command handlers (`demo`, `replay`,
-  `inspect`, `restore`, `compact`, `count`); `output`: what they print.
+  `inspect`, `restore`, `compact`, `count`, `frontier`); `output`: what they print.
 * `replay`: drive a real agent over a recorded conversation (SQLite checkpointer, whole runs);
   `playback`: read the recording and play it back (scripted model, replay tools);
   `threads`: inspect a thread, restore an entry, compact a transcript.
@@ -14,6 +14,10 @@ Modules:
   the reports and plots.
 * `explorer`: the offline chat models (the demo's scripted explorer and their shared base).
 * `demo`: the demo agent and its read-only tools over a local folder.
+* `frontier_run`: the `frontier` command; `frontier`: a thread replayed under one setting and
+  the recommendation; `settings`: the settings compared (also the benchmarks' sweep);
+  `sources`: the threads it reads (files, checkpoint databases); `measure`: effective cost and
+  next-step recall, the one measure the benchmarks use too.
 """
 
 from __future__ import annotations
