@@ -67,6 +67,12 @@ def _examined(
             elif found and mid == pin:  # the pinned task opens the window's turn
                 cut = i
                 break
+    # What is left out must not change what `split_base` takes for the base prompt: a window
+    # that opens on a system message inside the conversation (shown in place as history)
+    # would otherwise follow the head directly and be merged into the base on this build.
+    # Start earlier, on the conversation message before it; the window still hides the rest.
+    while cut > head and _is_base(messages[cut]):
+        cut -= 1
     if cut <= head:
         return messages, 0
     return [*messages[:head], *messages[cut:]], cut - head

@@ -37,6 +37,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain.agents import create_agent
@@ -264,6 +265,12 @@ def test_messy_history_is_repaired_in_the_prompt_only(
     _, config = case
     for mess in done:
         event(f"mess: {mess}")
+    check_messy(messages, config)
+
+
+def check_messy(messages: list[BaseMessage], config: Setup) -> None:
+    """One build of a messy history: repaired in the prompt only, valid, in budget,
+    deterministic, idempotent on its state and on its output, nothing made up archived."""
     prior = Prior("fresh", messages, None, InMemoryStore(), list(messages))
     before = _dump(messages)
     cm = config.manager(prior.store)
@@ -286,6 +293,71 @@ def test_messy_history_is_repaired_in_the_prompt_only(
     made_up = {m.id for m in result.messages if get_tag(m).get("repair")}
     assert not made_up & set(archived_ids(result.state, cm.archive)), "stand-ins never archived"
     check_restorable(prior, messages, result, cm.archive)
+
+
+def _ends_with_a_system_message(inside_last: bool) -> list[BaseMessage]:
+    """A messy history the window shrinks to its end, which is a system message inside the
+    conversation (last, or before the last call's result), the task dropped."""
+    image: list[str | dict[Any, Any]] = [
+        {"type": "image_url", "image_url": {"url": "https://example.com/0.png"}}
+    ]
+
+    def call(call_id: str) -> dict[str, Any]:
+        return {"name": "read_file", "args": {}, "id": call_id, "type": "tool_call"}
+
+    output = (
+        "   0 def handler(event, context):\n"
+        "   1     return {'statusCode': 200, 'body': json.dumps(result)}\n"
+        "   2 ERROR tests/test_api.py::test_login - AssertionError: 401 != 200\n"
+        "   3 drwxr-xr-x  5 dev dev  4096"
+    )
+    result = ToolMessage(output, name="read_file", id="tool-14", tool_call_id="call-12")
+    inside = SystemMessage("Note: be brief.", id="inside-0")
+    return [
+        SystemMessage("0", id="sys-0"),
+        HumanMessage([{"type": "text", "text": "0"}], id="human-1"),
+        AIMessage("", id="ai-4", tool_calls=[call("call-2"), call("call-3")]),
+        ToolMessage("", name="read_file", id="tool-5", tool_call_id="call-2"),
+        ToolMessage(image, name="read_file", id="tool-6", tool_call_id="call-3"),
+        HumanMessage(image, id="human-7"),
+        AIMessage("", id="ai-9", tool_calls=[call("call-8")]),
+        ToolMessage("", name="read_file", id="tool-10", tool_call_id="call-8"),
+        AIMessage("0", id="ai-11"),
+        AIMessage("", id="ai-13", tool_calls=[call("call-12")]),
+        *([result, inside] if inside_last else [inside, result]),
+    ]
+
+
+@pytest.mark.parametrize("window", [773, 782])
+@pytest.mark.parametrize("inside_last", [True, False], ids=["system-last", "system-before-result"])
+def test_a_window_opening_on_a_system_message_inside_the_conversation_is_rebuilt_alike(
+    inside_last: bool, window: int
+) -> None:
+    """Examples Hypothesis found (stored in .hypothesis): the window shrinks to the system
+    message inside the conversation and drops the task. The ledger's window then starts at
+    that message; the rerun on that state left out what came before it, so the message
+    followed the base prompt directly and was merged into it: no conversation at all
+    ("2 system messages only"), or a different prompt."""
+    config = Setup(
+        counter="tiktoken",
+        window=window,
+        reserved=0,
+        auto_compact=False,
+        compaction=False,
+        placement="separate",
+        tools=False,
+        memory=(),
+        protect_turns=0,
+        prune_errors=False,
+        dynamic=True,
+        injections=(),
+        n_tools=1,
+    )
+    messages = _ends_with_a_system_message(inside_last)
+    result = config.build(config.manager(InMemoryStore()), messages)
+    assert result.state["window"]["start_id"] == "inside-0"  # the shape that broke
+    assert result.state["window"]["task_dropped"]
+    check_messy(messages, config)
 
 
 # --- many builds in a row, with removals --------------------------------------------------
