@@ -123,16 +123,22 @@ _STUB_MODEL = make_model(0)
 class TrimMessagesAnchor(_Base):
     """`trim_messages(strategy="last", start_on="human", include_system=True)` each call.
 
-    `tool_safe`: the newest history kept whole from a user or model message on
-    (`start_on=("human", "ai")`, never an orphan tool result), with the task (the first user
-    message) pinned in front when the kept history opens with the model, as Anthropic wants a
-    user message first; the task's tokens come off the trim budget.
+    `tool_safe`: the newest history from a user or model message on (`start_on=("human",
+    "ai")`, never an orphan tool result), with the task (the first user message) pinned in
+    front when the kept history opens with the model, as Anthropic wants a user message
+    first; the task's tokens come off the trim budget. At its best it fills the budget
+    (`fill`, the default): `allow_partial=True` keeps the newest lines of the message that
+    straddles the budget instead of dropping it whole (LangChain's documented way to use all
+    of `max_tokens`), and the budget is lowered by any token the recount of the assembled
+    prompt finds over it (the pieces are counted apart).
     """
 
-    def __init__(self, *, limit: int, tool_safe: bool = False) -> None:
+    def __init__(self, *, limit: int, tool_safe: bool = False, fill: bool = True) -> None:
         super().__init__(limit=limit)
-        self.tool_safe = tool_safe
+        self.tool_safe, self.fill = tool_safe, fill
         self.name = "trim_messages, tool-safe" if tool_safe else "trim_messages"
+        if tool_safe and not fill:
+            self.name += ", whole messages"
 
     def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
         """Trim the whole history to the limit."""
@@ -151,17 +157,32 @@ class TrimMessagesAnchor(_Base):
         rest = self.messages[len(head) :]
         task = next((m for m in rest if isinstance(m, HumanMessage)), None)
         pinned = [task] if task is not None else []
-        budget = self.limit - (counter()([*head, *pinned]) if pinned else counter()(head))
+        budget = self.limit - counter()([*head, *pinned])
+        while True:
+            prompt = self._trimmed(head, rest, pinned, budget)
+            over = counter()(prompt) - self.limit
+            if over <= 0 or budget <= 0:
+                return prompt
+            budget -= over
+
+    def _trimmed(
+        self,
+        head: list[BaseMessage],
+        rest: list[BaseMessage],
+        pinned: list[BaseMessage],
+        budget: int,
+    ) -> list[BaseMessage]:
         kept = trim_messages(
             rest,
             strategy="last",
             max_tokens=max(0, budget),
             start_on=("human", "ai"),
-            allow_partial=False,
+            allow_partial=self.fill,
             token_counter=counter(),
         )
         if (kept and isinstance(kept[0], HumanMessage)) or not pinned:
             return [*head, *kept]
+        task = pinned[0]
         return [*head, *pinned, *[m for m in kept if m is not task]]
 
 

@@ -79,16 +79,20 @@ def _valid(a: Aggregate) -> bool:
     return a.total("invalid") == 0 and a.total("overruns") == 0 and a.total("errors") == 0
 
 
-def _recall(a: Aggregate) -> float | None:
-    total = a.total("recall_total")
-    return a.total("recall_hits") / total if total else None
+def _recall(a: Aggregate, kind: str = "recall") -> float | None:
+    total = a.total(f"{kind}_total")
+    return a.total(f"{kind}_hits") / total if total else None
+
+
+def _percent(share: float | None) -> str:
+    return f"{100 * share:.1f}%" if share is not None else "-"
 
 
 def sweep(spec: WorkloadSpec) -> dict[str, Aggregate] | None:
     """Replay ours under each setting and every anchor; print one table; return the rows."""
     runs = spec.load()
     if not runs:
-        print(f"\n{spec.name}: skipped (no ../shared/data/trajectories)")
+        print(f"\n{spec.name}: skipped (no recorded runs in data/trajectories)")
         return None
     aggs: dict[str, Aggregate] = {}
     facts_total = sum(len(facts) for _, _, facts in runs)
@@ -109,7 +113,8 @@ def sweep(spec: WorkloadSpec) -> dict[str, Aggregate] | None:
                 a.name,
                 fmt_int(round(cost)),
                 f"{cost / cheapest:.2f}x" if cheapest else "-",
-                f"{100 * recall:.1f}%" if recall is not None else "-",
+                _percent(recall),
+                _percent(_recall(a, "strict")),
                 fmt_int(
                     int(a.total("summarizer_input_tokens") + a.total("summarizer_output_tokens"))
                 ),
@@ -124,6 +129,7 @@ def sweep(spec: WorkloadSpec) -> dict[str, Aggregate] | None:
             "eff. cost",
             "vs cheapest valid anchor",
             "next-step recall",
+            "recall, paths and dotted names",
             "summ. tokens",
             "facts",
             "validity",

@@ -37,7 +37,12 @@ from pydantic import PrivateAttr
 from benchmarks import trajectories
 from benchmarks._progress import EVERY_SECONDS, progress
 from benchmarks.synthetic import FACT_RE
-from langgraph_ctx.cli.measure import NextStepRecall, effective_cost, measure_prompt
+from langgraph_ctx.cli.measure import (
+    NextStepRecall,
+    effective_cost,
+    measure_prompt,
+    path_names_in,
+)
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.tokens import TiktokenCounter
 
@@ -180,6 +185,10 @@ class ReplayResult:
     """Names the next AI message used that the prompt showed (`langgraph_ctx.cli.measure`)."""
     recall_total: int = 0
     """Names the next AI message used that first came from an earlier tool output."""
+    strict_hits: int = 0
+    """As `recall_hits`, with paths and dotted names only (`path_names_in`)."""
+    strict_total: int = 0
+    """As `recall_total`, with paths and dotted names only."""
     facts_visible: int = 0
     facts_recoverable: int = 0
     facts_total: int = 0
@@ -258,6 +267,7 @@ def replay(
     count = counter()
     result = ReplayResult(name=system.name, facts_total=len(facts))
     recall = NextStepRecall.of(messages) if measure else None
+    strict = NextStepRecall.of(messages, names=path_names_in) if measure else None
     previous: list[BaseMessage] = []
     last = 0
     prompt: list[BaseMessage] = []
@@ -277,16 +287,18 @@ def replay(
             ms = (time.perf_counter() - start) * 1000
             result.calls.append(CallRecord(i, ms, error=f"{type(exc).__name__}: {exc}"[:300]))
             result.error_kinds[type(exc).__name__] += 1
-            if recall is not None:
+            if recall is not None and strict is not None:
                 recall.skip(i)
+                strict.skip(i)
             continue
         ms = (time.perf_counter() - start) * 1000
         observe = getattr(system, "observe", None)
         if observe is not None:  # the harness's own bookkeeping, outside the timed step
             observe()
         record = CallRecord(i, ms)
-        if recall is not None:
+        if recall is not None and strict is not None:
             recall.score(i, prompt)
+            strict.score(i, prompt)
         if measure:
             measured = measure_prompt(previous, prompt, counter=count, limit=limit)
             record.tokens, record.reusable = measured.tokens, measured.reusable
@@ -311,8 +323,9 @@ def replay(
         result.summarizer_calls = len(model.calls)
         result.summarizer_input_tokens = model.input_tokens()
         result.summarizer_output_tokens = model.output_tokens()
-    if recall is not None:
+    if recall is not None and strict is not None:
         result.recall_hits, result.recall_total = recall.hits, recall.total
+        result.strict_hits, result.strict_total = strict.hits, strict.total
     if facts:
         shown = "\n".join(text_of(m) for m in prompt)
         result.facts_visible = sum(f in shown for f in facts)

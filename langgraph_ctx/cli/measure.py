@@ -37,6 +37,7 @@ __all__ = [
     "effective_cost",
     "measure_prompt",
     "names_in",
+    "path_names_in",
     "per_message",
     "same_for_provider",
 ]
@@ -169,6 +170,30 @@ def names_in(text: str) -> set[str]:
     return out
 
 
+_PATH_OR_DOTTED_RE = re.compile(
+    r"""
+    (?:[\w.-]*/)+[\w.-]+                      # paths: a/b, /a/b.py, ./x/y
+    | [A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+        # dotted: os.path.join, setup.py
+    """,
+    re.VERBOSE,
+)
+
+
+def path_names_in(text: str) -> set[str]:
+    """The stricter definition of a name: paths and dotted names only (4 characters or more).
+
+    Recall under this definition is reported beside `names_in`'s, so that a win does not
+    hang on what counts as a name (snake and camel identifiers, numbers and hex ids are left
+    out: the likeliest to be words or noise).
+    """
+    out: set[str] = set()
+    for match in _PATH_OR_DOTTED_RE.finditer(text):
+        name = match.group(0).strip("./-")
+        if len(name) >= 4:
+            out.add(name)
+    return out
+
+
 def _used_text(message: AIMessage) -> str:
     parts = [text_of(message)]
     for call in message.tool_calls:
@@ -197,14 +222,23 @@ class NextStepRecall:
     total: int = 0
 
     @classmethod
-    def of(cls, messages: Sequence[BaseMessage]) -> NextStepRecall:
-        """Work out, for each AI message, the names it uses that came from tool output."""
+    def of(
+        cls,
+        messages: Sequence[BaseMessage],
+        names: Callable[[str], set[str]] = names_in,
+    ) -> NextStepRecall:
+        """Work out, for each AI message, the names it uses that came from tool output.
+
+        Args:
+            messages: The recorded run.
+            names: What counts as a name (`names_in`, or the stricter `path_names_in`).
+        """
         first_from_tool: dict[str, bool] = {}  # name -> its first sight was a tool output
         lines_of: dict[str, list[str]] = {}  # name -> tool-output lines that carry it
         needs: dict[int, list[_Need]] = {}
         for i, message in enumerate(messages):
             if isinstance(message, AIMessage) and i > 0:
-                used = names_in(_used_text(message))
+                used = names(_used_text(message))
                 found = [
                     _Need(name, list(lines_of.get(name, ())))
                     for name in sorted(used)
@@ -213,13 +247,13 @@ class NextStepRecall:
                 needs[i] = found
             if isinstance(message, ToolMessage):
                 text = text_of(message)
-                for name in names_in(text):
+                for name in names(text):
                     first_from_tool.setdefault(name, True)
                 for raw in text.splitlines():
                     line = raw.strip()
                     if len(line) < MIN_LINE_CHARS:
                         continue
-                    for name in names_in(line):
+                    for name in names(line):
                         bucket = lines_of.setdefault(name, [])
                         if line not in bucket:
                             bucket.append(line)
@@ -227,7 +261,7 @@ class NextStepRecall:
                                 del bucket[0]
             else:
                 body = _used_text(message) if isinstance(message, AIMessage) else text_of(message)
-                for name in names_in(body):
+                for name in names(body):
                     first_from_tool.setdefault(name, False)
         return cls(needs=needs)
 

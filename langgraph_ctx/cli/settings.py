@@ -119,14 +119,15 @@ SETTINGS: list[Setting] = [
         strategies={"SlidingWindow": {"read_chars": None}},
     ),
     Setting(
-        "summarizer reads outputs' first and last lines only (read_chars 0)",
-        strategies={"SlidingWindow": {"read_chars": 0}},
+        "summarizer also reads the lines the agent used (read_chars 300)",
+        strategies={"SlidingWindow": {"read_chars": 300}},
     ),
     Setting("no summaries (window drops)", strategies={"SlidingWindow": {"summarize": False}}),
     Setting("no quoted lines in summaries", strategies={"SlidingWindow": {"quote_share": 0.0}}),
     Setting("quoted lines 0.06 of the room", strategies={"SlidingWindow": {"quote_share": 0.06}}),
     Setting("quoted lines 0.12 of the room", strategies={"SlidingWindow": {"quote_share": 0.12}}),
-    Setting("quoted lines 0.2 of the room", strategies={"SlidingWindow": {"quote_share": 0.2}}),
+    Setting("quoted lines 0.15 of the room", strategies={"SlidingWindow": {"quote_share": 0.15}}),
+    Setting("quoted lines 0.3 of the room", strategies={"SlidingWindow": {"quote_share": 0.3}}),
     Setting("no excerpt on arrival", strategies={"Compaction": {"on_arrival": None}}),
     Setting("excerpt on arrival over 0.05", strategies={"Compaction": {"on_arrival": 0.05}}),
     Setting("model turns stay whole", strategies={"ShortenTurns": {"settle_after": None}}),
@@ -149,7 +150,13 @@ SETTINGS: list[Setting] = [
             }
         },
     ),
+    Setting(
+        "shortened turns' args cut at 100 chars",
+        strategies={"ShortenTurns": {"max_arg_chars": 100}},
+    ),
     Setting("trigger fixed at 0.9 (no cache_price)", budget={"cache_price": None}),
+    Setting("cache_price may start edits anywhere (trigger_floor 0)", budget={"trigger_floor": 0}),
+    Setting("trigger 0.8, no cache_price", budget={"trigger": 0.8, "cache_price": None}),
     Setting("target 0.3, summary target 0.1", budget={"target": 0.3, "summary_target": 0.1}),
     Setting("previous release's defaults", previous_release=True),
 ]

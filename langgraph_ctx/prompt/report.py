@@ -75,7 +75,13 @@ class ContextBudget:
     target), while every call re-reads the cached prompt at this price. With the prompt
     growing by g tokens a call (a moving average kept in the ledger), the cycle that costs
     least runs from the target T up to T + sqrt(2 x g x T / cache_price); edits start there
-    when that is under the trigger. None: always at the trigger."""
+    when that is under the trigger, but never below `trigger_floor`. None: always at the
+    trigger."""
+    trigger_floor: float = 0.7
+    """Share of the limit below which `cache_price` never starts edits. The cheapest cycle
+    in a large window is short (in a 32k window it cut at about a third of the limit), and
+    every early cut folds away outputs the agent may use next for a saving of cached tokens;
+    in a small window the cheapest cycle already starts above it."""
 
     def __post_init__(self) -> None:
         check_int("context_window_tokens", self.context_window_tokens, example=32_000)
@@ -89,10 +95,18 @@ class ContextBudget:
             example=0.1,
             note="0.1 for providers that bill cached prompt tokens at a tenth",
         )
-        for name, example in [("trigger", 0.9), ("target", 0.15), ("summary_target", 0.05)]:
+        for name, example in [
+            ("trigger", 0.9),
+            ("target", 0.15),
+            ("summary_target", 0.05),
+            ("trigger_floor", 0.7),
+        ]:
             value = getattr(self, name)
             check_number(name, value, example=example, note="a fraction of the limit")
         check_bool("targets_above_fixed", self.targets_above_fixed)
+        if not 0 <= self.trigger_floor <= 1:
+            msg = f"need 0 <= trigger_floor <= 1, got {self.trigger_floor}; e.g. 0.7 (0: no floor)"
+            raise ConfigError(msg)
         if not 0 < self.summary_target <= self.trigger or not 0 < self.target <= self.trigger <= 1:
             msg = (
                 "need 0 < target <= trigger <= 1 and 0 < summary_target <= trigger, got "

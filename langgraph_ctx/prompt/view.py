@@ -110,7 +110,8 @@ class PromptView(ViewEdits):
             return budget.trigger_tokens
         goal = self.goal
         cycle = math.sqrt(2 * growth * max(goal, 1) / budget.cache_price)
-        return min(budget.trigger_tokens, int(goal + cycle))
+        floor = int(budget.limit * budget.trigger_floor)
+        return min(budget.trigger_tokens, max(int(goal + cycle), floor))
 
     @property
     def summary_goal(self) -> int:

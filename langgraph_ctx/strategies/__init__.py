@@ -58,10 +58,11 @@ def default_strategies(*, summarize: bool = True) -> list[Strategy]:
     benchmark section): an output over a tenth of the limit is shown as its excerpt when it
     arrives, an older one once the prompt passes the trigger; a model turn of 700 characters
     or more that called a tool is shown as its first and last line and its calls (arguments
-    cut at 100 characters) from the first call after it, so between summaries the prompt
+    cut at 60 characters) from the first call after it, so between summaries the prompt
     only grows at its end and every call reuses the whole cached prefix; a summary reads what
-    the prompt showed, each tool output as its first and last lines and the lines the agent
-    used, and quotes those used lines verbatim.
+    the prompt showed, each tool output as its first and last lines, and quotes the lines of
+    tool output the agent used verbatim, up to 0.22 of the room above the task: what an
+    agent reuses after a fold is mostly a line it used before.
 
     Args:
         summarize: Summarize what leaves the window (`SlidingWindow(summarize=True)`).
@@ -83,11 +84,11 @@ def default_strategies(*, summarize: bool = True) -> list[Strategy]:
             keep_last=0,
             head_lines=1,
             tail_lines=1,
-            max_arg_chars=100,
+            max_arg_chars=60,
             min_chars=700,
         ),
         PruneToolOutputs(),
-        SlidingWindow(summarize=summarize, quote_share=0.15, summarize_shown=True, read_chars=300),
+        SlidingWindow(summarize=summarize, quote_share=0.22, summarize_shown=True, read_chars=0),
     ]
 
 

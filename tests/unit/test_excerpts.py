@@ -286,7 +286,7 @@ def test_a_summary_quotes_the_lines_the_agent_used_verbatim_and_escaped() -> Non
 
 
 def test_cache_price_starts_edits_where_a_shorter_cycle_costs_less() -> None:
-    budget = ContextBudget(context_window_tokens=100_000, cache_price=0.1)
+    budget = ContextBudget(context_window_tokens=100_000, cache_price=0.1, trigger_floor=0)
     messages = run_with_big_outputs(40)
     cm = ContextManager(budget=budget, strategies=[DropMemory(), SlidingWindow()])
     first = cm.build(messages[:50])
@@ -304,6 +304,30 @@ def test_cache_price_starts_edits_where_a_shorter_cycle_costs_less() -> None:
     fixed = dataclasses.replace(budget, cache_price=None)
     late = ContextManager(budget=fixed, strategies=[DropMemory(), SlidingWindow()])
     assert not late.build(messages[:end], state=first.state).report.decisions
+
+
+def test_cache_price_never_starts_edits_below_the_floor() -> None:
+    # The cheapest cycle of a large window is short; the floor keeps early cuts from folding
+    # away what the agent just read.
+    budget = ContextBudget(context_window_tokens=100_000, cache_price=0.1)
+    assert budget.trigger_floor == 0.7
+    messages = run_with_big_outputs(120)
+    cm = ContextManager(budget=budget, strategies=[DropMemory(), SlidingWindow()])
+    state = cm.build(messages[:50]).state
+    for end in range(53, len(messages), 3):
+        built = cm.build(messages[:end], state=state)
+        state = built.state
+        if built.report.decisions:
+            break
+    else:
+        pytest.fail("edits never started")
+    assert int(0.7 * budget.limit) <= built.report.tokens_in
+
+
+@pytest.mark.parametrize("floor", [-0.1, 1.5, "0.7"])
+def test_the_trigger_floor_must_be_a_share(floor: Any) -> None:
+    with pytest.raises(ConfigError, match="trigger_floor"):
+        ContextBudget(context_window_tokens=1_000, trigger_floor=floor)
 
 
 @pytest.mark.parametrize("price", [0, 1.5, "0.1", True])

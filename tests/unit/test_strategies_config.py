@@ -109,11 +109,11 @@ def test_the_manager_takes_config_and_keeps_its_order() -> None:
             keep_last=0,
             head_lines=1,
             tail_lines=1,
-            max_arg_chars=100,
+            max_arg_chars=60,
             min_chars=700,
         ),
         PruneToolOutputs(),
-        SlidingWindow(summarize=True, quote_share=0.15, summarize_shown=True, read_chars=300),
+        SlidingWindow(summarize=True, quote_share=0.22, summarize_shown=True, read_chars=0),
     ]
 
 
