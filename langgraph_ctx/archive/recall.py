@@ -31,6 +31,7 @@ from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.checks import check_int, check_str
 from langgraph_ctx.errors import ArchiveError, ConfigError, shorten
+from langgraph_ctx.messages.content import RECALLED_KEY
 
 __all__ = ["RecallArgs", "entry_text", "make_recall_tool", "render_recall"]
 
@@ -191,12 +192,14 @@ def make_recall_tool(
             entry_text(entry), ref=ref, max_chars=max_chars, tool_name=name, **ranges
         )
 
-    def recall(ref: str, **ranges: int | None) -> str:
-        return run_plan(plan(ref, ranges))
+    def recall(ref: str, **ranges: int | None) -> tuple[str, dict[str, str]]:
+        return run_plan(plan(ref, ranges)), recalled_artifact(ref)
 
-    async def arecall(ref: str, **ranges: int | None) -> str:
-        return await arun_plan(plan(ref, ranges))
+    async def arecall(ref: str, **ranges: int | None) -> tuple[str, dict[str, str]]:
+        return await arun_plan(plan(ref, ranges)), recalled_artifact(ref)
 
+    # The artifact marks the result as read back from the archive (`is_recalled`): the agent
+    # asked for it whole, so it is not excerpted again as it arrives.
     return StructuredTool.from_function(
         func=recall,
         coroutine=arecall,
@@ -204,4 +207,10 @@ def make_recall_tool(
         description=RECALL_DESCRIPTION,
         args_schema=RecallArgs,
         handle_tool_error=True,
+        response_format="content_and_artifact",
     )
+
+
+def recalled_artifact(ref: str) -> dict[str, str]:
+    """The artifact of a `recall` result: the reference it read back (`is_recalled`)."""
+    return {RECALLED_KEY: _clean_ref(ref)}

@@ -117,3 +117,16 @@ def is_tool_output(message: BaseMessage) -> bool:
     if isinstance(message, ToolMessage):
         return True
     return isinstance(message, SystemMessage) and text_of(message).startswith("[tool:")
+
+
+RECALLED_KEY = "langgraph_ctx_recalled"
+"""The key of a `recall` result's artifact: the reference it read back."""
+
+
+def is_recalled(message: BaseMessage) -> bool:
+    """Whether `message` is a `recall` result (its artifact names what it read back).
+
+    The agent asked for that output whole: it is not excerpted again as it arrives.
+    """
+    artifact = getattr(message, "artifact", None)
+    return isinstance(artifact, dict) and RECALLED_KEY in artifact

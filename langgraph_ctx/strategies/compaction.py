@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.checks import check_number
-from langgraph_ctx.messages.content import is_error_result, is_tool_output, text_of
+from langgraph_ctx.messages.content import is_error_result, is_recalled, is_tool_output, text_of
 from langgraph_ctx.prompt.excerpt import LaterUse, excerpt_lines
 from langgraph_ctx.prompt.render import tool_of
 from langgraph_ctx.strategies.base import archive_or_skip, check_field_types
@@ -125,6 +125,7 @@ class Compaction:
             i
             for i in view.window_indices()
             if self._eligible(view, i)
+            and not is_recalled(view.history[i])  # the agent asked for it whole
             and len(text_of(view.history[i])) >= self.min_chars
             and view.cost(view.history[i]) > bound
             and self._compacted_cost(view, i) < view.cost(view.history[i])

@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx.archive import Archive, StoreBackend
+from langgraph_ctx.archive.recall import make_recall_tool
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.excerpt import (
     LaterUse,
@@ -21,6 +22,7 @@ from langgraph_ctx.excerpt import (
     salient_names,
 )
 from langgraph_ctx.messages import text_of, validate_messages
+from langgraph_ctx.messages.content import is_recalled
 from langgraph_ctx.pipeline import ContextManager
 from langgraph_ctx.report import ContextBudget
 from langgraph_ctx.strategies import (
@@ -167,6 +169,28 @@ def test_compaction_excerpt_shows_used_lines_and_restores_byte_for_byte() -> Non
         assert store.restore(entry["ref"]) == original
     again = cm.build(messages, state=result.state)
     assert [m.model_dump() for m in again.messages] == [m.model_dump() for m in result.messages]
+
+
+def test_an_output_read_back_with_recall_arrives_whole() -> None:
+    # The agent asked for the whole output: excerpting it again would send it back for more.
+    store = archive()
+    text = listing(120, {60: "  def handler_x(event):  # the line it came back for"})
+    ref = store.put_text(text)
+    tool_call = {"name": "recall", "args": {"ref": ref}, "id": "c0", "type": "tool_call"}
+    recalled = make_recall_tool(store).invoke(tool_call)
+    assert isinstance(recalled, ToolMessage) and is_recalled(recalled)
+    assert text in text_of(recalled)  # under a header naming the reference
+    text = text_of(recalled)
+    plain = ToolMessage(text, tool_call_id="c0", name="recall", id="t0")
+    assert not is_recalled(plain)
+    head: list[BaseMessage] = [SystemMessage("You fix code."), HumanMessage("Fix it.")]
+    head.append(AIMessage("", tool_calls=[tool_call], id="a0"))
+    strategies = [Compaction(excerpt=True, min_chars=200, on_arrival=0.05, arrival_min_tokens=0)]
+    for message, excerpted in ((plain, True), (recalled.model_copy(update={"id": "t0"}), False)):
+        cm = ContextManager(context_window_tokens=6_000, strategies=strategies, archive=archive())
+        built = cm.build([*head, message])
+        assert (text_of(built.messages[-1]) != text) is excerpted
+        assert bool(built.state.get("compacted")) is excerpted
 
 
 def test_settled_turns_are_shortened_keeping_their_calls_and_restorable() -> None:
