@@ -13,9 +13,11 @@ Per run the table gives: errors (must be 0); whether every thread's full history
 (`ContextMemory.get_full_history`: live state plus archive) equals everything the thread
 produced, in order; the added latency of each model call at p50 / p95 / max (the time spent
 inside `ContextMiddleware.wrap_model_call` minus the inner model handler, measured by two
-timing middlewares around it); the summaries taken prepared or made in the call; and the peak
-number of summarizer calls in flight. Each size and mode runs with the default cap
-(`max_summaries_in_flight=4`) and without one (`None`).
+timing middlewares around it); the summaries taken prepared or made in the call, and how many
+of all summaries were the deterministic one because the cap left no slot free
+(`SummarySlots.busy`); and the peak number of summarizer calls in flight, counted in the fake
+summarizer (every call, background or in a build), which must not pass the cap. Each size and
+mode runs with the caps in `CAPS`: 4, the default (`DEFAULT_MAX_IN_FLIGHT`) and none.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from benchmarks.replay import counter
 from langgraph_ctx import ContextMemory
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.scripted import ScriptedChatModel
-from langgraph_ctx.summaries.preparer import DEFAULT_MAX_IN_FLIGHT
+from langgraph_ctx.summaries.slots import DEFAULT_MAX_IN_FLIGHT
 
 DELAY = 1.0
 """Seconds every summarizer call takes."""
@@ -70,6 +72,8 @@ TURNS = 6
 """User turns per thread: `TURNS * (STEPS + 1)` model calls."""
 LINES = 40
 """Lines of every file the tool returns (~500 tokens)."""
+CAPS: tuple[int | None, ...] = (4, DEFAULT_MAX_IN_FLIGHT, None)
+"""`max_summaries_in_flight` of the runs: a low cap, the default, no cap."""
 
 
 class InFlight:
@@ -243,8 +247,13 @@ class LoadRun:
     prepared: int = 0
     in_call: int = 0
     peak: int = 0
+    """The most summarizer calls at once, counted in the fake summarizer."""
     peak_background: int = 0
     summarizer_calls: int = 0
+    summaries: int = 0
+    """Summaries the memory made (`SummarySlots.calls + busy`): LLM or deterministic."""
+    busy: int = 0
+    """Summaries that were the deterministic one because no slot was free."""
     seconds: float = 0.0
 
 
@@ -407,7 +416,15 @@ def measure(threads: int, mode: str, cap: int | None, turns: int) -> LoadRun:
     run.peak = summarizer.flight.peak
     run.peak_background = memory.manager.preparer.peak_background if memory.manager.preparer else 0
     run.summarizer_calls = summarizer.flight.calls
+    slots = memory.manager.slots
+    run.summaries, run.busy = slots.calls + slots.busy, slots.busy
+    if cap is not None and run.peak > cap:
+        run.errors.append(f"{run.peak} summarizer calls in flight, over the cap of {cap}")
     return run
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "-"
 
 
 def run(args: argparse.Namespace) -> None:
@@ -417,7 +434,7 @@ def run(args: argparse.Namespace) -> None:
     if args.quick:
         sizes, turns, caps = (10,), 2, (DEFAULT_MAX_IN_FLIGHT,)
     else:
-        sizes, turns, caps = (50, 200), TURNS, (DEFAULT_MAX_IN_FLIGHT, None)
+        sizes, turns, caps = (50, 200), TURNS, CAPS
     rows = []
     for threads in sizes:
         for mode in ("async", "sync"):
@@ -437,6 +454,7 @@ def run(args: argparse.Namespace) -> None:
                         fmt_duration(r.added.percentile(0.95)),
                         fmt_duration(max(r.added.times, default=0.0)),
                         f"{r.prepared} / {r.in_call}",
+                        f"{r.busy} of {r.summaries} ({_share(r.busy, r.summaries)})",
                         f"{r.peak} / {r.peak_background}",
                         f"{r.seconds:.0f} s",
                     ]
@@ -454,6 +472,7 @@ def run(args: argparse.Namespace) -> None:
             "added p95",
             "added max",
             "summaries prepared / in the call",
+            "deterministic: no slot free",
             "peak in flight: all / background",
             "wall",
         ],
@@ -469,9 +488,12 @@ def run(args: argparse.Namespace) -> None:
             "(after_agent, which runs once per turn, not counted).",
             "summaries in the call: the build at the trigger summarized itself (its "
             "preparation not ready, or withdrawn while waiting for a slot).",
+            "deterministic: summaries (prepared, in the call, rebuilds) that were the "
+            "deterministic one because every slot was taken (SummarySlots.busy), of all the "
+            "summaries the memory made.",
             "peak in flight, all: the most summarizer calls at once, counted in the fake "
-            "summarizer under a lock (background preparations and calls builds made "
-            "themselves); background: the preparations only (SummaryPreparer.peak_background), "
-            "which the cap bounds.",
+            "summarizer under a lock (background preparations and summaries made in the "
+            "call), never above the cap; background: the preparations among them "
+            "(SummarySlots.peak_background).",
         ],
     )

@@ -39,8 +39,8 @@ from langgraph_ctx.pipeline.manager import ContextManager
 from langgraph_ctx.pipeline.result import BuildResult
 from langgraph_ctx.prompt.report import REPORT_KEY, attach_report
 from langgraph_ctx.strategies import Strategy, default_strategies
-from langgraph_ctx.summaries.preparer import DEFAULT_MAX_IN_FLIGHT
 from langgraph_ctx.summaries.rebuild import plan_rebuild
+from langgraph_ctx.summaries.slots import DEFAULT_MAX_IN_FLIGHT
 from langgraph_ctx.tokens.counter import TokenCounter, check_tools
 from langgraph_ctx.tokens.models import CallCounters
 
@@ -86,13 +86,13 @@ class ContextMemory(Removals, ThreadViews):
             `InMemoryStore` given as `archive=`/`store=` with a durable checkpointer), where
             a restart would lose them. True/False: always/never.
         expose_recall: The middleware gives the agent the `recall` tool.
-        max_summaries_in_flight: With `prepare_summaries=True`: background summarizer calls
-            at once, at most, across every thread this memory serves (None: no cap), for the
-            summarizer provider's rate limit. A waiting one never holds up a model call: at
-            the trigger the call summarizes itself, as when a preparation is not ready.
-            Default 4: conservative for an entry-tier provider limit, and going over it only
-            costs a summary made in the model call; raise it for many busy threads
-            (`python -m benchmarks load`). See `ContextManager`.
+        max_summaries_in_flight: Summarizer calls at once, at most, across every thread this
+            memory serves (None: no cap), for the summarizer provider's rate limit: summaries
+            made in the model call, in a rebuild and in the background alike. The agent never
+            waits for a slot: a summary due with none free is the deterministic one, and the
+            `context_cost` report says `summarizer busy: ...`. Default 16 (about 480 requests a
+            minute with 2 s calls; 12% to 18% deterministic summaries with 50 threads reaching
+            their triggers at once, `python -m benchmarks load`). See `ContextManager`.
         **manager_options: Passed to `ContextManager` (token_counter, skills, tool_policy, ...).
     """
 

@@ -66,7 +66,8 @@ from langgraph_ctx.strategies import (
     default_strategies,
     strategies_from_config,
 )
-from langgraph_ctx.summaries.preparer import DEFAULT_MAX_IN_FLIGHT, AheadBinding
+from langgraph_ctx.summaries.preparer import AheadBinding
+from langgraph_ctx.summaries.slots import DEFAULT_MAX_IN_FLIGHT, SummarySlots
 from langgraph_ctx.tokens.counter import TokenCounter, check_tools, count_tool_tokens
 from langgraph_ctx.tokens.models import counter_for_model
 
@@ -124,18 +125,19 @@ class ContextManager:
             wait for the summarizer (`langgraph_ctx.strategies.ahead`); sets `prepare_at` on each
             `SlidingWindow(summarize=True)` that has none. Off by default: it costs 17% to 23%
             more effective cost on the benchmark workloads (`python -m benchmarks latency`).
-        max_summaries_in_flight: With `prepare_summaries`: background summarizer calls at
-            once, at most, across every thread of this manager (None: no cap), for a
-            provider's rate limit. The others wait for a slot, oldest first, in the
-            background: a build never waits for one (at the trigger it withdraws a
-            preparation still waiting and summarizes in its own call, as when a preparation
-            is not ready; such calls are counted in flight but never wait). Default 4: a
-            conservative share of an entry-tier provider limit (four 2 s calls at once are
-            about 120 requests a minute), and going over it only costs what
-            `prepare_summaries=False` costs: a summary made in the model call. Raise it (or
-            pass None) when many threads share the manager: with 50 threads reaching their
-            triggers together, 4 slots left 167 of 200 summaries to the model calls
-            (`python -m benchmarks load`).
+        max_summaries_in_flight: Summarizer calls at once, at most, across every thread of
+            this manager (None: no cap), for the summarizer provider's rate limit: the
+            summaries made in a build and in a rebuild, and those prepared in the background
+            (`prepare_summaries`), all hold one of these slots while they run
+            (`langgraph_ctx.summaries.slots`). A build never waits for a slot: when a summary
+            is due and none is free, the deterministic summary stands in (the one a failing
+            summarizer falls back to; the insurance dump is written first), and the report's
+            decision says `summarizer busy: ...`. A preparation waits for one in the
+            background, oldest first. Default 16: about 480 requests a minute with 2 s calls,
+            within an entry-tier limit, and with 50 threads reaching their triggers together
+            12% to 18% of the summaries were deterministic (74% to 78% with 4, 27% to 56% at
+            200 threads); raise it, or pass None, for many busy threads on a provider that
+            allows it (`python -m benchmarks load`).
     """
 
     def __init__(
@@ -199,7 +201,7 @@ class ContextManager:
             minimum=1,
             optional=True,
             example=DEFAULT_MAX_IN_FLIGHT,
-            note="summarizer calls at once in the background; None: no cap",
+            note="summarizer calls at once; None: no cap",
         )
         if not isinstance(memory_namespace, tuple) or not all(
             isinstance(part, str) for part in memory_namespace
@@ -232,8 +234,10 @@ class ContextManager:
         self.summary_placement: SummaryPlacement = summary_placement
         self.max_messages = max_messages
         self._render_cache = RenderCache()
+        self.slots = SummarySlots(max_summaries_in_flight)
+        """The cap on this manager's summarizer calls in flight, in builds and background."""
         self.strategies, self.preparer = _prepare_ahead(
-            self.strategies, budget, prepare_summaries, max_summaries_in_flight
+            self.strategies, budget, prepare_summaries, self.slots
         )
 
     # --- public entry points -----------------------------------------------------------
@@ -345,9 +349,13 @@ class ContextManager:
         items = list(memory) if memory is not None else (yield from self._search_memory(history))
         fragments = ([render_skills(self.skills)] if self.skills else []) + self.injections
         resources = self._resources(archive)
-        if self.preparer is not None:
+        if self.preparer is not None and resources.summarize is not None:
             resources.ahead = AheadBinding(
-                self.preparer, thread_key(archive, history), self.summarizer.plan, self._wait()
+                self.preparer,
+                thread_key(archive, history),
+                self.summarizer.plan,
+                self._wait(),
+                resources.summarize,
             )
         view = PromptView(
             history=history,
@@ -414,7 +422,9 @@ class ContextManager:
         return ref
 
     def _resources(self, archive: Archive | None) -> Resources:
-        resources = Resources(summarize=self.summarizer.plan)
+        # Every summary a build or a rebuild makes holds a slot of the cap, or is the
+        # deterministic one when none is free (`SummarySlots.plan`): never a wait.
+        resources = Resources(summarize=self.slots.gate(self.summarizer))
         if archive is not None:
             resources.archive_messages = lambda msgs: _plan_archive(archive, msgs)
             resources.dump_messages = lambda msgs: self.plan_dump(archive, msgs)

@@ -17,7 +17,8 @@ from langgraph_ctx.strategies import (
     SlidingWindow,
     Strategy,
 )
-from langgraph_ctx.summaries.preparer import DEFAULT_MAX_IN_FLIGHT, SummaryPreparer
+from langgraph_ctx.summaries.preparer import SummaryPreparer
+from langgraph_ctx.summaries.slots import SummarySlots
 from langgraph_ctx.tokens.counter import TokenCounter
 
 if TYPE_CHECKING:
@@ -42,11 +43,11 @@ def _prepare_ahead(
     strategies: list[Strategy],
     budget: ContextBudget,
     prepare: bool,
-    max_in_flight: int | None = DEFAULT_MAX_IN_FLIGHT,
+    slots: SummarySlots | None = None,
 ) -> tuple[list[Strategy], SummaryPreparer | None]:
     """The strategies with `prepare_at` set (when `prepare`), and a preparer when one needs it.
 
-    The preparer runs at most `max_in_flight` summarizer calls at once (None: no cap).
+    The preparer's summarizer calls hold `slots` (the manager's cap; None: a default one).
 
     Raises:
         ConfigError: `prepare` without a summarizing window, or a `prepare_at` not below the
@@ -73,7 +74,7 @@ def _prepare_ahead(
             "SlidingWindow(summarize=True) to strategies, e.g. strategies=default_strategies()"
         )
         raise ConfigError(msg)
-    return out, (SummaryPreparer(max_in_flight=max_in_flight) if wanted else None)
+    return out, (SummaryPreparer(slots=slots) if wanted else None)
 
 
 def _coerce_summarizer(

@@ -4,6 +4,8 @@
   deterministic fallback (with `transcript`: what the model reads, `validation`: what its
   answer must be).
 - `preparer`: summaries prepared ahead, in the background (`SummaryPreparer`, `AheadBinding`).
+- `slots`: the cap on summarizer calls in flight, shared by every summary of a manager
+  (`SummarySlots`, `max_summaries_in_flight`).
 - `extract`: `EntityExtractor`, entity state kept up to date by a structured-output call.
 - `rebuild`: the rebuild from a compression hint between graph steps.
 

@@ -4,12 +4,12 @@ It performs the `PrepareSummary` and `AwaitPrepared` effects: a preparation runs
 worker thread (sync driver) or as an asyncio task (async driver), one per thread at a time,
 and its outcome is kept in memory until a build takes it.
 
-At most `max_in_flight` preparations call the summarizer at once, across every thread of the
-manager (a provider's rate limit): the others wait for a slot, oldest first, in their worker
-thread or task, so the build that started them never waits. A build at the trigger whose
-preparation is still waiting for a slot withdraws it and summarizes in its own call, as when a
-preparation is not ready (`AheadBinding.plan_outcome`); that call holds a slot too while it
-runs, without waiting for one.
+Preparations call the summarizer within the manager's cap on summarizer calls in flight
+(`SummarySlots`, `max_summaries_in_flight`, shared with the summaries builds make themselves):
+one waits for a slot, oldest first, in its worker thread or task, so the build that started it
+never waits. A build at the trigger whose preparation still waits for a slot withdraws it and
+summarizes in its own call, as when a preparation is not ready (`AheadBinding.plan_outcome`),
+through the same slots: with none free, the deterministic summary stands in.
 
 `AheadBinding` is the preparer as one build of one thread uses it (`Resources.ahead`): the
 strategies start a preparation and take its outcome through it.
@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import contextvars
 import threading
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,13 +30,11 @@ from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import AwaitPrepared, Plan, PrepareSummary, arun_plan, run_plan
 from langgraph_ctx.strategies.ahead import SummarizePlan
+from langgraph_ctx.summaries.slots import DEFAULT_MAX_IN_FLIGHT, SummarySlots
 
 if TYPE_CHECKING:
     from langgraph_ctx.summaries.summarizer import SummaryOutcome
 
-
-DEFAULT_MAX_IN_FLIGHT = 4
-"""The default cap on summarizer calls in flight per manager (see `ContextManager`)."""
 
 POLL_SECONDS = 1.0
 """A preparation waiting for a slot looks again this often, even when nobody wakes it."""
@@ -69,29 +67,37 @@ class SummaryPreparer:
 
     Args:
         max_threads: Threads whose preparation is kept at most (the oldest are forgotten).
-        max_in_flight: Preparations calling the summarizer at once, at most, across every
-            thread (None: no cap). The others wait for a slot in their worker thread or task,
-            oldest first; the builds never wait for one.
-
-    Attributes:
-        peak_in_flight: The most summarizer calls this preparer counted at once (background
-            preparations plus the calls builds made at the trigger, see `AheadBinding`).
-        peak_background: The most background preparations calling the summarizer at once
-            (never above `max_in_flight`).
+        slots: The manager's cap on summarizer calls in flight, shared with its builds' own
+            summaries; None: slots of this preparer's own (`max_in_flight`).
+        max_in_flight: With no `slots`: summarizer calls at once, at most (None: no cap).
     """
 
     def __init__(
-        self, *, max_threads: int = 1024, max_in_flight: int | None = DEFAULT_MAX_IN_FLIGHT
+        self,
+        *,
+        max_threads: int = 1024,
+        slots: SummarySlots | None = None,
+        max_in_flight: int | None = DEFAULT_MAX_IN_FLIGHT,
     ) -> None:
         self.max_threads = max_threads
-        self.max_in_flight = max_in_flight
-        self.peak_in_flight = 0
-        self.peak_background = 0
+        self.slots = slots if slots is not None else SummarySlots(max_in_flight)
         self._preps: OrderedDict[str, _Prep] = OrderedDict()
-        self._lock = threading.Lock()
-        self._in_flight = 0
-        self._background = 0
-        self._waiting: deque[_Prep] = deque()
+        self._lock = self.slots.lock  # one lock: a withdrawal and a grant never race
+
+    @property
+    def max_in_flight(self) -> int | None:
+        """The cap on summarizer calls in flight (the slots'; None: no cap)."""
+        return self.slots.max_in_flight
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most summarizer calls held at once: preparations and builds' own summaries."""
+        return self.slots.peak_in_flight
+
+    @property
+    def peak_background(self) -> int:
+        """The most background preparations calling the summarizer at once."""
+        return self.slots.peak_background
 
     def _claim(self, effect: PrepareSummary) -> _Prep | None:
         """A new preparation for `effect`, or None when one exists or another still runs.
@@ -112,47 +118,7 @@ class SummaryPreparer:
                 self._withdraw(self._preps.popitem(last=False)[1])
             return prep
 
-    # --- slots: at most `max_in_flight` summarizer calls at once ---------------------------
-
-    def _grant(self, prep: _Prep | None) -> bool:
-        """Under the lock: give `prep` (None: a build's own call) a slot if one is free to it.
-
-        A waiting preparation gets one only at the head of the queue (oldest first); a build's
-        own call always gets one (it never waits).
-        """
-        while self._waiting and self._waiting[0].gone():
-            self._waiting.popleft()
-        if prep is not None:
-            if prep.gone():
-                return False
-            free = self.max_in_flight is None or self._in_flight < self.max_in_flight
-            if not free or (self._waiting and self._waiting[0] is not prep):
-                return False
-            if self._waiting and self._waiting[0] is prep:
-                self._waiting.popleft()
-            prep.running = True
-            self._background += 1
-            self.peak_background = max(self.peak_background, self._background)
-        self._in_flight += 1
-        self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
-        self._wake_head()
-        return True
-
-    def _wake_head(self) -> None:
-        """Under the lock: wake the oldest waiting preparation when a slot is free."""
-        free = self.max_in_flight is None or self._in_flight < self.max_in_flight
-        wake = self._waiting[0].wake if free and self._waiting else None
-        if wake is not None:
-            wake()
-
-    def _release(self, background: bool) -> None:
-        """A summarizer call counted by `_grant` ended: its slot goes to the oldest waiting."""
-        with self._lock:
-            self._in_flight -= 1
-            self._background -= background
-            while self._waiting and self._waiting[0].gone():
-                self._waiting.popleft()
-            self._wake_head()
+    # --- waiting for a slot (`SummarySlots`) -----------------------------------------
 
     def _withdraw(self, prep: _Prep) -> bool:
         """Under the lock: give up `prep` if it still waits for a slot; whether it did."""
@@ -160,18 +126,14 @@ class SummaryPreparer:
             return False
         prep.withdrawn = True
         prep.done.set()
-        self._wake_head()  # it may have been the head
+        self.slots.wake_head()  # it may have been the head
         return True
 
     def _enqueue(self, prep: _Prep, wake: Callable[[], None]) -> bool:
         """Take a slot for `prep` now, or queue it (woken by `wake`); whether it got one."""
         with self._lock:
             prep.wake = wake
-            if self._grant(prep):
-                return True
-            if not prep.gone():
-                self._waiting.append(prep)
-            return False
+            return self.slots.enqueue(prep)
 
     def _acquire(self, prep: _Prep) -> bool:
         """Wait in this worker thread for a slot; False when `prep` was withdrawn meanwhile."""
@@ -184,7 +146,7 @@ class SummaryPreparer:
             with self._lock:
                 if prep.gone():
                     return False
-                if self._grant(prep):
+                if self.slots.grant(prep):
                     return True
 
     async def _aacquire(self, prep: _Prep) -> bool:
@@ -206,13 +168,13 @@ class SummaryPreparer:
                 with self._lock:
                     if prep.gone():
                         return False
-                    if self._grant(prep):
+                    if self.slots.grant(prep):
                         return True
         except BaseException:  # cancelled while waiting: never calls the summarizer
             with self._lock:
                 if not prep.running:
                     prep.withdrawn = True
-                    self._wake_head()
+                    self.slots.wake_head()
             raise
 
     # --- preparations ------------------------------------------------------------------
@@ -232,7 +194,7 @@ class SummaryPreparer:
                         effect.summarize(list(effect.messages), effect.previous)
                     )
                 finally:
-                    self._release(background=True)
+                    self.slots.release(background=True)
             except Exception:  # a failed preparation is a missing one: summarized at the trigger
                 prep.outcome = None
             finally:
@@ -256,7 +218,7 @@ class SummaryPreparer:
                         effect.summarize(list(effect.messages), effect.previous)
                     )
                 finally:
-                    self._release(background=True)
+                    self.slots.release(background=True)
             except Exception:  # a failed preparation is a missing one
                 prep.outcome = None
             finally:
@@ -352,9 +314,12 @@ class AheadBinding:
     key: str
     """The thread (`thread_key`)."""
     summarize: SummarizePlan
-    """The summarizer's plan factory."""
+    """The summarizer's plan factory, run in the background (a preparation holds its slot)."""
     wait_seconds: float | None
     """Longest wait at the trigger for a preparation still running (`None`: until it ends)."""
+    summarize_now: SummarizePlan
+    """Summarizes in the build when nothing prepared is ready: under the cap on summarizer
+    calls in flight, never waiting for a slot (`SummarySlots.plan`)."""
 
     def plan_start(
         self, digest: str, messages: Sequence[BaseMessage], previous: str | None
@@ -374,9 +339,4 @@ class AheadBinding:
             note["ahead"] = "prepared"
             return outcome
         note["ahead"] = "not ready: summarized now"
-        with self.preparer._lock:  # counted in flight, never waiting for a slot
-            self.preparer._grant(None)
-        try:
-            return (yield from self.summarize(messages, previous))
-        finally:
-            self.preparer._release(background=False)
+        return (yield from self.summarize_now(messages, previous))

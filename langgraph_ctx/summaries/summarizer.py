@@ -284,6 +284,21 @@ class Summarizer:
         )
         return SummaryOutcome(text=text, source="fallback", **outcome)
 
+    def fallback(
+        self,
+        messages: Sequence[BaseMessage],
+        previous: str | None = None,
+        *,
+        error: str | None = None,
+    ) -> SummaryOutcome:
+        """The deterministic summary (`fallback_summary`) as this summarizer makes it.
+
+        Redacted and bounded as a model's would be, with no model call: what stands in when
+        the model fails, and when the cap on summarizer calls in flight leaves no slot
+        (`langgraph_ctx.summaries.slots`). `error` says why it stands in.
+        """
+        return self._fallback(messages, previous, model_calls=0, error=error, input_tokens=0)
+
     def plan(
         self, messages: Sequence[BaseMessage], previous: str | None = None
     ) -> Plan[SummaryOutcome]:

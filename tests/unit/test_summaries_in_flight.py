@@ -1,8 +1,12 @@
-"""The cap on summarizer calls in flight (`max_summaries_in_flight`, `SummaryPreparer`).
+"""The cap on summarizer calls in flight (`max_summaries_in_flight`, `SummarySlots`).
 
 With a cap of 2 and many threads preparing at once, never more than 2 summarizer calls run,
 every preparation still lands, and a build never waits for a slot: at the trigger, one still
 waiting is withdrawn and the build summarizes in its own call, as when nothing is ready.
+
+The cap counts every summarizer call of the manager, those builds make in the model call
+included: with 10 threads whose summaries come due at once, 2 reach the summarizer and the
+others get the deterministic summary at once, their reports saying the summarizer was busy.
 """
 
 from __future__ import annotations
@@ -21,9 +25,19 @@ from langgraph_ctx._effects import AwaitPrepared, CallHandler, PrepareSummary, a
 from langgraph_ctx.ahead import SummaryPreparer
 from langgraph_ctx.archive import Archive, StoreBackend
 from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.pipeline import BuildResult
 from langgraph_ctx.strategies import default_strategies
-from tests.conftest import call
-from tests.unit.test_ahead import SlowSummarizer, _grow_until, _kinds, _manager, _settle, _start
+from langgraph_ctx.summaries.slots import DEFAULT_MAX_IN_FLIGHT, SummarySlots
+from langgraph_ctx.summarize import Summarizer
+from tests.unit.test_ahead import (
+    SlowSummarizer,
+    _grow_until,
+    _kinds,
+    _manager,
+    _settle,
+    _start,
+    _step,
+)
 
 CAP = 2
 THREADS = 10
@@ -137,7 +151,7 @@ async def test_the_preparer_runs_at_most_the_cap_and_every_summary_lands(mode: s
     assert preparer.peak_in_flight == CAP
     for key in keys:
         assert run_plan(_take(preparer, key)) == f"summary of {key}"
-    assert preparer._in_flight == 0
+    assert preparer.slots.in_flight == 0
 
 
 async def test_no_cap_runs_them_all_at_once(mode: str) -> None:
@@ -184,7 +198,7 @@ async def test_a_build_never_waits_for_a_slot(mode: str) -> None:
     await asyncio.sleep(0.1)
     assert counter.calls == 0  # the withdrawn preparation never called the summarizer
     assert run_plan(_take(preparer, "a")) == "first"
-    assert preparer._in_flight == 0
+    assert preparer.slots.in_flight == 0
 
 
 async def test_many_threads_of_one_manager_get_their_prepared_summaries(mode: str) -> None:
@@ -230,7 +244,7 @@ def test_the_cap_is_checked(bad: Any) -> None:
 def test_the_cap_reaches_the_preparer() -> None:
     memory = ContextMemory(context_window_tokens=8_000, prepare_summaries=True)
     assert memory.manager.preparer is not None
-    assert memory.manager.preparer.max_in_flight == 4
+    assert memory.manager.preparer.max_in_flight == DEFAULT_MAX_IN_FLIGHT
     memory = ContextMemory(
         context_window_tokens=8_000,
         prepare_summaries=True,
@@ -269,3 +283,186 @@ def test_async_preparations_across_event_loops_share_the_cap() -> None:
         worker.join(30)
     assert not errors
     assert counter.calls == 10 and counter.peak <= CAP
+
+
+# --- summaries made in the model call count too --------------------------------------------
+
+BUSY = "summarizer busy"
+
+
+def _over_the_trigger(prefix: str) -> list[BaseMessage]:
+    """A history past the trigger of `_manager`'s 40-token window: the build summarizes."""
+    messages = _start(prefix)
+    for k in range(24):
+        messages += _step(prefix, k)
+    return messages
+
+
+def _archive(prefix: str) -> Archive:
+    return Archive(StoreBackend(InMemoryStore()), thread_id=prefix)
+
+
+def _has_summary(result: BuildResult) -> bool:
+    return any("<summary>" in str(m.content) for m in result.messages)
+
+
+def _summaries(result: BuildResult) -> list[Any]:
+    return [d for d in result.report.decisions if d.kind == "auto_compact"]
+
+
+async def _all_at_once(
+    manager: ContextManager, histories: dict[str, list[BaseMessage]], mode: str
+) -> dict[str, tuple[BuildResult, float]]:
+    """Build every history at the same moment (threads behind a barrier, or one gather)."""
+    out: dict[str, tuple[BuildResult, float]] = {}
+
+    def timed_build(prefix: str) -> None:
+        started = time.perf_counter()
+        result = manager.build(histories[prefix], archive=_archive(prefix))
+        out[prefix] = (result, time.perf_counter() - started)
+
+    async def atimed_build(prefix: str) -> None:
+        started = time.perf_counter()
+        result = await manager.abuild(histories[prefix], archive=_archive(prefix))
+        out[prefix] = (result, time.perf_counter() - started)
+
+    if mode == "async":
+        await asyncio.gather(*(atimed_build(p) for p in histories))
+        return out
+    barrier = threading.Barrier(len(histories))
+    errors: list[BaseException] = []
+
+    def run(prefix: str) -> None:
+        try:
+            barrier.wait(10)
+            timed_build(prefix)
+        except BaseException as exc:  # reported below, in the test's thread
+            errors.append(exc)
+
+    workers = [threading.Thread(target=run, args=(p,)) for p in histories]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert not errors
+    return out
+
+
+@pytest.mark.parametrize("prepare", [False, True], ids=["prepare_off", "prepare_on"])
+async def test_summaries_due_in_the_call_stay_within_the_cap(mode: str, prepare: bool) -> None:
+    """10 threads past the trigger at once, cap 2: 2 summarizer calls, 8 deterministic ones."""
+    counter = InFlight()
+    model = CountedSummarizer(delay=0.6, counter=counter)
+    manager = _manager(model, prepare=prepare, max_summaries_in_flight=CAP)
+    histories = {f"c{n}-": _over_the_trigger(f"c{n}-") for n in range(THREADS)}
+    results = await _all_at_once(manager, histories, mode)
+    assert counter.peak <= CAP  # the summarizer's own count
+    assert manager.slots.peak_in_flight <= CAP
+    busy, made = [], []
+    for prefix, (result, took) in results.items():
+        assert _has_summary(result), prefix  # every prompt has one: the model's or ours
+        decisions = _summaries(result)
+        assert decisions, prefix
+        first = decisions[0].detail
+        if first["source"] == "fallback":
+            assert BUSY in first["error"] and f"max_summaries_in_flight={CAP}" in first["error"]
+            assert first["model_calls"] == 0 and first["dump_ref"]  # insured, never called
+            busy.append((prefix, took))
+        else:
+            made.append(prefix)
+    assert busy, "with 10 summaries due at once and 2 slots, some found the summarizer busy"
+    calls = sum(d.detail["model_calls"] for r, _ in results.values() for d in _summaries(r))
+    assert counter.calls == calls  # the fallen-back ones never reached the summarizer
+    assert manager.slots.busy >= len(busy)
+    assert manager.slots.in_flight == 0
+    # nothing waited for a slot: a fallen-back build does not take the summarizer's delay
+    assert min(took for _, took in busy) < model.delay
+
+
+async def test_a_withdrawn_preparation_with_no_slot_free_gets_the_deterministic_summary(
+    mode: str,
+) -> None:
+    """At the trigger, a preparation still queued is withdrawn; the call finds no slot free."""
+    counter = InFlight()
+    model = CountedSummarizer(delay=1.5, counter=counter)
+    manager = _manager(model, max_summaries_in_flight=CAP)
+    threads: dict[str, dict[str, Any]] = {}
+    for n in range(THREADS):  # 2 preparations run, 8 wait for a slot
+        prefix = f"w{n}-"
+        manager.archive = _archive(prefix)
+        messages = _start(prefix)
+        _, state, _ = await _grow_until(manager, messages, None, "prepare", mode, prefix)
+        threads[prefix] = {"messages": messages, "state": state, "archive": manager.archive}
+    assert manager.preparer is not None
+    for _ in range(40):  # the first two preparations hold both slots
+        if counter.now == CAP:
+            break
+        await asyncio.sleep(0.05)
+    assert counter.now == CAP
+    fell_back = 0
+    for prefix in list(threads)[CAP:]:  # the queued ones reach their triggers first
+        thread = threads[prefix]
+        manager.archive = thread["archive"]
+        result, _, took = await _grow_until(
+            manager, thread["messages"], thread["state"], "auto_compact", mode, prefix
+        )
+        detail = _kinds(result)["auto_compact"].detail
+        assert detail["ahead"] == "not ready: summarized now"
+        assert _has_summary(result)
+        if detail["source"] == "fallback":
+            assert BUSY in detail["error"] and detail["model_calls"] == 0
+            assert took < model.delay
+            fell_back += 1
+    assert fell_back == THREADS - CAP  # both slots were held by the running preparations
+    await _settle(manager, mode)
+    assert counter.calls == CAP and counter.peak <= CAP  # only the two preparations ran
+    for prefix in list(threads)[:CAP]:
+        thread = threads[prefix]
+        manager.archive = thread["archive"]
+        result, _, _ = await _grow_until(
+            manager, thread["messages"], thread["state"], "auto_compact", mode, prefix
+        )
+        assert _kinds(result)["auto_compact"].detail["ahead"] == "prepared"
+    assert counter.calls == CAP and manager.slots.peak_in_flight <= CAP
+
+
+async def test_the_slots_gate_a_summarizer_plan(mode: str) -> None:
+    """`SummarySlots.plan`: a slot per model summary; none free: the deterministic one."""
+    counter = InFlight()
+    summarizer = Summarizer(model=CountedSummarizer(delay=0.01, counter=counter))
+    slots = SummarySlots(1)
+    span = [HumanMessage("fix the parser in src/parse.py", id="h")]
+    drive = run_plan if mode == "sync" else None
+
+    async def summarize() -> Any:
+        plan = slots.plan(summarizer, span, None)
+        return drive(plan) if drive is not None else await arun_plan(plan)
+
+    outcome = await summarize()
+    assert outcome.source == "model" and slots.calls == 1 and slots.in_flight == 0
+    assert slots.try_take()  # someone else holds the one slot
+    outcome = await summarize()
+    assert outcome.source == "fallback" and BUSY in outcome.error
+    assert "src/parse.py" in outcome.text  # the deterministic summary of the span
+    assert counter.calls == 1 and slots.busy == 1
+    slots.release(background=False)
+    assert (await summarize()).source == "model"
+    assert SummarySlots(None).try_take()  # no cap: always a slot
+    no_model = slots.plan(Summarizer(), span, None)
+    assert run_plan(no_model).source == "fallback" and slots.busy == 1  # no model: no slot
+
+
+def test_every_summary_of_a_manager_shares_its_slots() -> None:
+    """Builds, rebuilds and the preparer hold the manager's one `SummarySlots`."""
+    manager = ContextManager(
+        context_window_tokens=8_000,
+        strategies=default_strategies(),
+        prepare_summaries=True,
+        max_summaries_in_flight=3,
+    )
+    assert manager.preparer is not None and manager.preparer.slots is manager.slots
+    assert manager.slots.max_in_flight == 3
+    resources = manager._resources(None)
+    assert resources.summarize is not None
+    gate: Any = resources.summarize  # `manager.slots.gate(manager.summarizer)`
+    assert gate.func.__self__ is manager.slots and gate.args == (manager.summarizer,)
