@@ -49,6 +49,7 @@ from langgraph_ctx.archive.codec import (
     encode_message,
     encode_messages,
 )
+from langgraph_ctx.checks import check_str
 from langgraph_ctx.errors import (
     ArchiveAccessError,
     ArchiveCorruptError,
@@ -125,6 +126,7 @@ class Archive:
             )
             raise ConfigError(msg)
         self.backend: ArchiveBackend = backend
+        check_str("where", where, optional=True, example="the graph's store", owner="Archive")
         self.where = where if where is not None else f"its backend ({type(backend).__name__})"
         self.thread_id = thread_id
         self.user_id = user_id
