@@ -51,7 +51,7 @@ from benchmarks.pipeline import Aggregate, Ours
 from benchmarks.replay import FactEchoModel, ReplayResult, System, load_trajectories, replay
 from benchmarks.workload import generate_workload
 from langgraph_ctx.messages import text_of
-from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.strategies import default_strategies
 
 __all__ = ["SummaryModel", "WORKLOADS", "our_budget", "run"]

@@ -24,7 +24,7 @@ from benchmarks.tokens import synthetic_history
 from langgraph_ctx import ContextManager
 from langgraph_ctx.archive import Archive, StoreBackend
 from langgraph_ctx.strategies import default_strategies
-from langgraph_ctx.summarize import Summarizer
+from langgraph_ctx.summaries.summarizer import Summarizer
 
 SIZES = (1_000, 4_000, 8_000, 20_000)
 WINDOW = 32_000

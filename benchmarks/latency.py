@@ -37,7 +37,7 @@ from benchmarks.workload import generate_workload
 from langgraph_ctx import ContextManager
 from langgraph_ctx.archive import Archive, StoreBackend
 from langgraph_ctx.strategies import default_strategies
-from langgraph_ctx.summarize import Summarizer
+from langgraph_ctx.summaries.summarizer import Summarizer
 
 DELAY = 2.0
 """Seconds every summarizer call takes."""
@@ -234,7 +234,7 @@ def _replay_cost(spec: Any, runs: list[Any], prepare: bool) -> dict[str, float]:
     from benchmarks.cost import _model
     from benchmarks.pipeline import Ours
     from benchmarks.replay import replay
-    from langgraph_ctx.report import ContextBudget
+    from langgraph_ctx.prompt.report import ContextBudget
 
     totals = {"cost": 0.0, "input": 0.0, "calls": 0.0, "facts": 0.0, "facts_total": 0.0}
     budget = ContextBudget(context_window_tokens=spec.window, reserved_output_tokens=spec.reserved)

@@ -62,7 +62,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from benchmarks.llama_replay import Record, distribution, replay_runs
 from langgraph_ctx import ContextMemory
-from langgraph_ctx.memory import REPORT_KEY
+from langgraph_ctx.prompt.report import REPORT_KEY
 
 READS_PER_TURN = 3
 SYSTEM = "You are a coding agent. Read files with read_file before changing them."

@@ -35,7 +35,7 @@ from langchain_core.tools import StructuredTool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import ApproximateCounter, ContextMemory
-from langgraph_ctx.memory import REPORT_KEY
+from langgraph_ctx.prompt.report import REPORT_KEY
 
 
 class Record(TypedDict):

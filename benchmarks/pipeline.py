@@ -57,19 +57,19 @@ from benchmarks.replay import (
 )
 from benchmarks.synthetic import SyntheticRun, generate_run
 from langgraph_ctx.archive import Archive, StoreBackend, encode_message
+from langgraph_ctx.archive.dumps import all_dump_refs
 from langgraph_ctx.cli.measure import same_for_provider
 from langgraph_ctx.errors import ContextWindowExceededError
-from langgraph_ctx.memory import all_dump_refs
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.pipeline import ContextManager
-from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.strategies import (
     DropMemory,
     PruneToolOutputs,
     SlidingWindow,
     default_strategies,
 )
-from langgraph_ctx.summarize import Summarizer
+from langgraph_ctx.summaries.summarizer import Summarizer
 
 WINDOW = 32_000
 LIMIT = WINDOW  # no output reserve

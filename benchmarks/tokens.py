@@ -38,8 +38,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 
 from benchmarks._table import fmt_duration, fmt_int, fmt_rate, fmt_ratio, print_table
 from benchmarks.trajectories import load_trajectories
-from langgraph_ctx._encodings import get_encoding, prime_tiktoken_cache
 from langgraph_ctx.tokens import TiktokenCounter
+from langgraph_ctx.tokens._encodings import get_encoding, prime_tiktoken_cache
 
 MODEL = "gpt-4o"
 SIZES = (100, 1_000, 5_000)

@@ -14,7 +14,7 @@ says what it did (the `context_cost` report).
 - `ScriptedChatModel`: a chat model replaying a script, to try all this without a key.
 
 Less common pieces live in their modules: `langgraph_ctx.errors` (every error class),
-`langgraph_ctx.messages` (blocks, turns, validation), `langgraph_ctx.summarize`
+`langgraph_ctx.messages` (blocks, turns, validation), `langgraph_ctx.prompt.fallback`
 (`fallback_summary`), `langgraph_ctx.tokens` (`context_window_for`, `prime_tiktoken_cache`).
 """
 

@@ -326,7 +326,7 @@ STRATEGIES: list[Cell] = [
             validate_messages,
         )
         from langchain_core.messages import ToolMessage
-        from langgraph_ctx.recall import make_recall_tool
+        from langgraph_ctx.archive.recall import make_recall_tool
         from langgraph_ctx.cli.demo import SYSTEM_PROMPT, make_tools, run_demo
         from langgraph_ctx.cli.playback import load_transcript
 

@@ -30,7 +30,7 @@ from langchain_core.messages import (
 )
 
 import benchmarks.trajectories
-from langgraph_ctx._encodings import prime_tiktoken_cache
+from langgraph_ctx.tokens._encodings import prime_tiktoken_cache
 
 # Modest defaults keep `pytest tests/unit` quick; HYPOTHESIS_PROFILE=thorough digs deeper, and
 # HYPOTHESIS_PROFILE=long (`make fuzz`) runs 10,000 examples per property test.

@@ -436,12 +436,12 @@ def prior_builds(draw: st.DrawFn, *, max_turns: int = 4) -> Prior:
     """A rich history that already went through a previous build; see `PRIOR_KINDS`."""
     from langgraph.store.memory import InMemoryStore
 
-    from langgraph_ctx._assembly import is_summary_message
     from langgraph_ctx.archive import Archive
     from langgraph_ctx.errors import ContextWindowExceededError
-    from langgraph_ctx.memory import ContextMemory
+    from langgraph_ctx.graph.memory import ContextMemory
+    from langgraph_ctx.messages.base import is_summary_message
     from langgraph_ctx.pipeline import ContextManager
-    from langgraph_ctx.report import ContextBudget
+    from langgraph_ctx.prompt.report import ContextBudget
     from langgraph_ctx.strategies import Compaction
     from tests.conftest import make_strategies
 
@@ -612,7 +612,7 @@ class Setup:
 
         from langgraph_ctx.archive import Archive, StoreBackend
         from langgraph_ctx.pipeline import ContextManager
-        from langgraph_ctx.report import ContextBudget
+        from langgraph_ctx.prompt.report import ContextBudget
         from langgraph_ctx.strategies import Compaction, DynamicSummarization
         from tests.conftest import make_strategies
 

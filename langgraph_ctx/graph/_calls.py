@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware.types import ModelRequest
 
-from langgraph_ctx.graph._guard import effective_window, tool_name
+from langgraph_ctx.graph._guard import effective_window
+from langgraph_ctx.prompt.assembly import tool_name
 
 if TYPE_CHECKING:
     from langgraph_ctx.graph.memory import ContextMemory

@@ -33,7 +33,7 @@ from langchain_core.runnables.config import var_child_runnable_config
 
 from langgraph_ctx._effects import internal_metadata
 from langgraph_ctx.ledger.schema import CalledEntry
-from langgraph_ctx.prompt.assembly import tool_name as tool_name  # the middleware reads it
+from langgraph_ctx.prompt.assembly import tool_name
 from langgraph_ctx.prompt.render import references_recall
 from langgraph_ctx.tokens._providers import ls_params
 from langgraph_ctx.tokens.counter import count_tool_tokens

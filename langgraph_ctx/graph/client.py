@@ -15,7 +15,7 @@ names (`store.get_item` in the archive's namespace, `("langgraph_ctx", [user,] t
 Example:
     ```python
     from langgraph_sdk import get_sync_client
-    from langgraph_ctx.client import full_history
+    from langgraph_ctx.graph.client import full_history
 
     client = get_sync_client(url="http://127.0.0.1:2024")
     for message in full_history(client, thread_id, limit=50):

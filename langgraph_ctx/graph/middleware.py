@@ -53,10 +53,10 @@ from langgraph_ctx.graph._guard import (
     Received,
     learned,
     same_model,
-    tool_name,
 )
 from langgraph_ctx.graph.state import ContextAgentState
 from langgraph_ctx.ledger.edits import set_called
+from langgraph_ctx.prompt.assembly import tool_name
 from langgraph_ctx.prompt.render import references_recall, without_recall_calls
 from langgraph_ctx.prompt.report import attach_report
 from langgraph_ctx.tokens._calibration import after_overflow, received_prompt

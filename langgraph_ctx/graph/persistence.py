@@ -15,10 +15,6 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
 from langgraph_ctx.archive._backends import ArchiveBackend, DirectoryBackend
-from langgraph_ctx.archive.dumps import all_dump_refs as all_dump_refs  # re-exported: public here
-from langgraph_ctx.archive.history import FullHistory as FullHistory
-from langgraph_ctx.archive.history import afull_history as afull_history
-from langgraph_ctx.archive.history import full_history as full_history
 from langgraph_ctx.checks import check_path
 from langgraph_ctx.errors import ConfigError, shorten
 

@@ -16,11 +16,13 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive.archive import Archive
-from langgraph_ctx.archive.dumps import all_dump_refs as all_dump_refs  # re-exported: public here
-from langgraph_ctx.archive.history import FullHistory as FullHistory
-from langgraph_ctx.archive.history import afull_history as afull_history
-from langgraph_ctx.archive.history import ahistory_page, history_page
-from langgraph_ctx.archive.history import full_history as full_history
+from langgraph_ctx.archive.history import (
+    FullHistory,
+    afull_history,
+    ahistory_page,
+    full_history,
+    history_page,
+)
 from langgraph_ctx.pipeline.result import BuildResult
 from langgraph_ctx.prompt.report import ContextCostReport
 

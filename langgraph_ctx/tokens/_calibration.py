@@ -28,21 +28,10 @@ from langgraph_ctx.ledger.edits import (
     set_calibration_pending,
 )
 from langgraph_ctx.ledger.schema import ContextLedger
-from langgraph_ctx.tokens._ratios import (
-    MAX_RATIO,
-    MIN_SHARE,
-    TRUST_BELOW_ONE,
-    WINDOW,
-    applied,
-    fit,
-)
+from langgraph_ctx.tokens._ratios import MAX_RATIO, WINDOW, applied, fit
 from langgraph_ctx.tokens.approximate import PARTS
 
 __all__ = [
-    "MAX_RATIO",
-    "MIN_SHARE",
-    "TRUST_BELOW_ONE",
-    "WINDOW",
     "after_overflow",
     "current_ratio",
     "current_ratios",

@@ -34,10 +34,12 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from langgraph_ctx.archive import encode_message
-from langgraph_ctx.cli.replay import replay_tools as cli_replay_tools
-from langgraph_ctx.memory import REPORT_KEY, ContextMemory, all_dump_refs
+from langgraph_ctx.archive.dumps import all_dump_refs
+from langgraph_ctx.cli.playback import replay_tools as cli_replay_tools
+from langgraph_ctx.graph.memory import ContextMemory
+from langgraph_ctx.graph.state import ContextState
 from langgraph_ctx.messages import validate_messages
-from langgraph_ctx.state import ContextState
+from langgraph_ctx.prompt.report import REPORT_KEY
 from tests.fakes import ScriptedChatModel, Step
 
 # --- recorded runs ------------------------------------------------------------------------
@@ -190,7 +192,7 @@ def compacting_memory(**options: Any) -> ContextMemory:
     For `recall_script`; no archive and no store unless `options` give one.
     """
     from langgraph_ctx import Compaction
-    from langgraph_ctx.report import ContextBudget
+    from langgraph_ctx.prompt.report import ContextBudget
     from tests.conftest import make_strategies
 
     budget = ContextBudget(context_window_tokens=14_000, trigger=0.95, target=0.6)

@@ -13,7 +13,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import ContextMemory
-from langgraph_ctx.summarize import Summarizer
+from langgraph_ctx.summaries.summarizer import Summarizer
 from tests.conftest import run
 from tests.fakes import scripted
 from tests.unit.test_ahead import SlowSummarizer

@@ -16,13 +16,13 @@ from langgraph_ctx.archive import (
     encode_message,
     encode_messages,
 )
+from langgraph_ctx.archive.recall import make_recall_tool
 from langgraph_ctx.errors import (
     ArchiveAccessError,
     ArchiveCorruptError,
     ArchiveEntryNotFoundError,
 )
 from langgraph_ctx.messages import ensure_ids
-from langgraph_ctx.recall import make_recall_tool
 from tests.conftest import call
 
 pytestmark = pytest.mark.postgres

@@ -19,7 +19,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.warnings import LangGraphDeprecatedSinceV10
 
 from langgraph_ctx import ApproximateCounter, ContextMemory, ContextReactState, TiktokenCounter
-from langgraph_ctx.memory import REPORT_KEY
+from langgraph_ctx.prompt.report import REPORT_KEY
 from tests.conftest import summary_first_strategies
 from tests.integration._agents import drive, hand_built, synthetic_script
 

@@ -23,7 +23,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import ApproximateCounter, Compaction, ContextMemory, TiktokenCounter
 from langgraph_ctx.errors import ContextWindowExceededError
-from langgraph_ctx.memory import REPORT_KEY
+from langgraph_ctx.prompt.report import REPORT_KEY
 from tests.conftest import make_strategies
 from tests.fakes import ScriptedChatModel
 
@@ -95,7 +95,7 @@ def run(
 
     Ours last, it sees the request the fallback middleware sends to each model; ours first,
     the fallback middleware swaps the model inside it and the call guard counts each call as
-    the called model receives it (`langgraph_ctx._guard`).
+    the called model receives it (`langgraph_ctx.graph._guard`).
     """
     memory = ContextMemory(
         model=primary,

@@ -41,8 +41,8 @@ from pydantic import BaseModel
 from typing_extensions import TypedDict
 
 from langgraph_ctx import Compaction, ContextBudget, ContextMemory
-from langgraph_ctx.memory import REPORT_KEY
 from langgraph_ctx.messages import text_of
+from langgraph_ctx.prompt.report import REPORT_KEY
 from langgraph_ctx.tokens import get_counter
 from tests.conftest import make_strategies
 from tests.fakes import ScriptedChatModel
@@ -317,7 +317,7 @@ def baseline_summaries() -> int:
 CHANGES_THE_REQUEST = {"todo_list", "dynamic_prompt", "model_fallback_smaller", "tool_selector"}
 """Middleware that changes the request (system prompt, tools, model) after the build when it is
 placed inside ours. The build cannot count what it never sees; the call guard counts what the
-model receives and the next builds leave room for it (`langgraph_ctx._guard`)."""
+model receives and the next builds leave room for it (`langgraph_ctx.graph._guard`)."""
 
 
 def orders(name: str) -> list[Any]:

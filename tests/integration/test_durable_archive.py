@@ -38,7 +38,7 @@ from langgraph_ctx import ContextMemory
 from langgraph_ctx.archive import NAMESPACE_ROOT, decode_message, encode_message
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.graph.durable import checkpointer_archive
-from langgraph_ctx.memory import REPORT_KEY
+from langgraph_ctx.prompt.report import REPORT_KEY
 from tests.conftest import run
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (

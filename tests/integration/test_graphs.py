@@ -24,11 +24,11 @@ from typing_extensions import TypedDict
 
 from langgraph_ctx import Compaction, ContextMemory
 from langgraph_ctx.archive import encode_message
+from langgraph_ctx.archive.dumps import all_dump_refs
 from langgraph_ctx.errors import ContextWindowExceededError
+from langgraph_ctx.graph.state import ContextReactState
 from langgraph_ctx.ledger import covered_ids
-from langgraph_ctx.memory import REPORT_KEY, all_dump_refs
-from langgraph_ctx.report import ContextBudget
-from langgraph_ctx.state import ContextReactState
+from langgraph_ctx.prompt.report import REPORT_KEY, ContextBudget
 from tests.conftest import load_trajectories, make_strategies, summary_first_strategies
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (

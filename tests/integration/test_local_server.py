@@ -24,7 +24,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import ApproximateCounter, ContextMemory
 from langgraph_ctx.errors import is_context_overflow
-from langgraph_ctx.memory import REPORT_KEY
+from langgraph_ctx.prompt.report import REPORT_KEY
 from tests.local_server import OVERFLOW_MESSAGE, LocalChatServer, count_prompt
 
 pytest.importorskip("sentencepiece")

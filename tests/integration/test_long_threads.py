@@ -16,9 +16,10 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import ContextMemory
-from langgraph_ctx._dumps import parse_dump_index
-from langgraph_ctx.memory import REPORT_KEY, all_dump_refs
+from langgraph_ctx.archive.dumps import all_dump_refs
+from langgraph_ctx.ledger.summary import parse_dump_index
 from langgraph_ctx.messages import text_of, validate_messages
+from langgraph_ctx.prompt.report import REPORT_KEY
 from tests.conftest import summary_first_strategies
 from tests.fakes import ScriptedChatModel
 

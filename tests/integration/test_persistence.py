@@ -22,8 +22,8 @@ from langgraph.types import Command
 from langgraph_ctx import Compaction, ContextMemory
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.messages import get_tag, validate_messages
-from langgraph_ctx.rebuild import HINT_NOTE
-from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.prompt.report import ContextBudget
+from langgraph_ctx.summaries.rebuild import HINT_NOTE
 from tests.conftest import make_strategies, summary_first_strategies
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (

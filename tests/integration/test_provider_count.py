@@ -22,8 +22,8 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import ApproximateCounter, ContextMemory, counter_for_model
-from langgraph_ctx.memory import REPORT_KEY
-from langgraph_ctx.provider_count import ProviderCounter
+from langgraph_ctx.prompt.report import REPORT_KEY
+from langgraph_ctx.tokens.provider_count import ProviderCounter
 from tests.anthropic_server import AnthropicCountServer
 from tests.fakes import ScriptedChatModel
 from tests.gemini_server import GeminiCountServer, count_request

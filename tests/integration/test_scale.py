@@ -24,8 +24,8 @@ from langgraph.store.postgres import PostgresStore
 
 from langgraph_ctx import ContextMemory
 from langgraph_ctx.archive import encode_message
+from langgraph_ctx.archive.dumps import all_dump_refs
 from langgraph_ctx.errors import ArchiveError
-from langgraph_ctx.memory import all_dump_refs
 from langgraph_ctx.messages import validate_messages
 from tests.conftest import summary_first_strategies
 from tests.fakes import ScriptedChatModel

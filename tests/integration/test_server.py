@@ -33,8 +33,8 @@ pytest.importorskip("langgraph_api", reason="needs the test extra (langgraph-cli
 from langgraph_sdk import get_client, get_sync_client
 
 from langgraph_ctx.archive import encode_message
-from langgraph_ctx.client import afull_history, full_history, state_messages
 from langgraph_ctx.errors import ArchiveAccessError, ConfigError
+from langgraph_ctx.graph.client import afull_history, full_history, state_messages
 from tests.test_readme import section
 
 pytestmark = pytest.mark.slow
@@ -189,7 +189,7 @@ async def test_server_runs_both_graphs_and_recalls_across_a_restart(server: Serv
 
 
 async def test_a_ui_reads_the_full_history_of_a_thread_a_rebuild_emptied(server: Server) -> None:
-    """`langgraph_ctx.client`: what a UI renders is every message the thread produced, in
+    """`langgraph_ctx.graph.client`: what a UI renders is every message the thread produced, in
     order, byte for byte, although the thread state keeps only the last turn."""
     client = get_client(url=server.url)
     thread_id = (await client.threads.create())["thread_id"]

@@ -3,7 +3,7 @@
 A real `create_agent` agent on SQLite (checkpointer and store), a model that reports its prompt
 tokens, a rebuild after every turn past half the window and `remove_summarized`: the state keeps
 a few messages, the archive the rest. `get_full_history`, `get_history_page` and the wire path
-of `langgraph_ctx.client` (the thread state as JSON plus the store's dumps) give back every
+of `langgraph_ctx.graph.client` (the thread state as JSON plus the store's dumps) give back every
 message, in order, byte for byte.
 """
 
@@ -23,10 +23,10 @@ from langgraph.store.sqlite.aio import AsyncSqliteStore
 
 from langgraph_ctx import ContextMemory
 from langgraph_ctx.archive import Archive, encode_message
-from langgraph_ctx.client import state_messages
+from langgraph_ctx.archive.dumps import all_dump_refs
+from langgraph_ctx.archive.history import ahistory_page, history_page
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.history import ahistory_page, history_page
-from langgraph_ctx.memory import all_dump_refs
+from langgraph_ctx.graph.client import state_messages
 from langgraph_ctx.scripted import ScriptedChatModel
 from langgraph_ctx.strategies import SlidingWindow
 from tests.conftest import run
@@ -170,7 +170,7 @@ def test_the_last_page_reads_only_the_newest_dump(thread: dict[str, Any]) -> Non
 
 
 def test_the_wire_state_gives_the_same_bytes(thread: dict[str, Any]) -> None:
-    """What `langgraph_ctx.client` does with the server's JSON: same messages, same bytes."""
+    """What `langgraph_ctx.graph.client` does with the server's JSON: same messages, same bytes."""
     agent, memory, config = thread["agent"], thread["memory"], thread["config"]
     values = agent.get_state(config).values
     wire = json.loads(

@@ -44,9 +44,11 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_ctx import ContextMemory
 from langgraph_ctx._effects import run_plan
 from langgraph_ctx.archive import Archive, encode_message
+from langgraph_ctx.archive.dumps import all_dump_refs
+from langgraph_ctx.archive.history import full_history
 from langgraph_ctx.errors import ArchiveError
-from langgraph_ctx.memory import REPORT_KEY, all_dump_refs, full_history
 from langgraph_ctx.messages import repair_messages, validate_messages
+from langgraph_ctx.prompt.report import REPORT_KEY
 from tests.conftest import summary_first_strategies
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (

@@ -33,15 +33,15 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx import ContextMemory
-from langgraph_ctx._backends import Namespace, StoreBackend
 from langgraph_ctx.archive import encode_message
+from langgraph_ctx.archive._backends import Namespace, StoreBackend
+from langgraph_ctx.archive.dumps import all_dump_refs
 from langgraph_ctx.errors import ArchiveError, ContextWindowExceededError
-from langgraph_ctx.memory import all_dump_refs
+from langgraph_ctx.graph.state import ContextState
 from langgraph_ctx.messages import text_of, validate_messages
-from langgraph_ctx.report import ContextBudget
-from langgraph_ctx.state import ContextState
+from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.strategies import Compaction
-from langgraph_ctx.summarize import Summarizer
+from langgraph_ctx.summaries.summarizer import Summarizer
 from tests.conftest import make_strategies, run, summary_first_strategies
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import (

@@ -19,8 +19,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx import ContextManager, ContextMemory
-from langgraph_ctx._backends import StoreBackend
 from langgraph_ctx.archive import Archive
+from langgraph_ctx.archive._backends import StoreBackend
 from langgraph_ctx.messages import text_of, validate_messages
 from langgraph_ctx.strategies import (
     Compaction,

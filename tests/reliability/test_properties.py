@@ -53,12 +53,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx import ContextMemory
-from langgraph_ctx._assembly import is_summary_message
 from langgraph_ctx._effects import run_plan
 from langgraph_ctx.archive import Archive, encode_message
+from langgraph_ctx.archive.dumps import all_dump_refs
+from langgraph_ctx.archive.history import full_history
 from langgraph_ctx.errors import ContextWindowExceededError
-from langgraph_ctx.memory import all_dump_refs, full_history
 from langgraph_ctx.messages import get_tag, validate_messages
+from langgraph_ctx.messages.base import is_summary_message
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.strategies import Compaction
 from langgraph_ctx.tokens import TiktokenCounter

@@ -25,10 +25,10 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx import ContextManager, ContextMemory, Summarizer
 from langgraph_ctx.archive import NAMESPACE_ROOT, Archive, ArchiveRef, DirectoryBackend
+from langgraph_ctx.archive.recall import make_recall_tool
 from langgraph_ctx.errors import ArchiveAccessError, ArchiveError, ConfigError
-from langgraph_ctx.memory import REPORT_KEY
 from langgraph_ctx.messages import text_of
-from langgraph_ctx.recall import make_recall_tool
+from langgraph_ctx.prompt.report import REPORT_KEY
 from tests.conftest import make_conversation, make_strategies, summary_first_strategies
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import Script, check_prompts, drive

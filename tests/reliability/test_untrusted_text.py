@@ -25,14 +25,16 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx import ContextManager, ContextMemory
-from langgraph_ctx._summary_text import MARKUP_TAGS, _parse, escape_markup, result_lines
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.prompt.assembly import ENTITY_VALUES, MEMORY_ITEMS
-from langgraph_ctx.prompt.markup import data_label, quoted_data
+from langgraph_ctx.prompt.fallback import fallback_summary, result_lines
+from langgraph_ctx.prompt.markup import MARKUP_TAGS, data_label, escape_markup, quoted_data
 from langgraph_ctx.prompt.render import QUOTED_LINES
-from langgraph_ctx.rebuild import render_hint
+from langgraph_ctx.prompt.sections import _parse
 from langgraph_ctx.strategies import DropMemory, SlidingWindow
-from langgraph_ctx.summarize import SUMMARY_PROMPT, Summarizer, fallback_summary
+from langgraph_ctx.summaries.rebuild import render_hint
+from langgraph_ctx.summaries.summarizer import Summarizer
+from langgraph_ctx.summaries.transcript import SUMMARY_PROMPT
 from tests.conftest import make_strategies
 from tests.fakes import ScriptedChatModel
 from tests.integration._agents import Script, check_prompts, drive

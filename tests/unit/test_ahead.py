@@ -1,4 +1,5 @@
-"""Summaries prepared ahead (`langgraph_ctx.ahead`): taken at the trigger, never mixed up."""
+"""Summaries prepared ahead (`langgraph_ctx.summaries.preparer`): taken at the trigger, never
+mixed up."""
 
 from __future__ import annotations
 
@@ -16,14 +17,16 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import PrivateAttr
 
 from langgraph_ctx import ContextManager
-from langgraph_ctx.ahead import DEFER_CALLS, SummaryPreparer, span_digest
 from langgraph_ctx.archive import Archive, StoreBackend
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.pipeline import BuildResult
-from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.strategies import SlidingWindow, default_strategies
-from langgraph_ctx.summarize import Summarizer
+from langgraph_ctx.strategies.ahead import DEFER_CALLS
+from langgraph_ctx.strategies.ahead_span import span_digest
+from langgraph_ctx.summaries.preparer import SummaryPreparer
+from langgraph_ctx.summaries.summarizer import Summarizer
 from langgraph_ctx.tokens import get_counter
 from tests.conftest import call, summary_first_strategies
 

@@ -30,6 +30,7 @@ from langgraph_ctx.archive import (
     encode_messages,
     is_archive_ref,
 )
+from langgraph_ctx.archive.recall import make_recall_tool, render_recall
 from langgraph_ctx.errors import (
     ArchiveAccessError,
     ArchiveCorruptError,
@@ -38,7 +39,6 @@ from langgraph_ctx.errors import (
     ConfigError,
 )
 from langgraph_ctx.messages import ensure_ids
-from langgraph_ctx.recall import make_recall_tool, render_recall
 from tests.conftest import call
 
 trajectory_params = [pytest.param(p, id=name_of(p)) for p in trajectory_files()]

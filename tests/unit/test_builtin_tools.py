@@ -7,7 +7,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.tools import tool
 
 from langgraph_ctx.pipeline import ContextManager
-from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.tokens import ApproximateCounter, TiktokenCounter
 
 BUILT_IN = {"type": "web_search_preview"}

@@ -23,12 +23,7 @@ from langchain_core.messages import (
 from langgraph_ctx import count_tokens
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.cli import main
-from langgraph_ctx.cli.replay import (
-    load_transcript,
-    replay_model,
-    replay_tools,
-    split_turns,
-)
+from langgraph_ctx.cli.playback import load_transcript, replay_model, replay_tools, split_turns
 from langgraph_ctx.cli.threads import inspect_thread
 from tests.conftest import TRAJECTORY_DIR, make_conversation
 

@@ -19,7 +19,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_ctx.archive import Archive
 from langgraph_ctx.messages import validate_messages
 from langgraph_ctx.pipeline import ContextManager
-from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.strategies import DynamicSummarization
 from langgraph_ctx.tokens import TiktokenCounter
 from tests.conftest import make_strategies, run

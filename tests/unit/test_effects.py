@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_ctx._backends import StoreBackend
 from langgraph_ctx._effects import (
     BackendGet,
     BackendPut,
@@ -21,6 +20,7 @@ from langgraph_ctx._effects import (
     arun_plan,
     run_plan,
 )
+from langgraph_ctx.archive._backends import StoreBackend
 
 REQUEST_ID: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="none")
 

@@ -11,17 +11,17 @@ import tiktoken.load
 import tiktoken_ext.openai_public as openai_public
 from hypothesis import given
 
-from langgraph_ctx._encodings import (
+from langgraph_ctx.errors import TokenizerUnavailableError
+from langgraph_ctx.tokens import (
+    TiktokenCounter,
+    _encodings,  # where the code lives: the tests patch its globals
+)
+from langgraph_ctx.tokens._encodings import (
     SUPPORTED_ENCODINGS,
     _parse_ranks,
     get_encoding,
     prime_tiktoken_cache,
     verified_rank_bytes,
-)
-from langgraph_ctx.errors import TokenizerUnavailableError
-from langgraph_ctx.tokens import (
-    TiktokenCounter,
-    _encodings,  # where the code lives: the tests patch its globals
 )
 from tests.strategies import texts
 

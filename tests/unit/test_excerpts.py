@@ -14,17 +14,17 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_ctx.archive import Archive, StoreBackend
 from langgraph_ctx.archive.recall import make_recall_tool
 from langgraph_ctx.errors import ConfigError
-from langgraph_ctx.excerpt import (
+from langgraph_ctx.messages import text_of, validate_messages
+from langgraph_ctx.messages.content import is_recalled
+from langgraph_ctx.pipeline import ContextManager
+from langgraph_ctx.prompt.excerpt import (
     LaterUse,
     excerpt_lines,
     quoted_lines,
     render_excerpt,
     salient_names,
 )
-from langgraph_ctx.messages import text_of, validate_messages
-from langgraph_ctx.messages.content import is_recalled
-from langgraph_ctx.pipeline import ContextManager
-from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.strategies import (
     Compaction,
     DropMemory,
@@ -33,7 +33,7 @@ from langgraph_ctx.strategies import (
     default_strategies,
     strategies_from_config,
 )
-from langgraph_ctx.summarize import Summarizer
+from langgraph_ctx.summaries.summarizer import Summarizer
 from tests.fakes import ScriptedChatModel
 from tests.providers import provider_problems
 

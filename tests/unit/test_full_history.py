@@ -7,8 +7,8 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx import Archive
 from langgraph_ctx.archive import encode_message
+from langgraph_ctx.archive.history import afull_history, full_history
 from langgraph_ctx.errors import ArchiveError
-from langgraph_ctx.memory import afull_history, full_history
 from tests.conftest import make_conversation, run
 
 

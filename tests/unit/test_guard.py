@@ -14,8 +14,10 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import ApproximateCounter, ContextMemory
-from langgraph_ctx._guard import CallGuard, CallRefused, effective_window, learned
-from langgraph_ctx._render import (
+from langgraph_ctx.errors import ContextWindowExceededError
+from langgraph_ctx.graph._guard import CallGuard, CallRefused, effective_window, learned
+from langgraph_ctx.ledger import repair_ledger
+from langgraph_ctx.prompt.render import (
     compacted_text,
     pruned_text,
     references_recall,
@@ -23,8 +25,6 @@ from langgraph_ctx._render import (
     summary_message_for,
     without_recall_calls,
 )
-from langgraph_ctx.errors import ContextWindowExceededError
-from langgraph_ctx.ledger import repair_ledger
 from langgraph_ctx.scripted import ScriptedChatModel
 from langgraph_ctx.tokens import get_counter
 

@@ -1,7 +1,16 @@
+import ast
+import importlib
+import importlib.util
+import json
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import langgraph_ctx
+from tests.unit.test_layers import _all, _defined, _is_package, _modules
+
+ROOT = Path(__file__).resolve().parents[2]
 
 EXPECTED = [
     "ApproximateCounter",
@@ -75,3 +84,88 @@ def test_the_library_loads_no_tool_or_postgres_dependency() -> None:
     heavy = ("rich", "psycopg", "psycopg_pool", "langgraph.checkpoint.postgres", "matplotlib")
     heavy += ("langgraph_ctx.cli",)
     assert [n for n in loaded if n in heavy or n.startswith(tuple(f"{h}." for h in heavy))] == []
+
+
+# --- one import path per name (issue 36) ----------------------------------------------------------
+
+CODE_BLOCK_RE = re.compile(r"```(?:python|py)\n(.*?)```", flags=re.S)
+
+
+def _sources() -> list[tuple[str, str]]:
+    """(label, Python source) of every place that imports the package: its modules, the tests,
+    the benchmarks, the notebooks' code cells and the code blocks of the README and the docs."""
+    found = [
+        (path.relative_to(ROOT).as_posix(), path.read_text(encoding="utf-8"))
+        for folder in ("langgraph_ctx", "tests", "benchmarks", "notebooks")
+        for path in sorted((ROOT / folder).rglob("*.py"))
+    ]
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        found += [
+            (f"{path.name} cell {n}", "".join(cell["source"]))
+            for n, cell in enumerate(cells)
+            if cell["cell_type"] == "code"
+        ]
+    for path in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        text = path.read_text(encoding="utf-8")
+        found += [
+            (f"{path.relative_to(ROOT).as_posix()} block {n}", block)
+            for n, block in enumerate(CODE_BLOCK_RE.findall(text))
+        ]
+    return found
+
+
+def _misplaced(label: str, source: str) -> list[str]:
+    """The imports of `source` that take a package name from a module that does not define
+    it (a package's `__init__` may give the names of its `__all__`)."""
+    modules = _modules()
+    wrong = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            wrong += [
+                f"{label}:{node.lineno}: no module {a.name}"
+                for a in node.names
+                if a.name.split(".")[0] == "langgraph_ctx" and a.name not in modules
+            ]
+        if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
+            continue
+        if node.module.split(".")[0] != "langgraph_ctx":
+            continue
+        if node.module not in modules:
+            wrong.append(f"{label}:{node.lineno}: no module {node.module}")
+            continue
+        for alias in node.names:
+            name = alias.name
+            if f"{node.module}.{name}" in modules or name in _defined(node.module):
+                continue
+            if _is_package(node.module) and name in _all(node.module):
+                continue
+            wrong.append(f"{label}:{node.lineno}: {name} does not live in {node.module}")
+    return wrong
+
+
+def test_every_import_takes_a_name_from_where_it_lives() -> None:
+    wrong = [line for label, source in _sources() for line in _misplaced(label, source)]
+    assert wrong == []
+
+
+def test_the_changelog_says_where_the_names_of_each_removed_module_live() -> None:
+    """Each module the changelog lists as removed is gone, and each of its names is importable
+    from the path the changelog gives."""
+    text = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
+    removed = text.split("\n### Removed\n", 1)[1].split("\n### ", 1)[0]
+    entries = re.findall(r"^- `(langgraph_ctx[\w.]*)`: (.+)$", removed, flags=re.M)
+    assert len(entries) >= 23
+    wrong = []
+    for old, moves in entries:
+        if importlib.util.find_spec(old) is not None:
+            wrong.append(f"{old} still exists")
+        for move in moves.split("; "):
+            names, new = move.split(" -> ")
+            module = importlib.import_module(new.strip("`"))
+            wrong += [
+                f"{old}.{name} is not in {module.__name__}"
+                for name in re.findall(r"`(\w+)`", names)
+                if not hasattr(module, name)
+            ]
+    assert wrong == []

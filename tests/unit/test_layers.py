@@ -2,9 +2,10 @@
 
 Every module under `langgraph_ctx/` is parsed with `ast`. Its imports of the package, imports
 inside functions included and `if TYPE_CHECKING:` blocks left out, must go to its own layer or
-to a layer below it (`LAYERS`, bottom to top), never round in a circle, and never to an old
-path kept only for compatibility (`SHIMS`: thin re-export modules, left out of the graph). No
-module runs over `MAX_LINES` lines unless its docstring says why it is an exception.
+to a layer below it (`LAYERS`, bottom to top) and never round in a circle. No module runs over
+`MAX_LINES` lines unless its docstring says why it is an exception. No module exists only to
+re-export another's names: a module lists in `__all__` only names it defines, and only the
+package's `__init__` and its subpackages' `__init__` gather names defined elsewhere (issue 36).
 """
 
 from __future__ import annotations
@@ -40,36 +41,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("graph", ("langgraph_ctx.graph",)),
     ("api", ("langgraph_ctx",)),  # the package's own __init__: the public names
     ("cli", ("langgraph_ctx.cli",)),
-)
-
-SHIMS = frozenset(
-    # Old module paths that README, docs, notebooks and tests import; each re-exports the names
-    # that now live in the layers above and holds no code of its own.
-    {
-        "langgraph_ctx._assembly",
-        "langgraph_ctx._backends",
-        "langgraph_ctx._calibration",
-        "langgraph_ctx._dumps",
-        "langgraph_ctx._encodings",
-        "langgraph_ctx._guard",
-        "langgraph_ctx._media",
-        "langgraph_ctx._render",
-        "langgraph_ctx._summary_text",
-        "langgraph_ctx.ahead",
-        "langgraph_ctx.client",
-        "langgraph_ctx.excerpt",
-        "langgraph_ctx.extract",
-        "langgraph_ctx.history",
-        "langgraph_ctx.memory",
-        "langgraph_ctx.middleware",
-        "langgraph_ctx.provider_count",
-        "langgraph_ctx.rebuild",
-        "langgraph_ctx.recall",
-        "langgraph_ctx.report",
-        "langgraph_ctx.state",
-        "langgraph_ctx.summarize",
-        "langgraph_ctx.view",
-    }
 )
 
 MAX_LINES = 450
@@ -151,12 +122,11 @@ def _layer(module: str) -> int:
 
 
 def _graph() -> dict[str, set[str]]:
-    return {m: _imports(m) for m in _modules() if m not in SHIMS}
+    return {m: _imports(m) for m in _modules()}
 
 
-def test_every_shim_listed_exists_and_every_other_module_has_a_layer() -> None:
-    assert not SHIMS - set(_modules()), sorted(SHIMS - set(_modules()))
-    unplaced = [m for m in _modules() if m not in SHIMS and _layer(m) < 0]
+def test_every_module_has_a_layer() -> None:
+    unplaced = [m for m in _modules() if _layer(m) < 0]
     assert unplaced == [], f"modules in no layer of LAYERS: {unplaced}"
 
 
@@ -164,27 +134,6 @@ def test_every_folder_of_the_package_is_a_package() -> None:
     """A folder without `__init__.py` would be left out of the wheel (`packages.find`)."""
     folders = {p.parent for p in PACKAGE.rglob("*.py")}
     assert sorted(str(f) for f in folders if not (f / "__init__.py").exists()) == []
-
-
-def test_shims_only_re_export() -> None:
-    """An old path holds no code: a docstring saying where the code lives, imports, `__all__`."""
-    for shim in sorted(SHIMS):
-        tree = _tree(shim)
-        doc = ast.get_docstring(tree) or ""
-        assert "langgraph_ctx." in doc, f"{shim}: the docstring should say where the code lives"
-        for node in tree.body[1:]:
-            is_all = isinstance(node, ast.Assign) and [
-                getattr(t, "id", None) for t in node.targets
-            ] == ["__all__"]
-            assert isinstance(node, (ast.ImportFrom, ast.Import)) or is_all, (
-                f"{shim}:{node.lineno}: a re-export module holds only imports and __all__"
-            )
-
-
-def test_the_package_imports_no_old_path() -> None:
-    """Code in the package imports the new locations; the old paths serve outside code."""
-    users = {m: sorted(_imports(m) & SHIMS) for m in _graph()}
-    assert {m: s for m, s in users.items() if s} == {}
 
 
 def test_no_import_cycle() -> None:
@@ -229,7 +178,7 @@ def test_each_layer_imports_only_its_own_layer_or_those_below() -> None:
         f"{module} ({LAYERS[_layer(module)][0]}) imports {target} ({LAYERS[_layer(target)][0]})"
         for module, targets in sorted(_graph().items())
         for target in sorted(targets)
-        if target not in SHIMS and _layer(target) > _layer(module)
+        if _layer(target) > _layer(module)
     ]
     assert upward == []
 
@@ -242,3 +191,119 @@ def test_no_module_over_the_size_limit_without_a_stated_exception() -> None:
         if lines > MAX_LINES and not EXCEPTION.search(doc):
             oversize.append(f"{module}: {lines} lines")
     assert oversize == []
+
+
+# --- one import path per name (issue 36) ----------------------------------------------------------
+
+SURFACE_FROM_BELOW: dict[str, frozenset[str]] = {
+    # The archive's references live in the base layer (every layer names them); the archive's
+    # public surface lists them with the archive that writes them.
+    "langgraph_ctx.archive": frozenset({"ArchiveRef", "RefKind", "is_archive_ref"}),
+}
+
+
+def _is_package(module: str) -> bool:
+    return _modules()[module].name == "__init__.py"
+
+
+@cache
+def _defined(module: str) -> frozenset[str]:
+    """The names a module's own top-level statements bind (imports left out)."""
+    names: set[str] = set()
+
+    def walk(body: list[ast.stmt]) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+                names.add(node.target.id)
+            elif isinstance(node, (ast.If, ast.Try)):
+                walk(node.body)
+                walk(node.orelse)
+                for handler in getattr(node, "handlers", []):
+                    walk(handler.body)
+
+    walk(_tree(module).body)
+    return frozenset(names)
+
+
+@cache
+def _all(module: str) -> tuple[str, ...]:
+    for node in _tree(module).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [
+            "__all__"
+        ]:
+            return tuple(ast.literal_eval(e) for e in node.value.elts)  # type: ignore[attr-defined]
+    return ()
+
+
+def _is_all(node: ast.stmt) -> bool:
+    return isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == [
+        "__all__"
+    ]
+
+
+def test_no_module_only_re_exports() -> None:
+    """A module other than a package's `__init__` holds code: not only imports and `__all__`."""
+    bare = []
+    for module in _modules():
+        if _is_package(module):
+            continue
+        body = _tree(module).body
+        if ast.get_docstring(_tree(module)) is not None:
+            body = body[1:]
+        if all(isinstance(n, (ast.Import, ast.ImportFrom)) or _is_all(n) for n in body):
+            bare.append(module)
+    assert bare == [], f"modules that only re-export other modules' names: {bare}"
+
+
+def test_a_module_lists_only_the_names_it_defines() -> None:
+    """`__all__` of a module names what it defines, and no import is marked as a re-export
+    (`from x import y as y`): a name is imported from the module that defines it."""
+    listed = {
+        module: sorted(set(_all(module)) - _defined(module))
+        for module in _modules()
+        if not _is_package(module)
+    }
+    assert {m: names for m, names in listed.items() if names} == {}
+    marked = [
+        f"{module}:{node.lineno}: {alias.name} as {alias.asname}"
+        for module in _modules()
+        for node in _import_nodes(_tree(module))
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if alias.asname == alias.name
+    ]
+    assert marked == [], f"imports marked as re-exports: {marked}"
+
+
+def test_a_package_gathers_names_from_the_modules_that_define_them() -> None:
+    """A subpackage's `__init__` lists the names of its own modules, each imported from the
+    module that defines it; the package's `__init__` (the public API) gathers from anywhere
+    in the package, from the defining module or from a subpackage that lists the name."""
+    wrong = []
+    for package in (m for m in _modules() if _is_package(m)):
+        origin: dict[str, str] = {}
+        for node in _tree(package).body:
+            if isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    origin[alias.asname or alias.name] = node.module
+        for name in _all(package):
+            if name in _defined(package):
+                continue
+            source = origin.get(name, "?")
+            if package == "langgraph_ctx":
+                ok = source in _modules() and (
+                    name in _defined(source) or (_is_package(source) and name in _all(source))
+                )
+            else:
+                inside = source.startswith(package + ".") or name in SURFACE_FROM_BELOW.get(
+                    package, frozenset()
+                )
+                ok = inside and source in _modules() and name in _defined(source)
+            if not ok:
+                wrong.append(f"{package}.{name} (imported from {source})")
+    assert wrong == []

@@ -8,14 +8,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_ctx._dumps import (
-    DUMP_REFS_KEPT,
-    dump_refs_to_spill,
-    listed_dump_refs,
-    plan_spill_dump_refs,
-)
 from langgraph_ctx._effects import run_plan
 from langgraph_ctx.archive import Archive
+from langgraph_ctx.archive.dumps import all_dump_refs, plan_spill_dump_refs
 from langgraph_ctx.ledger import (
     add_dump_ref,
     adopt_summary,
@@ -32,8 +27,8 @@ from langgraph_ctx.ledger import (
     set_hint,
     set_window,
 )
-from langgraph_ctx.memory import all_dump_refs
-from langgraph_ctx.report import ContextCostReport, Decision, append_to_ledger_report
+from langgraph_ctx.ledger.summary import DUMP_REFS_KEPT, dump_refs_to_spill, listed_dump_refs
+from langgraph_ctx.prompt.report import ContextCostReport, Decision, append_to_ledger_report
 
 
 def test_fold_summary_covers_each_id_once_and_takes_over_from_the_hint() -> None:

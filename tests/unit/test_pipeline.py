@@ -22,7 +22,7 @@ from langgraph_ctx.errors import ConfigError, ContextWindowExceededError
 from langgraph_ctx.ledger import covered_ids
 from langgraph_ctx.messages import get_tag, text_of, validate_messages
 from langgraph_ctx.pipeline import BuildResult, ContextManager
-from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.strategies import (
     Compaction,
     DropMemory,

@@ -16,11 +16,11 @@ from typing import Any
 from hypothesis import given, settings
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langgraph_ctx._render import references_recall, without_recall_calls
 from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.messages import get_tag, text_of, validate_messages
 from langgraph_ctx.pipeline import BuildResult
-from langgraph_ctx.report import ContextBudget
+from langgraph_ctx.prompt.render import references_recall, without_recall_calls
+from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.tokens import TiktokenCounter
 from tests.strategies import COUNTERS, Setup, cases
 

@@ -24,13 +24,13 @@ from langchain_openai import ChatOpenAI
 from PIL import Image
 
 from langgraph_ctx import ApproximateCounter, ContextManager, TiktokenCounter, counter_for_model
-from langgraph_ctx._media import (
+from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.tokens._media import (
     anthropic_image_tokens,
     google_image_tokens,
     image_size,
     openai_image_tokens,
 )
-from langgraph_ctx.errors import ConfigError
 from tests.fakes import ScriptedChatModel
 
 

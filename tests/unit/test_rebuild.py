@@ -9,9 +9,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 from langgraph_ctx import ContextMemory
-from langgraph_ctx._assembly import split_base
+from langgraph_ctx.graph.state import ContextState
 from langgraph_ctx.messages import text_of
-from langgraph_ctx.state import ContextState
+from langgraph_ctx.messages.base import split_base
 
 NOTE = "Use metric units from now on."
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from langchain_core.exceptions import ContextOverflowError
 
 from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, LangGraphCtxError
-from langgraph_ctx.report import ContextBudget, ContextCostReport, Decision, brief_report
+from langgraph_ctx.prompt.report import ContextBudget, ContextCostReport, Decision, brief_report
 
 tokens = st.integers(0, 10**7)
 fractions = st.floats(0.01, 1.0)

@@ -22,13 +22,13 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx import ContextManager, ContextMemory
 from langgraph_ctx._effects import AwaitPrepared, CallHandler, PrepareSummary, arun_plan, run_plan
-from langgraph_ctx.ahead import SummaryPreparer
 from langgraph_ctx.archive import Archive, StoreBackend
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.pipeline import BuildResult
 from langgraph_ctx.strategies import default_strategies
+from langgraph_ctx.summaries.preparer import SummaryPreparer
 from langgraph_ctx.summaries.slots import DEFAULT_MAX_IN_FLIGHT, SummarySlots
-from langgraph_ctx.summarize import Summarizer
+from langgraph_ctx.summaries.summarizer import Summarizer
 from tests.unit.test_ahead import (
     SlowSummarizer,
     _grow_until,

@@ -23,14 +23,9 @@ from langchain_core.messages import (
 
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages import text_of
-from langgraph_ctx.summarize import (
-    SUMMARY_PROMPT,
-    Summarizer,
-    SummaryOutcome,
-    fallback_summary,
-    redact_messages,
-    render_transcript,
-)
+from langgraph_ctx.prompt.fallback import fallback_summary
+from langgraph_ctx.summaries.summarizer import Summarizer, SummaryOutcome
+from langgraph_ctx.summaries.transcript import SUMMARY_PROMPT, redact_messages, render_transcript
 from langgraph_ctx.tokens import count_tokens, counter_for_model
 from tests.conftest import call, load_trajectories
 from tests.fakes import ScriptedChatModel, scripted
@@ -658,7 +653,7 @@ def test_chunked_model_summary_on_a_real_trajectory() -> None:
 def test_manager_gives_its_token_counter_to_the_summarizer_it_builds() -> None:
     """Issue 16: the summarizer counts its chunks with the manager's counter, not gpt-4o's."""
     from langgraph_ctx.pipeline import ContextManager
-    from langgraph_ctx.summarize import Summarizer as _Summarizer
+    from langgraph_ctx.summaries.summarizer import Summarizer as _Summarizer
 
     def words(messages: Sequence[Any]) -> int:
         return sum(len(text_of(m).split()) for m in messages)

@@ -15,7 +15,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langgraph_ctx import ContextManager, SlidingWindow
 from langgraph_ctx.messages import text_of
-from langgraph_ctx.summarize import SUMMARY_PROMPT, Summarizer
+from langgraph_ctx.summaries.summarizer import Summarizer
+from langgraph_ctx.summaries.transcript import SUMMARY_PROMPT
 from tests.fakes import ScriptedChatModel
 
 

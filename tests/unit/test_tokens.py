@@ -15,7 +15,6 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, ConfigDict, Field
 
-from langgraph_ctx._encodings import encoding_name_for_model
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.prompt import report
 from langgraph_ctx.tokens import (
@@ -27,6 +26,7 @@ from langgraph_ctx.tokens import (
     get_counter,
     models,
 )
+from langgraph_ctx.tokens._encodings import encoding_name_for_model
 from langgraph_ctx.tokens.approximate import PARTS
 from tests.conftest import make_conversation
 from tests.fakes import ScriptedChatModel, scripted
