@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
+import uuid
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, messages_to_dict
+from langchain_core.messages import AIMessage, HumanMessage, messages_to_dict
 from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
@@ -192,24 +195,38 @@ def read_file(path: str) -> str:
 
 
 def record(db: Path, threads: dict[str, int]) -> None:
-    """Threads of a real create_agent run with ContextMemory, on a SQLite checkpointer."""
+    """Threads of a real create_agent run with ContextMemory, on a SQLite checkpointer.
+
+    Message ids are drawn from a seeded generator: an id is part of the prompt (placeholders
+    and shortened turns name it), and random ones move the prompt's size by a few tokens a
+    message, enough to change whether a summary lands in a short run.
+    """
+    seeded = random.Random(7)
+
+    def seeded_uuid4() -> uuid.UUID:
+        return uuid.UUID(int=seeded.getrandbits(128), version=4)
+
     conn = sqlite3.connect(str(db), check_same_thread=False)
     try:
-        saver = SqliteSaver(conn)
-        for thread, reads in threads.items():
-            script: list[Any] = []
-            for n in range(reads):
-                call = {"name": "read_file", "args": {"path": f"src/mod_{n}.py"}, "id": f"c{n}"}
-                said = f"handler_{n - 1}_3 calls dispatch_table_{n - 1}" if n else ""
-                script.append(AIMessage(said, tool_calls=[call]))
-            script.append(f"Done: handler_{reads - 1}_7 is the culprit.")
-            model = ScriptedChatModel(messages=script, profile={"max_input_tokens": 1_500})
-            memory = ContextMemory(model=model, reserved_output_tokens=300)
-            agent = create_agent(
-                model, [read_file], middleware=[memory.middleware()], checkpointer=saver
-            )
-            config: Any = {"configurable": {"thread_id": thread}}
-            agent.invoke({"messages": [("user", "Find the broken handler.")]}, config)
+        with mock.patch("uuid.uuid4", seeded_uuid4):
+            saver = SqliteSaver(conn)
+            for thread, reads in threads.items():
+                script: list[Any] = []
+                for n in range(reads):
+                    path = f"src/mod_{n}.py"
+                    call = {"name": "read_file", "args": {"path": path}, "id": f"c{n}"}
+                    said = f"handler_{n - 1}_3 calls dispatch_table_{n - 1}" if n else ""
+                    script.append(AIMessage(said, tool_calls=[call], id=f"{thread}-a{n}"))
+                done = f"Done: handler_{reads - 1}_7 is the culprit."
+                script.append(AIMessage(done, id=f"{thread}-done"))
+                model = ScriptedChatModel(messages=script, profile={"max_input_tokens": 1_500})
+                memory = ContextMemory(model=model, reserved_output_tokens=300)
+                agent = create_agent(
+                    model, [read_file], middleware=[memory.middleware()], checkpointer=saver
+                )
+                config: Any = {"configurable": {"thread_id": thread}}
+                task = HumanMessage("Find the broken handler.", id=f"{thread}-task")
+                agent.invoke({"messages": [task]}, config)
     finally:
         conn.close()
 
