@@ -17,55 +17,17 @@ import dataclasses
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from benchmarks._table import fmt_int, print_table
 from benchmarks.cost import QUICK, WORKLOADS, WorkloadSpec, _model, our_budget, systems
 from benchmarks.pipeline import Aggregate, Ours
 from benchmarks.replay import System, replay
-from langgraph_ctx.cli.settings import SETTINGS, Changes, Setting
-from langgraph_ctx.strategies import (
-    Compaction,
-    DropMemory,
-    PruneToolOutputs,
-    SlidingWindow,
-    default_strategies,
-)
-
-
-def _previous_release() -> list[Any]:
-    """The default list before the frontier work (issue 29), for reference."""
-    return [
-        DropMemory(),
-        PruneToolOutputs(),
-        Compaction(on_arrival=0.1),
-        SlidingWindow(summarize=True),
-    ]
-
-
-def _strategies(changes: Changes) -> list[Any]:
-    """`default_strategies()` with `changes` made to the strategies of those classes."""
-    out = []
-    for strategy in default_strategies():
-        mine = changes.get(type(strategy).__name__)
-        out.append(dataclasses.replace(strategy, **mine) if mine else strategy)
-    return out
+from langgraph_ctx.cli.settings import SETTINGS, Setting
 
 
 def _ours(spec: WorkloadSpec, setting: Setting, facts: dict[str, str]) -> Callable[[], Ours]:
-    budget = our_budget(spec)
-    if setting.previous_release:
-        budget = dataclasses.replace(
-            budget,
-            target=0.25,
-            summary_target=0.1,
-            targets_above_fixed=False,
-            cache_price=None,
-        )
-        strategies = _previous_release()
-    else:
-        budget = dataclasses.replace(budget, **setting.budget)
-        strategies = _strategies(setting.strategies)
+    budget = dataclasses.replace(our_budget(spec), **setting.budget_changes())
+    strategies = setting.strategy_list()
     return lambda: Ours(
         f"ours: {setting.label}",
         strategies=strategies,
