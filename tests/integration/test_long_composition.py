@@ -95,9 +95,9 @@ class HidesBindings(ScriptedChatModel):
 
 
 class Padding(AgentMiddleware[Any, Any]):
-    """Adds about 1,500 tokens to the system prompt of every call."""
+    """Adds 1,500 tokens (gpt-4o's tokenizer) to the system prompt of every call."""
 
-    PAD = " ".join(f"rule-{i}: be careful." for i in range(300))
+    PAD = " ".join(f"rule-{i}: be careful." for i in range(214))
 
     def wrap_model_call(self, request: ModelRequest[Any], handler: Any) -> Any:
         return handler(request.override(system_message=self._padded(request)))
