@@ -91,7 +91,7 @@ class ContextMemory(Removals, ThreadViews):
             made in the model call, in a rebuild and in the background alike. The agent never
             waits for a slot: a summary due with none free is the deterministic one, and the
             `context_cost` report says `summarizer busy: ...`. Default 16 (about 480 requests a
-            minute with 2 s calls; 12% to 18% deterministic summaries with 50 threads reaching
+            minute with 2 s calls; 12% to 19% deterministic summaries with 50 threads reaching
             their triggers at once, `python -m benchmarks load`). See `ContextManager`.
         **manager_options: Passed to `ContextManager` (token_counter, skills, tool_policy, ...).
     """

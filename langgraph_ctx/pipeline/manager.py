@@ -135,7 +135,7 @@ class ContextManager:
             decision says `summarizer busy: ...`. A preparation waits for one in the
             background, oldest first. Default 16: about 480 requests a minute with 2 s calls,
             within an entry-tier limit, and with 50 threads reaching their triggers together
-            12% to 18% of the summaries were deterministic (74% to 78% with 4, 27% to 56% at
+            12% to 19% of the summaries were deterministic (75% to 79% with 4, 55% to 59% at
             200 threads); raise it, or pass None, for many busy threads on a provider that
             allows it (`python -m benchmarks load`).
     """

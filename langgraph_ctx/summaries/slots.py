@@ -44,7 +44,7 @@ DEFAULT_MAX_IN_FLIGHT = 16
 
 16 calls of about 2 s at once are about 480 requests a minute, within an entry-tier provider
 limit (500 RPM), and they keep up with a burst of 50 threads reaching their triggers together:
-12% to 18% of their summaries were the deterministic one, against 74% to 78% with a cap of 4
+12% to 19% of their summaries were the deterministic one, against 75% to 79% with a cap of 4
 (`python -m benchmarks load`)."""
 
 
