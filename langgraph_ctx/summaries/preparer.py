@@ -135,6 +135,17 @@ class SummaryPreparer:
             prep.wake = wake
             return self.slots.enqueue(prep)
 
+    def _granted(self, prep: _Prep) -> bool | None:
+        """After a wake-up: False when `prep` was withdrawn, True when it got a slot, else None.
+
+        The one decision of both waits (`_acquire` in a thread, `_aacquire` in a task); only
+        how they sleep differs.
+        """
+        with self._lock:
+            if prep.gone():
+                return False
+            return True if self.slots.grant(prep) else None
+
     def _acquire(self, prep: _Prep) -> bool:
         """Wait in this worker thread for a slot; False when `prep` was withdrawn meanwhile."""
         event = threading.Event()
@@ -143,11 +154,8 @@ class SummaryPreparer:
         while True:
             event.wait(POLL_SECONDS)
             event.clear()
-            with self._lock:
-                if prep.gone():
-                    return False
-                if self.slots.grant(prep):
-                    return True
+            if (granted := self._granted(prep)) is not None:
+                return granted
 
     async def _aacquire(self, prep: _Prep) -> bool:
         """Wait in this asyncio task for a slot; False when `prep` was withdrawn meanwhile."""
@@ -165,11 +173,8 @@ class SummaryPreparer:
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(event.wait(), POLL_SECONDS)
                 event.clear()
-                with self._lock:
-                    if prep.gone():
-                        return False
-                    if self.slots.grant(prep):
-                        return True
+                if (granted := self._granted(prep)) is not None:
+                    return granted
         except BaseException:  # cancelled while waiting: never calls the summarizer
             with self._lock:
                 if not prep.running:

@@ -20,6 +20,7 @@ import pytest
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.store.memory import InMemoryStore
 
+from benchmarks.load import InFlight
 from langgraph_ctx import ContextManager, ContextMemory
 from langgraph_ctx._effects import AwaitPrepared, CallHandler, PrepareSummary, arun_plan, run_plan
 from langgraph_ctx.archive import Archive, StoreBackend
@@ -41,26 +42,6 @@ from tests.unit.test_ahead import (
 
 CAP = 2
 THREADS = 10
-
-
-class InFlight:
-    """Counts calls in flight under a lock and keeps the peak."""
-
-    def __init__(self) -> None:
-        self.now = 0
-        self.peak = 0
-        self.calls = 0
-        self._lock = threading.Lock()
-
-    def enter(self) -> None:
-        with self._lock:
-            self.now += 1
-            self.calls += 1
-            self.peak = max(self.peak, self.now)
-
-    def leave(self) -> None:
-        with self._lock:
-            self.now -= 1
 
 
 class CountedSummarizer(SlowSummarizer):
