@@ -309,21 +309,28 @@ def test_a_summary_quotes_the_lines_the_agent_used_verbatim_and_escaped() -> Non
 # --- the budget -------------------------------------------------------------------------
 
 
-def test_cache_price_starts_edits_where_a_shorter_cycle_costs_less() -> None:
-    budget = ContextBudget(context_window_tokens=100_000, cache_price=0.1, trigger_floor=0)
-    messages = run_with_big_outputs(40)
+def first_edit(budget: ContextBudget, messages: list[BaseMessage]) -> tuple[Any, int, Any]:
+    """Build call by call (3 messages a call) from 50 messages on, until a build edits.
+
+    Returns the build that edited, the messages it saw and the state of the first build.
+    """
     cm = ContextManager(budget=budget, strategies=[DropMemory(), SlidingWindow()])
     first = cm.build(messages[:50])
-    assert not first.report.decisions  # no growth learned yet: the trigger is the budget's
     state = first.state
     for end in range(53, len(messages), 3):
         built = cm.build(messages[:end], state=state)
         state = built.state
         if built.report.decisions:
-            break
-    else:
-        pytest.fail("edits never started")
-    assert state["growth"] > 0
+            return built, end, first
+    pytest.fail("edits never started")
+
+
+def test_cache_price_starts_edits_where_a_shorter_cycle_costs_less() -> None:
+    budget = ContextBudget(context_window_tokens=100_000, cache_price=0.1, trigger_floor=0)
+    messages = run_with_big_outputs(40)
+    built, end, first = first_edit(budget, messages)
+    assert not first.report.decisions  # no growth learned yet: the trigger is the budget's
+    assert built.state["growth"] > 0
     assert built.report.tokens_in < budget.trigger_tokens  # well before 90% of the limit
     fixed = dataclasses.replace(budget, cache_price=None)
     late = ContextManager(budget=fixed, strategies=[DropMemory(), SlidingWindow()])
@@ -336,16 +343,11 @@ def test_cache_price_never_starts_edits_below_the_floor() -> None:
     budget = ContextBudget(context_window_tokens=100_000, cache_price=0.1)
     assert budget.trigger_floor == 0.7
     messages = run_with_big_outputs(120)
-    cm = ContextManager(budget=budget, strategies=[DropMemory(), SlidingWindow()])
-    state = cm.build(messages[:50]).state
-    for end in range(53, len(messages), 3):
-        built = cm.build(messages[:end], state=state)
-        state = built.state
-        if built.report.decisions:
-            break
-    else:
-        pytest.fail("edits never started")
-    assert int(0.7 * budget.limit) <= built.report.tokens_in
+    floor = int(0.7 * budget.limit)
+    unfloored, _, _ = first_edit(dataclasses.replace(budget, trigger_floor=0), messages)
+    assert unfloored.report.tokens_in < floor  # without it the cost model cuts earlier
+    built, _, _ = first_edit(budget, messages)
+    assert floor <= built.report.tokens_in
 
 
 @pytest.mark.parametrize("floor", [-0.1, 1.5, "0.7"])
