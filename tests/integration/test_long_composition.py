@@ -6,8 +6,8 @@ runs read until the history is several times the primary model's window, in both
 orders, sync and async, with:
 
 * a fallback to a model with 1/2 and 1/8 of the primary's window (another class, so the guard
-  counts it with its own counter), the primary failing from the middle of the run on, when the
-  prompts built for the primary no longer fit the fallback;
+  counts it with its own counter), the primary failing for good from its first prompt over the
+  fallback's window: the fallback's first call is refused once and rebuilt, never again;
 * a model whose `bind_tools` returns the model itself (the tools never show in the call);
 * a middleware that adds 1,500 tokens to the system prompt of every call.
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -83,6 +84,24 @@ def reader(thinking: bool = False) -> Any:
     return itertools.repeat(step)
 
 
+class GoesDown(ScriptedChatModel):
+    """A primary that fails for good from the first prompt over `down_above` tokens on.
+
+    The worst moment for an outage: the prompts built for this model's window no longer fit
+    the fallback's, so the fallback's first call is refused and rebuilt (a fixed call number
+    would land wherever the defaults happen to have cut the prompt).
+    """
+
+    down_above: int = 0
+    down: bool = False
+
+    def _step(self, prompt: list[BaseMessage], *, parse: bool = True) -> Any:
+        if self.down or COUNTER(prompt) > self.down_above:
+            self.down = True
+            raise RuntimeError("503 overloaded")
+        return super()._step(prompt, parse=parse)
+
+
 class Backup(ScriptedChatModel):
     """Another model class: the guard identifies the fallback apart from the primary."""
 
@@ -133,10 +152,9 @@ class Run:
 def scenario(name: str) -> Run:
     if name.startswith("fallback"):
         share = {"fallback_half": 2, "fallback_eighth": 8}[name]
-        # The primary serves the first 40 calls, then fails for good: by then the prompts
-        # built for its window are larger than the fallback's.
-        outage = {n: RuntimeError("503 overloaded") for n in range(40, 10_000)}
-        primary = model(ScriptedChatModel, PRIMARY_WINDOW * share // 2, failures=outage)
+        # The primary serves until its prompt first passes the fallback's window, then fails
+        # for good.
+        primary = model(GoesDown, PRIMARY_WINDOW * share // 2, down_above=PRIMARY_WINDOW // 2)
         backup = model(Backup, PRIMARY_WINDOW // 2)
         return Run([primary, backup], [ModelFallbackMiddleware(backup)])
     if name == "hidden_bindings":
@@ -177,11 +195,15 @@ CASES = [
 
 @pytest.mark.parametrize(("name", "order", "use_async"), CASES)
 def test_a_long_run_ends_normally_and_every_call_fits(
-    name: str, order: str, use_async: bool
+    name: str, order: str, use_async: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.WARNING)
     case, state, history = run(name, order, use_async)
+    # LangChain logs each refusal the guard raises in its callback.
+    refusals = [r for r in caplog.records if "refused a model call" in r.getMessage()]
     assert state["messages"][-1].content == "All chunks read."
-    assert COUNTER(history) > 2 * max(m.profile["max_input_tokens"] for m in case.models)
+    windows = [m.profile["max_input_tokens"] for m in case.models if m.profile]
+    assert COUNTER(history) > max(windows) and COUNTER(history) > 6 * min(windows)
     for m in case.models:
         window = m.profile["max_input_tokens"] if m.profile else 0
         for n, (prompt, tools) in enumerate(zip(m.prompts, m.prompt_tools, strict=True), 1):
@@ -191,13 +213,17 @@ def test_a_long_run_ends_normally_and_every_call_fits(
     if name.startswith("fallback"):
         primary, backup = case.models
         assert len(backup.prompts) > 40, "the fallback carried the second half of the run"
-        # Before the outage the primary's prompts outgrew the fallback's window: the first
-        # fallback call had a prompt built for a window it does not have.
-        before = [COUNTER(p) for p in primary.prompts[:40]]
-        assert max(before) > PRIMARY_WINDOW // 2
+        # The outage came with a prompt over the fallback's window: the first fallback call
+        # had a prompt built for a window it does not have (refused, rebuilt, then sent).
+        first_failed = next(p for p in primary.prompts if COUNTER(p) > PRIMARY_WINDOW // 2)
+        assert primary.prompts.index(first_failed) > 5, "the primary served a while"
         if order == "ours_first":  # ours builds, the fallback inside calls a smaller model
             called = state["context_ledger"]["called"]
             assert called["window"] == PRIMARY_WINDOW // 2, "the guard learned its window"
+            # Refused once, rebuilt for the fallback; the next builds are made for it.
+            assert len(refusals) == 1, [r.getMessage() for r in refusals]
+        else:  # ours sees the fallback in the request and builds for it
+            assert refusals == []
     if name == "hidden_bindings":
         (hiding,) = case.models
         assert not any(references_recall(p) for p in hiding.prompts[-20:])
