@@ -24,7 +24,7 @@ from typing import Any, Literal, cast, get_args
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_ctx.errors import ArchiveError
+from langgraph_ctx.errors import ArchiveError, shorten
 
 CONVERSATION_START_ID = "lgctx-conversation-start"
 """Id of the user stand-in that opens a prompt whose conversation starts with the model."""
@@ -202,7 +202,7 @@ class ArchiveRef:
         match = _REF_RE.fullmatch(text) if isinstance(text, str) else None
         if match is None or match["kind"] not in _REF_KINDS:
             msg = (
-                f"not an archive reference: {text!r}. A reference looks like {REF_SHAPE} "
+                f"not an archive reference: {shorten(text)}. A reference looks like {REF_SHAPE} "
                 f"with <kind> one of {', '.join(_REF_KINDS)}; copy it exactly from the "
                 "compacted message"
             )

@@ -11,6 +11,8 @@ The hierarchy::
     │     (also a langchain_core ContextOverflowError, so existing handlers catch it)
     ├── ModelCallRefusedError (RuntimeError)  a call refused for another cause than the window
     │     that no rebuild could remove; carries the report
+    ├── UntrustedCheckpointError (ValueError)  a checkpoint read from a file or database we did
+    │     not write names a type outside the allowlist (never imported, never called)
     └── ArchiveError                       the archive could not serve a request
           ├── ArchiveEntryNotFoundError (KeyError)
           ├── ArchiveCorruptError          stored bytes do not match their content address
@@ -86,6 +88,15 @@ class ModelCallRefusedError(LangGraphCtxError, RuntimeError):
     def __init__(self, message: str, report: ContextCostReport) -> None:
         super().__init__(message)
         self.report = report
+
+
+class UntrustedCheckpointError(LangGraphCtxError, ValueError):
+    """A checkpoint names a type a LangGraph agent's state does not hold.
+
+    Raised by `langgraph_ctx.graph.serde.StrictSerializer` before anything is imported or
+    called: a checkpoint read from a file or database someone handed over is data, and a type
+    outside the allowlist (LangChain messages, LangGraph's own types, plain data) is refused.
+    """
 
 
 class ArchiveError(LangGraphCtxError):

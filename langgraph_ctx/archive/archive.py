@@ -56,6 +56,7 @@ from langgraph_ctx.errors import (
     ArchiveEntryNotFoundError,
     ArchiveError,
     ConfigError,
+    shorten,
 )
 
 logger = logging.getLogger("langgraph_ctx.archive")  # the name it always had
@@ -241,8 +242,8 @@ class Archive:
         if not isinstance(ref_or_message_id, str) or not ref_or_message_id:
             msg = (
                 f"expected an archive reference or a message id (a non-empty str), got "
-                f"{type(ref_or_message_id).__name__} {ref_or_message_id!r}; pass a reference "
-                f"like {REF_SHAPE} from a placeholder or the ledger, or a message's id"
+                f"{type(ref_or_message_id).__name__} {shorten(ref_or_message_id)}; pass a "
+                f"reference like {REF_SHAPE} from a placeholder or the ledger, or a message's id"
             )
             raise ArchiveEntryNotFoundError(msg)
         if is_archive_ref(ref_or_message_id):
@@ -250,8 +251,8 @@ class Archive:
         ref = yield from self.plan_lookup(ref_or_message_id)
         if ref is None:
             msg = (
-                f"{ref_or_message_id!r} is neither an archive reference like {REF_SHAPE} nor the "
-                f"id of a message archived in thread {self.thread_id!r}; looked in "
+                f"{shorten(ref_or_message_id)} is neither an archive reference like {REF_SHAPE} "
+                f"nor the id of a message archived in thread {self.thread_id!r}; looked in "
                 f"{self.where}. Only messages archived one by one (compacted or pruned tool "
                 "outputs) are found by id; a message a summary replaced is in the summary's "
                 "insurance dump, which `get_full_history` (`full_history`) reads"

@@ -38,7 +38,13 @@ from langgraph_ctx.cli.handlers import (
     _replay,
     _restore,
 )
-from langgraph_ctx.errors import ConfigError, InvalidMessagesError, LangGraphCtxError
+from langgraph_ctx.cli.inputs import DEFAULT_MAX_INPUT_MB
+from langgraph_ctx.errors import (
+    ConfigError,
+    InvalidMessagesError,
+    LangGraphCtxError,
+    UntrustedCheckpointError,
+)
 
 
 class _UsageError(Exception):
@@ -82,11 +88,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
+    from langgraph_ctx.cli.inputs import input_limit
     from langgraph_ctx.cli.runs import InputError
 
+    unusable = (InputError, ConfigError, InvalidMessagesError, UntrustedCheckpointError)
     try:
-        return int(args.handler(args))
-    except (InputError, ConfigError, InvalidMessagesError) as exc:  # the input is unusable
+        with input_limit(getattr(args, "max_input_mb", None)):
+            return int(args.handler(args))
+    except unusable as exc:  # the input is unusable
         return _fail(f"{PROG} {args.command}: {_first_line(exc)}", 2)
     except LangGraphCtxError as exc:
         return _fail(f"{PROG} {args.command}: {type(exc).__name__}: {_first_line(exc)}", 1)
@@ -94,6 +103,8 @@ def run(argv: Sequence[str] | None = None) -> int:
         return _fail(f"{PROG} {args.command}: {exc}", 1)
     except KeyboardInterrupt:
         return _fail(f"{PROG} {args.command}: interrupted", 130)
+    except MemoryError:  # the bounds in `inputs` make this rare; still one line, not a trace
+        return _fail(f"{PROG} {args.command}: out of memory; pass smaller inputs", 1)
 
 
 # --- the parser ------------------------------------------------------------------------------
@@ -159,6 +170,7 @@ def _build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--thread", help="thread id (default: replay-<file name>, reset)")
     replay.add_argument("--report-json", type=Path, help="reports file (default: by the db)")
     replay.add_argument("--plot", type=Path, help="draw prompt tokens per call to this PNG")
+    _input_arg(replay)
     replay.set_defaults(handler=_replay)
 
     inspect = sub.add_parser(
@@ -201,6 +213,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     compact.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
     compact.add_argument("--thread", default="compact", help="archive thread for references")
+    _input_arg(compact)
     compact.set_defaults(handler=_compact)
 
     count = sub.add_parser(
@@ -212,6 +225,7 @@ def _build_parser() -> argparse.ArgumentParser:
     count.add_argument("file", type=Path, help="transcript (JSON, messages_to_dict)")
     count.add_argument("--model", default="gpt-4o", help="model whose tokenizer to use")
     count.add_argument("--tools", type=Path, help="JSON file of tool schemas to include")
+    _input_arg(count)
     count.set_defaults(handler=_count)
     _frontier_parser(sub)
     return parser
@@ -268,7 +282,15 @@ def _frontier_parser(sub: Any) -> None:
     frontier.add_argument("--system-prompt", help="system prompt for threads without one")
     frontier.add_argument("--json", type=Path, metavar="OUT", help="write the rows as JSON")
     frontier.add_argument("--plot", type=Path, metavar="PNG", help="draw cost against recall")
+    _input_arg(frontier)
     frontier.set_defaults(handler=_frontier)
+
+
+def _input_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-input-mb", type=_positive, default=DEFAULT_MAX_INPUT_MB, metavar="MB",
+        help="most megabytes one input file may hold, after decompression",
+    )  # fmt: skip
 
 
 def _budget_args(parser: argparse.ArgumentParser, *, window: int | None) -> None:

@@ -16,8 +16,9 @@ so that all of it happens in a few dozen calls, and a finished turn can trigger 
 
 from __future__ import annotations
 
-import re
+import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -25,6 +26,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from pydantic import BaseModel, Field
 
+from langgraph_ctx._patterns import compile_pattern
 from langgraph_ctx.cli.playback import init_model
 from langgraph_ctx.cli.replay import RunResult, execute
 from langgraph_ctx.cli.runs import CallStat, InputError
@@ -60,6 +62,11 @@ MAX_LINES = 100
 MAX_MATCHES = 40
 """Most matches one `search_text` call returns."""
 MAX_FILE_BYTES = 2_000_000
+"""Largest file a tool reads."""
+MAX_WALK_FILES = 5_000
+"""Most files one `search_text` call looks at."""
+SEARCH_SECONDS = 2.0
+"""Time budget of one `search_text` call; a pattern that needs more gets an error result."""
 
 
 class ListDirArgs(BaseModel):
@@ -81,7 +88,7 @@ class ReadFileArgs(BaseModel):
 class SearchTextArgs(BaseModel):
     """Arguments of `search_text`."""
 
-    pattern: str = Field(description="Case-insensitive regular expression.")
+    pattern: str = Field(description="Case-insensitive regular expression (Python syntax).")
     path: str = Field(default=".", description="Folder or file to search, relative to the root.")
     tool_call_id: Annotated[str, InjectedToolCallId]
 
@@ -98,7 +105,7 @@ def make_tools(root: str | Path) -> list[BaseTool]:
         def run(tool_call_id: str, **kwargs: Any) -> ToolMessage:
             try:
                 text, status = fn(**kwargs), "success"
-            except (OSError, ValueError, re.error) as exc:
+            except (OSError, ValueError) as exc:  # a pattern error is a ValueError
                 text, status = f"Error: {exc}", "error"
             return ToolMessage(
                 text, tool_call_id=tool_call_id, name=name, status=status, id=f"t-{tool_call_id}"
@@ -112,15 +119,20 @@ def make_tools(root: str | Path) -> list[BaseTool]:
             msg = f"{path} is not a folder"
             raise ValueError(msg)
         lines = [f"{_rel(base, folder)}/"]
+        outside = 0
         for entry in sorted(folder.iterdir(), key=lambda p: (p.is_file(), p.name)):
             if entry.name.startswith(".") or entry.name in SKIP_DIRS:
                 continue
-            if entry.is_dir():
+            if not _within(base, entry):
+                outside += 1
+            elif entry.is_dir():
                 lines.append(f"dir  {_rel(base, entry)}/")
             elif entry.is_file():
                 count = _line_count(entry)
                 size = entry.stat().st_size
                 lines.append(f"file {_rel(base, entry)}  {count} lines  {size:,} bytes")
+        if outside:
+            lines.append(f"({outside} link(s) leading out of the folder not shown)")
         return "\n".join(lines)
 
     def read_file(path: str, start_line: int = 1, end_line: int | None = None) -> str:
@@ -139,25 +151,27 @@ def make_tools(root: str | Path) -> list[BaseTool]:
         return out
 
     def search_text(pattern: str, path: str = ".") -> str:
-        regex = re.compile(pattern, re.IGNORECASE)
+        compiled = compile_pattern(pattern)
         target = _inside(base, path)
-        files = [target] if target.is_file() else sorted(_walk(target))
+        walk = Walk([target]) if target.is_file() else _walk(base, target)
+        deadline = time.monotonic() + SEARCH_SECONDS
         found: list[str] = []
         total = 0
-        for file in files:
+        for file in sorted(walk.files):
             try:
                 text = _text(file)
             except ValueError:
                 continue
             for number, line in enumerate(text.splitlines(), 1):
-                if regex.search(line):
+                if compiled.search(line, deadline):
                     total += 1
                     if len(found) < MAX_MATCHES:
                         found.append(f"{_rel(base, file)}:{number}: {line.strip()[:160]}")
-        head = f"{total} matches for /{pattern}/ under {path}"
+        head = f"{total} matches for /{_cut(pattern)}/ under {_cut(path)}"
         if total > len(found):
             head += f" (first {len(found)} shown)"
-        return "\n".join([head, *found])
+        notes = walk.notes()
+        return "\n".join([head, *found, *notes])
 
     specs: list[tuple[Callable[..., str], type[BaseModel], str]] = [
         (list_dir, ListDirArgs, "List a folder: sub-folders and files with line counts."),
@@ -175,10 +189,10 @@ def make_tools(root: str | Path) -> list[BaseTool]:
 def _inside(base: Path, path: str) -> Path:
     target = (base / path).resolve()
     if target != base and base not in target.parents:
-        msg = f"{path} is outside the folder being explored"
+        msg = f"{_cut(path)} is outside the folder being explored"
         raise ValueError(msg)
     if not target.exists():
-        msg = f"{path} does not exist"
+        msg = f"{_cut(path)} does not exist"
         raise ValueError(msg)
     return target
 
@@ -187,16 +201,68 @@ def _rel(base: Path, path: Path) -> str:
     return "." if path == base else path.relative_to(base).as_posix()
 
 
-def _walk(folder: Path) -> list[Path]:
-    out: list[Path] = []
-    for entry in folder.iterdir():
-        if entry.name.startswith(".") or entry.name in SKIP_DIRS:
+def _cut(text: str, limit: int = 80) -> str:
+    """`text`, cut to `limit` characters: a tool's answer quotes its input bounded."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _within(base: Path, entry: Path) -> bool:
+    """Whether `entry`, its links followed, is inside `base` (a link out is not)."""
+    try:
+        return entry.resolve().is_relative_to(base)
+    except (OSError, RuntimeError):  # a link loop, a vanished file
+        return False
+
+
+@dataclass
+class Walk:
+    """The files a walk found, and what it left out."""
+
+    files: list[Path] = field(default_factory=list)
+    outside: int = 0
+    """Links leading out of the explored folder, skipped."""
+    repeated: int = 0
+    """Folders reached again through a link (walked once)."""
+    capped: bool = False
+    """The walk stopped at `MAX_WALK_FILES`."""
+
+    def notes(self) -> list[str]:
+        """One line per thing left out."""
+        notes = []
+        if self.outside:
+            notes.append(f"({self.outside} link(s) leading out of the folder skipped)")
+        if self.repeated:
+            notes.append(f"({self.repeated} folder(s) reached again through a link walked once)")
+        if self.capped:
+            notes.append(f"(stopped after {MAX_WALK_FILES:,} files; search a sub-folder)")
+        return notes
+
+
+def _walk(base: Path, folder: Path) -> Walk:
+    """The files under `folder` whose real paths are inside `base`, each folder walked once."""
+    walk = Walk()
+    seen: set[Path] = set()
+    pending = [folder]
+    while pending:  # iterative and bounded: links cannot make it recurse or loop
+        current = pending.pop()
+        real = current.resolve()
+        if real in seen:
+            walk.repeated += 1
             continue
-        if entry.is_dir():
-            out.extend(_walk(entry))
-        elif entry.is_file():
-            out.append(entry)
-    return out
+        seen.add(real)
+        for entry in sorted(current.iterdir()):
+            if entry.name.startswith(".") or entry.name in SKIP_DIRS:
+                continue
+            if not _within(base, entry):
+                walk.outside += 1
+            elif entry.is_dir():
+                pending.append(entry)
+            elif entry.is_file():
+                if len(walk.files) >= MAX_WALK_FILES:
+                    walk.capped = True
+                    return walk
+                walk.files.append(entry)
+    return walk
 
 
 def _text(file: Path) -> str:

@@ -9,7 +9,6 @@ recorded output (`replay_tools`).
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -27,7 +26,9 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import create_model
 
+from langgraph_ctx.cli.inputs import read_json
 from langgraph_ctx.cli.runs import InputError
+from langgraph_ctx.errors import shorten
 from langgraph_ctx.scripted import ScriptedChatModel
 from langgraph_ctx.tokens.exact import TiktokenCounter
 
@@ -38,7 +39,7 @@ def load_transcript(path: str | Path) -> list[BaseMessage]:
     Raises:
         InputError: Missing file, not JSON, or not a list of serialized LangChain messages.
     """
-    data = _read_json(path, "transcript")
+    data = read_json(path, "transcript")
     if not isinstance(data, list):
         msg = (
             f"{path} holds a JSON {type(data).__name__}, not a message list; expected the "
@@ -63,9 +64,9 @@ def load_strategies(value: str | None) -> list[Any] | None:
     text = value
     if not value.lstrip().startswith(("[", "{")):
         if not Path(value).is_file():
-            msg = f"--strategies {value!r} is neither JSON nor an existing file"
+            msg = f"--strategies {shorten(value)} is neither JSON nor an existing file"
             raise InputError(msg)
-        text = Path(value).read_text(encoding="utf-8")
+        text = json.dumps(read_json(value, "strategies"))
     from langgraph_ctx.strategies import strategies_from_config
 
     return strategies_from_config(text)  # ConfigError says what is wrong
@@ -73,39 +74,13 @@ def load_strategies(value: str | None) -> list[Any] | None:
 
 def load_tools(path: str | Path) -> list[dict[str, Any]]:
     """Tool schemas (OpenAI format, or bare function schemas) from a JSON file."""
-    data = _read_json(path, "tools")
+    data = read_json(path, "tools")
     items = data if isinstance(data, list) else [data]
     try:
         return [convert_to_openai_tool(item) for item in items]
     except (TypeError, ValueError, KeyError) as exc:
         msg = f"{path} does not hold tool schemas: {exc}"
         raise InputError(msg) from exc
-
-
-def _read_json(path: str | Path, what: str) -> Any:
-    """The JSON of a file, plain or gzip-compressed (as the repository's recorded runs are)."""
-    file = Path(path)
-    if not file.is_file():
-        msg = f"no such {what} file: {path}"
-        raise InputError(msg)
-    raw = file.read_bytes()
-    if raw[:2] == _GZIP_MAGIC:
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            msg = f"{path} is not a readable gzip file ({exc})"
-            raise InputError(msg) from exc
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        msg = f"{path} is not a UTF-8 text file ({exc.reason})"
-        raise InputError(msg) from exc
-    except json.JSONDecodeError as exc:
-        msg = f"{path} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        raise InputError(msg) from exc
-
-
-_GZIP_MAGIC = b"\x1f\x8b"
 
 
 def init_model(spec: str) -> BaseChatModel:

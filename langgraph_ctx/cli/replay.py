@@ -30,6 +30,7 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from langgraph_ctx.cli.checkpoints import thread_ids, write_checkpoints
 from langgraph_ctx.cli.playback import (
     end_of_script,
     init_model,
@@ -53,37 +54,6 @@ from langgraph_ctx.cli.runs import (
 from langgraph_ctx.tokens.exact import TiktokenCounter
 
 # --- the checkpointer ---------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def open_saver(db: str | Path, *, create: bool = True) -> Iterator[Any]:
-    """A `SqliteSaver` on a database file (created with its folder when `create`)."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    path = Path(db)
-    if not create and not path.is_file():
-        msg = f"no checkpoint database at {db}; pass the --db file a demo or replay wrote"
-        raise InputError(msg)
-    if create:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    # The graph runs its nodes in worker threads: the connection is shared across them.
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    try:
-        try:
-            saver = SqliteSaver(conn)
-            saver.setup()
-        except sqlite3.DatabaseError as exc:
-            msg = f"{db} is not a checkpoint database: {exc}"
-            raise InputError(msg) from exc
-        yield saver
-    finally:
-        conn.close()
-
-
-def thread_ids(saver: Any) -> list[str]:
-    """Every thread id the checkpoint database holds."""
-    rows = saver.conn.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id")
-    return [str(r[0]) for r in rows]
 
 
 def prepare_thread(saver: Any, thread: str, *, reset: bool) -> bool:
@@ -231,7 +201,7 @@ def execute(
 
     notes: list[str] = []
     earlier = _Earlier(db, archive_dir, thread) if reset else None
-    with open_saver(db) as saver:
+    with write_checkpoints(db) as saver:
         existed = prepare_thread(saver, thread, reset=reset)
         if existed:
             notes.append(f"thread {thread!r} from an earlier run was reset")

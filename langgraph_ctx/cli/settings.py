@@ -173,15 +173,10 @@ def load_setting(path: str | Path) -> Setting:
     Raises:
         InputError: The file is missing, not JSON or not a setting.
     """
+    from langgraph_ctx.cli.inputs import read_json
+
     file = Path(path)
-    if not file.is_file():
-        msg = f"no such setting file: {path}"
-        raise InputError(msg)
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        msg = f"setting file {path} is not JSON: {exc}"
-        raise InputError(msg) from exc
+    data = read_json(file, "setting")
     label = f"setting {file.name}"
     budget: Any = {}
     if isinstance(data, Mapping) and "strategies" in data:

@@ -1,18 +1,17 @@
 """What `langgraph-ctx frontier` replays, and with which window and counter.
 
 Threads come from message JSON files (`messages_to_dict` output), folders of them, or a
-checkpoint database: a SQLite file, opened read-only, or a PostgreSQL URI (with the
-`postgres` extra). A thread a `ContextMemory` managed is read whole (`get_full_history`: live
-state plus archive), so the messages it removed from live state are replayed too. Every
+checkpoint database: a SQLite file or a PostgreSQL URI (with the `postgres` extra), opened
+read-only and read as data (`langgraph_ctx.cli.checkpoints`). A thread a `ContextMemory`
+managed is read whole (`get_full_history`: live state plus archive), so the messages it
+removed from live state are replayed too. Every
 problem with the input is an `InputError` with one line saying what to pass instead.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
+from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_ids
 from langgraph_ctx.cli.playback import load_transcript, with_ids
 from langgraph_ctx.cli.runs import InputError
 
@@ -64,65 +64,6 @@ def threads_from_files(paths: Sequence[Path]) -> list[Thread]:
 # --- checkpoint databases ------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _sqlite_saver(db: str) -> Iterator[Any]:
-    """A `SqliteSaver` on `db` that only reads (nothing is created or written)."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    path = Path(db)
-    if not path.is_file():
-        msg = (
-            f"no checkpoint database at {db}; pass a SQLite checkpoint file or a postgresql:// URI"
-        )
-        raise InputError(msg)
-    # Not `mode=ro`: a read-only connection to a WAL database leaves its -wal and -shm files
-    # behind. Nothing here writes: no setup, reads only.
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    try:
-        try:
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-        except sqlite3.DatabaseError as exc:
-            msg = f"{db} is not a checkpoint database: {exc}"
-            raise InputError(msg) from exc
-        if "checkpoints" not in tables:
-            msg = f"{db} is not a checkpoint database: it has no checkpoints table"
-            raise InputError(msg)
-        saver = SqliteSaver(conn)
-        saver.is_setup = True  # the tables are there; setup would write
-        yield saver
-    finally:
-        conn.close()
-
-
-@contextlib.contextmanager
-def _postgres_saver(uri: str) -> Iterator[Any]:
-    try:
-        from langgraph.checkpoint.postgres import PostgresSaver
-    except ImportError:
-        msg = (
-            'a PostgreSQL database needs the postgres extra: pip install "langgraph-ctx[postgres]"'
-        )
-        raise InputError(msg) from None
-    try:
-        with PostgresSaver.from_conn_string(uri) as saver:
-            yield saver
-    except InputError:
-        raise
-    except Exception as exc:  # cannot connect, no such database, bad URI
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        msg = f"cannot read the PostgreSQL database: {first}"
-        raise InputError(msg) from exc
-
-
-def _thread_ids(saver: Any) -> list[str]:
-    try:
-        rows = saver.conn.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id")
-        return [str(r["thread_id"] if isinstance(r, dict) else r[0]) for r in rows]
-    except Exception as exc:  # sqlite3 or psycopg: no such table, a damaged file
-        msg = f"not a checkpoint database: {exc}"
-        raise InputError(msg) from exc
-
-
 class _SaverView:
     """Enough of a compiled graph for `ContextMemory`'s thread views, on a checkpointer."""
 
@@ -155,13 +96,14 @@ def threads_from_db(
             archive in the database itself, where `ContextMemory` keeps it by default).
         notes: Where to say which threads were left out and why.
     """
+    from langgraph.store.memory import InMemoryStore
+
     from langgraph_ctx.graph.memory import ContextMemory
 
-    postgres = db.startswith(("postgresql://", "postgres://"))
-    opener = _postgres_saver if postgres else _sqlite_saver
     threads = []
-    with opener(db) as saver:
-        known = _thread_ids(saver)
+    with read_checkpoints(db) as opened:
+        saver = opened.saver
+        known = thread_ids(saver)
         if not known:
             msg = f"{db} holds no thread; record one with a checkpointer first"
             raise InputError(msg)
@@ -170,7 +112,8 @@ def threads_from_db(
             listed = ", ".join(known[:10]) + (" ..." if len(known) > 10 else "")
             msg = f"no thread {missing[0]!r} in {db}; threads there: {listed}"
             raise InputError(msg)
-        archive = None
+        # The archive is read where it is, never derived (deriving sets a store up: a write).
+        archive: Any = opened.store or InMemoryStore()
         if archive_dir is not None:
             from langgraph_ctx.archive import DirectoryBackend
 

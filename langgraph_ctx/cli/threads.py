@@ -17,8 +17,9 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.archive.codec import encode_message
+from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_ids
 from langgraph_ctx.cli.playback import load_strategies, load_transcript
-from langgraph_ctx.cli.replay import CheckpointView, open_saver, thread_ids
+from langgraph_ctx.cli.replay import CheckpointView
 from langgraph_ctx.cli.runs import InputError
 from langgraph_ctx.errors import ArchiveError
 
@@ -29,7 +30,8 @@ def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
     from langgraph_ctx.archive.archive import Archive
     from langgraph_ctx.graph.memory import ContextMemory
 
-    with open_saver(db, create=False) as saver:
+    with read_checkpoints(db) as opened:
+        saver = opened.saver
         known = thread_ids(saver)
         if thread not in known:
             listed = ", ".join(known[:10]) or "none"

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.checks import check_bool, check_int, check_number, check_str
-from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.errors import ConfigError, shorten
 
 if TYPE_CHECKING:
     from langgraph_ctx.prompt.view import PromptView
@@ -171,12 +171,15 @@ def strategies_from_config(config: str | Mapping[str, Any] | Sequence[Any]) -> l
         except json.JSONDecodeError as exc:
             msg = f"strategy config is not valid JSON: {exc}"
             raise ConfigError(msg) from exc
+        except RecursionError:
+            msg = "strategy config nests deeper than Python can read; a config is a flat list"
+            raise ConfigError(msg) from None
     if isinstance(config, Mapping):
         config = [config]
     if isinstance(config, (str, bytes)) or not isinstance(config, Sequence):
         msg = (
             f"strategies must be a list of strategies or config dicts (or JSON of one), got "
-            f'{type(config).__name__} {config!r}; e.g. [{{"type": "sliding_window"}}]'
+            f'{type(config).__name__} {shorten(config)}; e.g. [{{"type": "sliding_window"}}]'
         )
         raise ConfigError(msg)
     out: list[Strategy] = []

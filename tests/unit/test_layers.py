@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "langgraph_ctx.checks",
             "langgraph_ctx._effects",
             "langgraph_ctx._ids",
+            "langgraph_ctx._patterns",
             "langgraph_ctx.scripted",
         ),
     ),

@@ -1,0 +1,79 @@
+"""Patterns a model or a user writes, matched within a time bound.
+
+A regular expression from a tool call is input nobody checked: `^(a+)+$` against a line of
+28 `a`s and a `b` takes Python's `re` seconds, doubling with every character, and a worker
+running it hangs. `re` cannot be interrupted; the `regex` engine (which tiktoken already
+needs) takes a `timeout`. `BoundedPattern` holds one deadline for a whole search, so a search
+over many lines costs at most its budget however the pattern behaves, and the caller says
+what to do instead when it runs out.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import regex
+
+from langgraph_ctx.errors import shorten
+
+__all__ = ["MAX_PATTERN_CHARS", "BoundedPattern", "PatternTimeoutError", "compile_pattern"]
+
+MAX_PATTERN_CHARS = 1_000
+"""Longest pattern accepted; longer ones are refused before they are compiled."""
+
+
+class PatternTimeoutError(ValueError):
+    """A search ran out of its time budget."""
+
+
+@dataclass(frozen=True)
+class BoundedPattern:
+    """A compiled pattern and the text it came from."""
+
+    text: str
+    compiled: regex.Pattern[str]
+
+    def search(self, line: str, deadline: float) -> bool:
+        """Whether `line` matches, within `deadline` (a `time.monotonic()` value).
+
+        Raises:
+            PatternTimeoutError: The deadline passed, before or during the match.
+        """
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise PatternTimeoutError(self._slow())
+        try:
+            return self.compiled.search(line, timeout=remaining) is not None
+        except TimeoutError:
+            raise PatternTimeoutError(self._slow()) from None
+
+    def _slow(self) -> str:
+        return (
+            f"the pattern {shorten(self.text, 60)} ran out of time; use a simpler one (plain "
+            "words, no nested repetition such as (a+)+)"
+        )
+
+
+def compile_pattern(text: str, *, ignore_case: bool = True) -> BoundedPattern:
+    """Compile `text` (a regular expression, Python syntax) for bounded searches.
+
+    Raises:
+        ValueError: Empty, longer than `MAX_PATTERN_CHARS`, or not a valid pattern; the
+            message quotes a bounded prefix of it.
+    """
+    if not isinstance(text, str) or not text:
+        msg = "the pattern is empty; pass the words or the regular expression to look for"
+        raise ValueError(msg)
+    if len(text) > MAX_PATTERN_CHARS:
+        msg = (
+            f"the pattern is {len(text):,} characters long, over {MAX_PATTERN_CHARS:,}; "
+            f"search for a shorter part of it ({shorten(text, 40)})"
+        )
+        raise ValueError(msg)
+    flags = regex.IGNORECASE if ignore_case else 0
+    try:
+        return BoundedPattern(text, regex.compile(text, flags))
+    except (regex.error, OverflowError, RecursionError) as exc:
+        msg = f"{shorten(text, 60)} is not a valid regular expression: {shorten(str(exc), 80)}"
+        raise ValueError(msg) from None
