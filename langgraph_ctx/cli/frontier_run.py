@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import json
 import sys
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from langchain_core.messages import SystemMessage
 
 from langgraph_ctx.cli.frontier import Tally, Terms, recommend, replay_setting
+from langgraph_ctx.cli.inputs import read_text
 from langgraph_ctx.cli.measure import NextStepRecall
 from langgraph_ctx.cli.output import Output
 from langgraph_ctx.cli.runs import InputError
@@ -41,6 +43,13 @@ def _existing_folder(path: Path, option: str) -> None:
         raise InputError(msg)
 
 
+def _is_file(text: str) -> bool:
+    try:
+        return Path(text).is_file()
+    except (OSError, ValueError):  # too long for a file name, a NUL: it is the text itself
+        return False
+
+
 def _threads(args: argparse.Namespace, notes: list[str]) -> list[Thread]:
     if args.thread and not args.db:
         msg = "--thread names a thread of --db; pass --db PATH too"
@@ -53,8 +62,8 @@ def _threads(args: argparse.Namespace, notes: list[str]) -> list[Thread]:
         threads += threads_from_db(str(args.db), args.thread, args.archive, notes)
     if args.system_prompt:
         text = args.system_prompt
-        if Path(text).is_file():
-            text = Path(text).read_text(encoding="utf-8")
+        if _is_file(text):
+            text = read_text(text, "system prompt")
         for thread in threads:
             if not any(isinstance(m, SystemMessage) for m in thread.messages):
                 thread.messages.insert(0, SystemMessage(text, id="frontier-system"))
@@ -75,8 +84,11 @@ def run_frontier(args: argparse.Namespace) -> int:
     settings: list[Setting] = [SETTINGS[0]] if args.no_neighbours else list(SETTINGS)
     settings += [load_setting(path) for path in args.setting or ()]
     notes: list[str] = []
-    threads = _threads(args, notes)
     window, counter = model_terms(args.model, args.window)
+    size = sum(p.stat().st_size for p in args.inputs if p.is_file())
+    if size > LARGE_INPUT_BYTES:  # a read that takes a while says so; bad input stays one line
+        _say(f"reading {size / (1 << 20):,.0f} MB of input")
+    threads = _threads(args, notes)
     summarizer = None
     if args.summarizer:
         from langgraph_ctx.cli.playback import init_model
@@ -86,9 +98,13 @@ def run_frontier(args: argparse.Namespace) -> int:
     check_room(threads, terms.limit, counter)
     for setting in settings:  # a budget field of a user's setting that this window refuses
         setting.budget_for(window, args.reserved)
+    calls = sum(t.calls for t in threads)
+    _say(  # after every check of the input: an error is still the only line
+        f"{len(threads)} thread(s), {calls:,} model calls; finding the names each next step "
+        f"uses, then replaying {len(settings)} setting(s)"
+    )
     needs = [NextStepRecall.of(t.messages) for t in threads]
     tallies = [Tally(s) for s in settings]
-    calls = sum(t.calls for t in threads)
     with _progress(len(settings) * calls) as advance:
         for n, tally in enumerate(tallies, 1):
             for thread, need in zip(threads, needs, strict=True):
@@ -218,14 +234,37 @@ def _recommendation(
     )
 
 
+def _say(line: str) -> None:
+    print(f"frontier: {line}", file=sys.stderr, flush=True)
+
+
+LARGE_INPUT_BYTES = 50 << 20
+"""Input files larger than this together get a line on stderr before they are read."""
+PROGRESS_SECONDS = 10.0
+"""Without a terminal, a progress line at least this often during a long replay."""
+
+
 @contextlib.contextmanager
 def _progress(total: int) -> Iterator[Callable[..., None]]:
-    """`advance(n=1, line=None)`: a live bar on a terminal; otherwise the lines only."""
+    """`advance(n=1, line=None)`: a live bar on a terminal; otherwise lines on stderr.
+
+    Without a terminal each `line` is printed, and the count of calls replayed at least every
+    `PROGRESS_SECONDS`, so a long replay is never silent.
+    """
     if not sys.stderr.isatty():
+        done = 0
+        last = time.monotonic()
 
         def plain(n: int = 1, line: str | None = None) -> None:
+            nonlocal done, last
+            done += n
             if line:
-                print(f"frontier: {line}", file=sys.stderr, flush=True)
+                _say(line)
+            elif time.monotonic() - last >= PROGRESS_SECONDS:
+                _say(f"replayed {done:,} of {total:,} model calls ({done / max(total, 1):.0%})")
+            else:
+                return
+            last = time.monotonic()
 
         yield plain
         return
