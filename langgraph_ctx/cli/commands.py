@@ -44,6 +44,7 @@ from langgraph_ctx.errors import (
     InvalidMessagesError,
     LangGraphCtxError,
     UntrustedCheckpointError,
+    shorten,
 )
 
 
@@ -114,7 +115,7 @@ def _whole(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {shorten(text)}") from None
     if value < minimum:
         raise argparse.ArgumentTypeError(f"expected a number >= {minimum}, got {value}")
     return value
@@ -235,7 +236,7 @@ def _price(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a number, got {shorten(text)}") from None
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {value}")
     return value

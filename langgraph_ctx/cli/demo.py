@@ -59,6 +59,10 @@ REQUESTS = (
 SKIP_DIRS = frozenset({"__pycache__", "node_modules", "build", "dist"})
 MAX_LINES = 100
 """Most lines one `read_file` call returns."""
+MAX_LINE_CHARS = 2_000
+"""Longest line `read_file` shows (a minified file is one line of megabytes)."""
+MAX_ENTRIES = 500
+"""Most entries one `list_dir` call shows."""
 MAX_MATCHES = 40
 """Most matches one `search_text` call returns."""
 MAX_FILE_BYTES = 2_000_000
@@ -119,18 +123,22 @@ def make_tools(root: str | Path) -> list[BaseTool]:
             msg = f"{path} is not a folder"
             raise ValueError(msg)
         lines = [f"{_rel(base, folder)}/"]
-        outside = 0
+        outside = hidden = 0
         for entry in sorted(folder.iterdir(), key=lambda p: (p.is_file(), p.name)):
             if entry.name.startswith(".") or entry.name in SKIP_DIRS:
                 continue
             if not _within(base, entry):
                 outside += 1
+            elif len(lines) > MAX_ENTRIES:
+                hidden += 1
             elif entry.is_dir():
                 lines.append(f"dir  {_rel(base, entry)}/")
             elif entry.is_file():
                 count = _line_count(entry)
                 size = entry.stat().st_size
                 lines.append(f"file {_rel(base, entry)}  {count} lines  {size:,} bytes")
+        if hidden:
+            lines.append(f"({hidden} more entries not shown; list a sub-folder)")
         if outside:
             lines.append(f"({outside} link(s) leading out of the folder not shown)")
         return "\n".join(lines)
@@ -142,9 +150,11 @@ def make_tools(root: str | Path) -> list[BaseTool]:
         first = max(1, start_line)
         last = min(len(lines), end_line or len(lines), first + MAX_LINES - 1)
         if lines and first > len(lines):
-            msg = f"{path} has {len(lines)} lines; start_line {start_line} is past the end"
+            msg = f"{_cut(path)} has {len(lines)} lines; start_line {start_line} is past the end"
             raise ValueError(msg)
-        body = "\n".join(f"{i:5}| {lines[i - 1]}" for i in range(first, last + 1))
+        body = "\n".join(
+            f"{i:5}| {_cut(lines[i - 1], MAX_LINE_CHARS)}" for i in range(first, last + 1)
+        )
         out = f"{_rel(base, file)} (lines {first}-{last} of {len(lines)})\n{body}"
         if last < len(lines):
             out += f"\n[more: call read_file with start_line={last + 1}]"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_ctx.cli.output import Output
+from langgraph_ctx.errors import shorten
 
 PROG = "langgraph-ctx"
 
@@ -278,7 +279,7 @@ def _count(args: argparse.Namespace) -> int:
 
     if not _known_model(args.model):
         msg = (
-            f"no tokenizer is known for model {args.model!r}; pass an OpenAI model name "
+            f"no tokenizer is known for model {shorten(args.model)}; pass an OpenAI model name "
             "(gpt-4o and later: o200k_base; gpt-4, gpt-3.5-turbo: cl100k_base)"
         )
         raise InputError(msg)

@@ -91,7 +91,7 @@ def init_model(spec: str) -> BaseChatModel:
         return init_chat_model(spec)
     except Exception as exc:  # missing package, missing key, unknown provider
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        msg = f"cannot use model {spec!r}: {first}"
+        msg = f"cannot use model {shorten(spec)}: {first}"
         raise InputError(msg) from exc
 
 

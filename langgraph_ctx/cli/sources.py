@@ -22,6 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_ids
 from langgraph_ctx.cli.playback import load_transcript, with_ids
 from langgraph_ctx.cli.runs import InputError
+from langgraph_ctx.errors import shorten
 
 __all__ = ["Thread", "check_room", "model_terms", "threads_from_db", "threads_from_files"]
 
@@ -110,7 +111,7 @@ def threads_from_db(
         missing = [t for t in only or () if t not in known]
         if missing:
             listed = ", ".join(known[:10]) + (" ..." if len(known) > 10 else "")
-            msg = f"no thread {missing[0]!r} in {db}; threads there: {listed}"
+            msg = f"no thread {shorten(missing[0])} in {db}; threads there: {listed}"
             raise InputError(msg)
         # The archive is read where it is, never derived (deriving sets a store up: a write).
         archive: Any = opened.store or InMemoryStore()
@@ -196,7 +197,7 @@ def model_terms(
         profile = dict(getattr(init_model(spec), "profile", None) or {})
     found = profile.get("max_input_tokens")
     if not isinstance(found, int) or isinstance(found, bool) or found <= 0:
-        msg = f"the profile of {spec!r} gives no max_input_tokens; pass --window TOKENS"
+        msg = f"the profile of {shorten(spec)} gives no max_input_tokens; pass --window TOKENS"
         raise InputError(msg)
     return found, counter
 

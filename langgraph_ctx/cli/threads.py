@@ -21,7 +21,7 @@ from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_ids
 from langgraph_ctx.cli.playback import load_strategies, load_transcript
 from langgraph_ctx.cli.replay import CheckpointView
 from langgraph_ctx.cli.runs import InputError
-from langgraph_ctx.errors import ArchiveError
+from langgraph_ctx.errors import ArchiveError, shorten
 
 
 def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
@@ -35,7 +35,7 @@ def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
         known = thread_ids(saver)
         if thread not in known:
             listed = ", ".join(known[:10]) or "none"
-            msg = f"no thread {thread!r} in {db}; threads there: {listed}"
+            msg = f"no thread {shorten(thread)} in {db}; threads there: {listed}"
             raise InputError(msg)
         memory = ContextMemory(context_window_tokens=1, archive=DirectoryBackend(archive_dir))
         view = CheckpointView(saver)

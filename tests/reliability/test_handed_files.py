@@ -319,6 +319,23 @@ def test_a_catastrophic_pattern_gets_an_error_not_a_hung_worker(
         assert len(text) < 400
 
 
+def test_tool_answers_are_capped(tmp_path: Path) -> None:
+    (tmp_path / "minified.js").write_text("x" * 1_000_000 + "\n", encoding="utf-8")
+    crowd = tmp_path / "crowd"
+    crowd.mkdir()
+    for n in range(600):
+        (crowd / f"f{n:03}.txt").write_text("match\n", encoding="utf-8")
+    tools = make_tools(tmp_path)
+    text, status = tool_text(tools, "read_file", path="minified.js")
+    assert status == "success" and len(text) < 2_200
+    listing, _ = tool_text(tools, "list_dir", path="crowd")
+    assert len(listing.splitlines()) == 1 + 500 + 1  # the folder, 500 entries, the note
+    assert "(100 more entries not shown; list a sub-folder)" in listing
+    found, _ = tool_text(tools, "search_text", pattern="match", path="crowd")
+    assert found.splitlines()[0] == "600 matches for /match/ under crowd (first 40 shown)"
+    assert len(found.splitlines()) == 41
+
+
 # --- 4. inputs without bounds ------------------------------------------------------------------
 
 
