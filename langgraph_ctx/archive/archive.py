@@ -171,9 +171,12 @@ class Archive:
             owner = f"user {self.user_id!r}, thread {self.thread_id!r}"
             if self.user_id is None:
                 owner = f"thread {self.thread_id!r}"
+            belongs = f"thread {parsed.thread!r}"
+            if parsed.user is not None:
+                belongs = f"user {parsed.user!r}, {belongs}"
             msg = (
-                f"reference {ref} belongs to another thread's archive; this archive serves "
-                f"only {owner}. Use references from this thread's own messages"
+                f"reference {ref} belongs to another thread's archive ({belongs}); this "
+                f"archive serves only {owner}. Use references from this thread's own messages"
             )
             raise ArchiveAccessError(msg)
         if kind is not None and parsed.kind != kind:

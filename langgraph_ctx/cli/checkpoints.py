@@ -22,10 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_ctx.cli.runs import InputError
-from langgraph_ctx.errors import shorten
+from langgraph_ctx.errors import ArchiveError, shorten
 from langgraph_ctx.graph.serde import StrictSerializer
 
-__all__ = ["Opened", "read_checkpoints", "thread_ids", "write_checkpoints"]
+__all__ = [
+    "Opened",
+    "ReadBoth",
+    "read_checkpoints",
+    "thread_archive",
+    "thread_ids",
+    "write_checkpoints",
+]
 
 
 @dataclass
@@ -185,3 +192,45 @@ def _read_postgres(uri: str) -> Iterator[Opened]:
             raise InputError(msg)
         saver = PostgresSaver(conn, serde=StrictSerializer())
         yield Opened(saver, PostgresStore(conn) if "store" in tables else None)
+
+
+class ReadBoth:
+    """A read-only `ArchiveBackend`: an entry from `first`, else from `second`.
+
+    A thread's archive is where its memory put it: the archive folder (`demo`, `replay` and a
+    `ContextMemory(archive="dir")`) or the store in the checkpoint database (a graph with no
+    store of its own). The commands read both, so no command needs to be told which.
+    """
+
+    def __init__(self, first: Any, second: Any) -> None:
+        self.first = first
+        self.second = second
+
+    def put(self, namespace: tuple[str, ...], key: str, data: bytes) -> None:
+        """Refused: the commands that read a thread never write its archive."""
+        msg = "this archive is opened to read only"
+        raise ArchiveError(msg)
+
+    async def aput(self, namespace: tuple[str, ...], key: str, data: bytes) -> None:
+        """Refused, like `put`."""
+        self.put(namespace, key, data)
+
+    def get(self, namespace: tuple[str, ...], key: str) -> bytes | None:
+        """The entry from the first backend that has it."""
+        found: bytes | None = self.first.get(namespace, key)
+        return found if found is not None else self.second.get(namespace, key)
+
+    async def aget(self, namespace: tuple[str, ...], key: str) -> bytes | None:
+        """Async `get`."""
+        found: bytes | None = await self.first.aget(namespace, key)
+        return found if found is not None else await self.second.aget(namespace, key)
+
+
+def thread_archive(archive_dir: Path, opened: Opened | None) -> Any:
+    """Where the commands read a thread's archive: `archive_dir`, then the database's store."""
+    from langgraph_ctx.archive import DirectoryBackend, StoreBackend
+
+    folder = DirectoryBackend(archive_dir)
+    if opened is None or opened.store is None:
+        return folder
+    return ReadBoth(folder, StoreBackend(opened.store))

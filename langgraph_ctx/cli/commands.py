@@ -184,20 +184,27 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("--db", type=Path, required=True, help="SQLite checkpoint file")
     inspect.add_argument("--thread", required=True, help="thread id")
-    inspect.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
+    inspect.add_argument(
+        "--archive", type=Path, default=HOME / "archive",
+        help="archive folder (entries not there: the database's own store)",
+    )  # fmt: skip
     inspect.set_defaults(handler=_inspect)
 
     restore = sub.add_parser(
         "restore",
         help="print one archived message, byte for byte",
-        description="Print (or write with --out) one archive entry of a thread, verified: a "
-        "message, a dump of messages or a text. REF is an lgctx:... reference (inspect lists "
+        description="Print (or write with --out, exactly) one archive entry of a thread, "
+        "verified: a message, a dump of messages or a text, as text to read (--json: the "
+        "exact record). REF is an lgctx:... reference (inspect lists "
         "them) or a message id.",
     )
     restore.add_argument("ref", metavar="REF_OR_MESSAGE_ID", help="lgctx:... reference or id")
     restore.add_argument("--thread", required=True, help="thread id the entry belongs to")
     restore.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
     restore.add_argument("--out", type=Path, help="write the bytes to this file")
+    restore.add_argument(
+        "--json", action="store_true", help="print the exact record (JSON) instead of the text"
+    )
     restore.set_defaults(handler=_restore)
 
     compact = sub.add_parser(
@@ -262,8 +269,9 @@ def _frontier_parser(sub: Any) -> None:
         "--thread", action="append", help="a thread of --db (repeatable; default: every thread)"
     )
     frontier.add_argument(
-        "--archive", type=Path, help="archive folder of --db's threads (default: in the database)"
-    )
+        "--archive", type=Path, default=HOME / "archive",
+        help="archive folder of --db's threads (entries not there: the database's own store)",
+    )  # fmt: skip
     frontier.add_argument("--window", type=_positive, help="window in tokens")
     frontier.add_argument("--reserved", type=_non_negative, default=0, help="output tokens kept")
     frontier.add_argument(

@@ -141,8 +141,18 @@ def run_frontier(args: argparse.Namespace) -> int:
     if args.plot is not None:
         _plot(rows, args.plot, title)
         out.note(f"plot written to {args.plot}")
+    gaps = [t for t in threads if t.unreadable]
+    for thread in gaps:
+        out.note(f"thread {thread.name}: part of its history is unreadable: {thread.unreadable[0]}")
+    if gaps:  # a replay of part of a thread measures another thread: nothing to recommend
+        print(
+            f"recommended: none: {len(gaps)} thread(s) could not be read whole, so the replay "
+            "measured less than they hold; pass --archive DIR where their archive is",
+            flush=True,
+        )
+        return 1
     print(_recommendation(best, tallies, terms, args), flush=True)
-    return 0
+    return 0 if best is not None else 1
 
 
 _HEADER = ["setting", "eff. cost", "vs defaults", "recall", "over budget", "invalid", "restorable"]

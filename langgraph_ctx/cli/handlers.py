@@ -221,7 +221,7 @@ _REFS_SHOWN = 5
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from langgraph_ctx.cli.threads import restore_entry
+    from langgraph_ctx.cli.threads import readable_entry, restore_entry
 
     if args.out is not None:
         _existing_folder(args.out, "--out")
@@ -230,7 +230,10 @@ def _restore(args: argparse.Namespace) -> int:
         args.out.write_bytes(data)
         print(f"wrote {len(data):,} bytes to {args.out}", file=sys.stderr)
         return 0
-    sys.stdout.write(data.decode("utf-8", "surrogatepass") + "\n")
+    if args.json:
+        sys.stdout.write(data.decode("utf-8", "surrogatepass") + "\n")
+    else:
+        sys.stdout.write(readable_entry(data) + "\n")
     return 0
 
 

@@ -87,11 +87,12 @@ def read_text(path: str | Path, what: str) -> str:
         raise InputError(msg) from exc
 
 
-def read_json(path: str | Path, what: str) -> Any:
+def read_json(path: str | Path, what: str, *, expected: str = "") -> Any:
     """The JSON of a file (plain or gzip-compressed), within bounds (see the module).
 
     Raises:
-        InputError: As `read_text`, or not JSON, or nested deeper than `MAX_DEPTH`.
+        InputError: As `read_text`, or not JSON, or nested deeper than `MAX_DEPTH`. `expected`
+            (what the file should hold) ends the not-JSON message.
     """
     text = read_text(path, what)
     deep = f"{path} nests lists or objects deeper than {MAX_DEPTH} levels; no {what} file does"
@@ -99,7 +100,7 @@ def read_json(path: str | Path, what: str) -> Any:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         msg = f"{path} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        raise InputError(msg) from exc
+        raise InputError(f"{msg}; expected {expected}" if expected else msg) from exc
     except RecursionError:  # deeper than the parser can go: deeper than MAX_DEPTH too
         raise InputError(deep) from None
     if _too_deep(data):

@@ -39,7 +39,7 @@ def load_transcript(path: str | Path) -> list[BaseMessage]:
     Raises:
         InputError: Missing file, not JSON, or not a list of serialized LangChain messages.
     """
-    data = read_json(path, "transcript")
+    data = read_json(path, "transcript", expected=TRANSCRIPT)
     if not isinstance(data, list):
         msg = (
             f"{path} holds a JSON {type(data).__name__}, not a message list; expected the "
@@ -55,6 +55,10 @@ def load_transcript(path: str | Path) -> list[BaseMessage]:
             'items like {"type": "human", "data": {"content": "..."}} from messages_to_dict'
         )
         raise InputError(msg) from exc
+
+
+TRANSCRIPT = "a message JSON file (the output of langchain_core.messages.messages_to_dict)"
+"""What a transcript file holds, as the errors about one say."""
 
 
 def load_strategies(value: str | None) -> list[Any] | None:

@@ -11,15 +11,16 @@ problem with the input is an `InputError` with one line saying what to pass inst
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_ids
+from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_archive, thread_ids
 from langgraph_ctx.cli.playback import load_transcript, with_ids
 from langgraph_ctx.cli.runs import InputError
 from langgraph_ctx.errors import shorten
@@ -33,6 +34,8 @@ class Thread:
 
     name: str
     messages: list[BaseMessage]
+    unreadable: list[str] = field(default_factory=list)
+    """Why part of its history could not be read back from its archive (empty: all of it)."""
 
     @property
     def calls(self) -> int:
@@ -40,26 +43,43 @@ class Thread:
         return sum(isinstance(m, AIMessage) for m in self.messages[1:])
 
 
-def threads_from_files(paths: Sequence[Path]) -> list[Thread]:
-    """Each JSON file of `paths` (files, or folders searched for `*.json`) as a thread."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*.json") if p.is_file())
-            if not found:
-                msg = f"folder {path} holds no .json file; pass message JSON files or folders"
-                raise InputError(msg)
-            files.extend(found)
-        else:
-            files.append(path)  # load_transcript names a missing file
+def threads_from_files(paths: Sequence[Path], notes: list[str] | None = None) -> list[Thread]:
+    """Each JSON file of `paths` (files, or folders searched for `*.json`) as a thread.
+
+    A file named in `paths` must be a recorded thread. A file found in a folder that is not one
+    (another JSON file kept beside the runs) is left out with a line in `notes` (or on stderr);
+    only a folder with no thread left is an error.
+    """
     threads = []
-    for file in files:
-        messages = with_ids(load_transcript(file))
-        if not any(isinstance(m, AIMessage) for m in messages):
-            msg = f"{file} has no AI message: there is no model call to replay"
+    for path in paths:
+        if not path.is_dir():
+            threads.append(_thread_of(path))  # load_transcript names a missing file
+            continue
+        found = sorted(p for p in path.rglob("*.json") if p.is_file())
+        kept = []
+        for file in found:
+            try:
+                kept.append(_thread_of(file))
+            except InputError as exc:
+                line = f"left out {file}: {exc}"
+                if notes is None:
+                    print(f"frontier: {line}", file=sys.stderr, flush=True)
+                else:
+                    notes.append(line)
+        if not kept:
+            what = "no .json file" if not found else "no recorded thread (see the lines above)"
+            msg = f"folder {path} holds {what}; pass message JSON files or folders of them"
             raise InputError(msg)
-        threads.append(Thread(file.stem, messages))
+        threads.extend(kept)
     return threads
+
+
+def _thread_of(file: Path) -> Thread:
+    messages = with_ids(load_transcript(file))
+    if not any(isinstance(m, AIMessage) for m in messages):
+        msg = f"{file} has no AI message: there is no model call to replay"
+        raise InputError(msg)
+    return Thread(file.stem, messages)
 
 
 # --- checkpoint databases ------------------------------------------------------------------------
@@ -86,19 +106,18 @@ class _Values:
 
 
 def threads_from_db(
-    db: str, only: Sequence[str] | None, archive_dir: Path | None, notes: list[str]
+    db: str, only: Sequence[str] | None, archive_dir: Path, notes: list[str]
 ) -> list[Thread]:
     """The threads of a checkpoint database (every one, or those of `only`).
 
     Args:
         db: A SQLite file or a `postgresql://` URI.
         only: Thread ids to read (None: every thread).
-        archive_dir: The archive folder of threads a `DirectoryBackend` archived (None: the
-            archive in the database itself, where `ContextMemory` keeps it by default).
+        archive_dir: The archive folder of threads a `DirectoryBackend` archived; entries
+            not there are read from the store in the database itself (where `ContextMemory`
+            keeps the archive of a graph with no store), see `thread_archive`.
         notes: Where to say which threads were left out and why.
     """
-    from langgraph.store.memory import InMemoryStore
-
     from langgraph_ctx.graph.memory import ContextMemory
 
     threads = []
@@ -114,26 +133,22 @@ def threads_from_db(
             msg = f"no thread {shorten(missing[0])} in {db}; threads there: {listed}"
             raise InputError(msg)
         # The archive is read where it is, never derived (deriving sets a store up: a write).
-        archive: Any = opened.store or InMemoryStore()
-        if archive_dir is not None:
-            from langgraph_ctx.archive import DirectoryBackend
-
-            archive = DirectoryBackend(archive_dir)
+        archive = thread_archive(archive_dir, opened)
         memory = ContextMemory(context_window_tokens=1, archive=archive)
         view = _SaverView(saver)
         for thread in only or known:
             config: RunnableConfig = {"configurable": {"thread_id": thread}}
             values = view.get_state(config).values
             messages: list[BaseMessage] = list(values.get("messages") or [])
+            gaps: list[str] = []
             if values.get("context_ledger"):  # managed: what left live state is archived
                 full = memory.get_full_history(view, config)
-                for _, reason in getattr(full, "unreadable", []):
-                    notes.append(f"thread {thread}: part of the history is unreadable: {reason}")
+                gaps = [reason for _, reason in getattr(full, "unreadable", [])]
                 messages = list(full)
             if not any(isinstance(m, AIMessage) for m in messages):
                 notes.append(f"thread {thread} has no AI message: left out")
                 continue
-            threads.append(Thread(thread, with_ids(messages)))
+            threads.append(Thread(thread, with_ids(messages), gaps))
     if not threads:
         msg = f"no thread of {db} has an AI message: there is no model call to replay"
         raise InputError(msg)

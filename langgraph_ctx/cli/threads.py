@@ -8,6 +8,7 @@ builds a transcript down to a budget.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.archive.codec import encode_message
-from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_ids
+from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_archive, thread_ids
 from langgraph_ctx.cli.playback import load_strategies, load_transcript
 from langgraph_ctx.cli.replay import CheckpointView
 from langgraph_ctx.cli.runs import InputError
@@ -26,7 +27,6 @@ from langgraph_ctx.errors import ArchiveError, shorten
 
 def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
     """What a stored thread holds: ledger, summary, reports, live and full history, edits."""
-    from langgraph_ctx.archive._backends import DirectoryBackend
     from langgraph_ctx.archive.archive import Archive
     from langgraph_ctx.graph.memory import ContextMemory
 
@@ -37,7 +37,8 @@ def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
             listed = ", ".join(known[:10]) or "none"
             msg = f"no thread {shorten(thread)} in {db}; threads there: {listed}"
             raise InputError(msg)
-        memory = ContextMemory(context_window_tokens=1, archive=DirectoryBackend(archive_dir))
+        archive = thread_archive(archive_dir, opened)
+        memory = ContextMemory(context_window_tokens=1, archive=archive)
         view = CheckpointView(saver)
         config: RunnableConfig = {"configurable": {"thread_id": thread}}
         values = view.get_state(config).values
@@ -46,15 +47,15 @@ def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
         full: list[BaseMessage] | None = memory.get_full_history(view, config)
         unreadable = getattr(full, "unreadable", [])
         full_error = "; ".join(reason for _, reason in unreadable) or None
-    live = list(values.get("messages") or [])
-    archive = Archive(DirectoryBackend(archive_dir), thread_id=thread)
+        live = list(values.get("messages") or [])
+        edits = thread_edits(reports, Archive(archive, thread_id=thread), {m.id for m in live})
     return {
         "live": live,
         "ledger": dict(values.get("context_ledger") or {}),
         "reports": reports,
         "full": full,
         "full_error": full_error,
-        "edits": thread_edits(reports, archive, {m.id for m in live}),
+        "edits": edits,
     }
 
 
@@ -126,6 +127,38 @@ def _lookup(archive: Any, message_id: str) -> str | None:
     except ArchiveError:
         return None
     return found
+
+
+def readable_entry(data: bytes) -> str:
+    """An entry's bytes (`restore_entry`) as a person reads them.
+
+    Each message gets a header line (its type, name, ids and tool calls), then its text; a
+    text entry is shown as it is.
+    """
+    from langgraph_ctx.archive.codec import decode_message, decode_messages
+    from langgraph_ctx.archive.recall import entry_text
+
+    try:
+        messages = [decode_message(data)]
+    except Exception:
+        try:
+            messages = decode_messages(data)
+        except Exception:
+            return data.decode("utf-8", "surrogatepass")
+    parts = []
+    for message in messages:
+        head = [f"[{message.type}"]
+        for key in ("name", "tool_call_id", "id"):
+            value = getattr(message, key, None)
+            if value:
+                head.append(f"{key}={value}")
+        calls = getattr(message, "tool_calls", None) or []
+        called = "; ".join(
+            f"{c['name']}({json.dumps(c['args'], ensure_ascii=False)})" for c in calls
+        )
+        parts.append(" ".join(head) + "]" + (f" calls {called}" if called else ""))
+        parts.append(entry_text(message))
+    return "\n".join(parts)
 
 
 def restore_entry(ref_or_id: str, *, thread: str, archive_dir: Path) -> bytes:
