@@ -116,9 +116,18 @@ def test_the_first_block_runs_offline_and_shows_the_report(
     digits = re.compile(r"\d+")
     assert digits.sub("N", printed) == digits.sub("N", shown)
     assert printed.splitlines()[0] == shown.splitlines()[0]
+    # The second count: the README's figure, within the "token or two" it states.
+    first = int(re.match(r"(\d+)/", printed.splitlines()[1])[1])  # type: ignore[index]
+    stated = int(re.match(r"(\d+)/", shown.splitlines()[1])[1])  # type: ignore[index]
+    assert abs(first - stated) <= 2, (first, stated)
     reports = namespace["memory"].get_reports(namespace["agent"], namespace["config"])
     assert [r.limit for r in reports] == [3_000, 3_000] and all(r.ok for r in reports)
     assert "compact" in reports[-1].kinds()
+    # "The second call would have been about N tokens": the report's tokens_in, within 5%.
+    about = re.search(r"second call would have been about ([\d,]+) tokens", text)
+    assert about, "the README states the unmanaged size of the second call"
+    unmanaged = int(about[1].replace(",", ""))
+    assert abs(reports[-1].tokens_in - unmanaged) <= 0.05 * unmanaged, reports[-1].tokens_in
 
 
 def test_integration_blocks_count_tools_and_report_on_every_ai_message(

@@ -114,6 +114,7 @@ def _frontier(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    from langgraph_ctx.cli.edits import edit_of
     from langgraph_ctx.cli.runs import SUMMARY_SOURCES
     from langgraph_ctx.cli.threads import inspect_thread
 
@@ -166,10 +167,10 @@ def _inspect(args: argparse.Namespace) -> int:
     _edits_grid(out, data["edits"], args)
     if data["reports"]:
         last = data["reports"][-1]
-        header = ["kind", "attempt", "before", "after", "saved", "messages"]
+        header = ["edit (report kind)", "attempt", "before", "after", "saved", "messages"]
         body = [
             [
-                d.kind,
+                f"{edit_of(d) or d.kind} ({d.kind})",
                 "" if d.attempt is None else str(d.attempt),
                 f"{d.tokens_before:,}",
                 f"{d.tokens_after:,}",
@@ -185,13 +186,13 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _edits_grid(out: Output, edits: list[Any], args: argparse.Namespace) -> None:
     """Everything the thread's edits took out of the prompt, and the references to restore."""
-    from langgraph_ctx.cli.threads import EDIT_KINDS
+    from langgraph_ctx.cli.edits import EDITS
 
-    header = ["kind", "what", "edits", "messages", "still live", "references"]
+    header = ["edit", "what happened", "edits", "messages", "still live", "references"]
     body = [
         [
-            edit.kind,
-            EDIT_KINDS[edit.kind],
+            f"{EDITS[edit.kind].things} {edit.kind}",
+            EDITS[edit.kind].meaning,
             str(edit.edits),
             str(len(edit.message_ids)),
             str(edit.live),
@@ -204,9 +205,9 @@ def _edits_grid(out: Output, edits: list[Any], args: argparse.Namespace) -> None
     lines = []
     for edit in edits:
         for ref in edit.refs[:_REFS_SHOWN]:
-            lines.append(f"  {edit.kind:<13} {ref}")
+            lines.append(f"  {edit.kind:<15} {ref}")
         if len(edit.refs) > _REFS_SHOWN:
-            lines.append(f"  {edit.kind:<13} … {len(edit.refs) - _REFS_SHOWN} more")
+            lines.append(f"  {edit.kind:<15} … {len(edit.refs) - _REFS_SHOWN} more")
     if lines:
         restore = f"{PROG} restore REF --thread {args.thread} --archive {args.archive}"
         out.console.print(
@@ -249,6 +250,7 @@ def _existing_folder(path: Path, option: str) -> None:
 def _compact(args: argparse.Namespace) -> int:
     from langchain_core.messages import messages_to_dict
 
+    from langgraph_ctx.cli.edits import counted, tally
     from langgraph_ctx.cli.threads import compact_transcript
 
     _existing_folder(args.out, "--out")
@@ -262,10 +264,8 @@ def _compact(args: argparse.Namespace) -> int:
     )
     text = json.dumps(messages_to_dict(messages), indent=1, ensure_ascii=False)
     args.out.write_text(text, encoding="utf-8")
-    kinds: dict[str, int] = {}
-    for kind in report.kinds():
-        kinds[kind] = kinds.get(kind, 0) + 1
-    done = ", ".join(f"{k} {n}" for k, n in kinds.items()) or "no edits needed"
+    done = ", ".join(counted(count, word) for word, count in tally(report.decisions))
+    done = done or "no edits needed"
     print(
         f"wrote {args.out}: {report.messages_in} messages, {before:,} tokens -> "
         f"{len(messages)} messages, {report.tokens:,} tokens (limit {report.limit:,}); {done}; "

@@ -89,14 +89,7 @@ class Output:
 
 
 def _call_line(stat: Any) -> str:
-    edits = [f"{d['kind']} {_count(d)}" for d in stat.decisions]
-    return f"{stat.tokens:,}/{stat.limit:,} tokens ({', '.join(edits) or 'no edits'})"
+    from langgraph_ctx.cli.edits import describe
 
-
-def _count(decision: dict[str, Any]) -> str:
-    from langgraph_ctx.cli.runs import message_count
-
-    ids = message_count(decision)
-    before, after = decision.get("tokens_before"), decision.get("tokens_after")
-    moved = f"{before:,} -> {after:,} tokens" if before != after else ""
-    return ", ".join(x for x in (f"{ids} msg" if ids else "", moved) if x) or "done"
+    edits = [describe(d) for d in stat.decisions]
+    return f"{stat.tokens:,}/{stat.limit:,} tokens ({'; '.join(edits) or 'no edits'})"

@@ -20,6 +20,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.archive.codec import encode_message
+from langgraph_ctx.cli.edits import counted, edit_of, tally
 from langgraph_ctx.errors import ArchiveError
 
 MODEL_NODE = "model"
@@ -162,9 +163,6 @@ def check_run(memory: Any, graph: Any, config: RunnableConfig, log: RunLog) -> R
     return check
 
 
-_ORDER = ("drop_memory", "prune", "compact", "shrink", "auto_compact", "summarize", "extract")
-
-
 def summary_rows(log: RunLog, check: RunCheck | None = None) -> list[tuple[str, str]]:
     """The final table as (label, value) rows."""
     calls = log.calls
@@ -179,19 +177,20 @@ def summary_rows(log: RunLog, check: RunCheck | None = None) -> list[tuple[str, 
         rows.append(("unmanaged history (largest)", f"{biggest:,} tokens ({ratio})"))
     kinds = Counter(k for c in calls for k in c.kinds)
     kinds.update(e["kind"] for e in log.events if e["kind"] == "rebuild")
-    taken = [f"{k} {kinds[k]}" for k in (*_ORDER, "rebuild", "skip", "error") if kinds.get(k)]
-    counted = " (each one changed the prompt; attempts that found nothing are not counted)"
-    rows.append(
-        ("decisions taken", " · ".join(taken) + counted if taken else "none (everything fit)")
-    )
     decisions = [d for c in calls for d in c.decisions]
+    rebuilt = [{"kind": "rebuild", "messages": e["cleared"]} for e in log.events]
+    taken = [
+        counted(count, word)
+        for word, count in tally([*decisions, *(e for e in rebuilt if e["messages"])])
+    ]
+    rows.append(("edits", " · ".join(taken) if taken else "none (everything fit)"))
     compacted = [d for d in decisions if d["kind"] == "compact"]
     turns = [d for d in compacted if (d.get("detail") or {}).get("model_turns")]
     outputs = [d for d in compacted if not (d.get("detail") or {}).get("model_turns")]
     archived = sum(message_count(d) for d in outputs)
     on_arrival = sum(message_count(d) for d in outputs if (d.get("detail") or {}).get("arrival"))
     how = f" ({on_arrival} as they arrived, {archived - on_arrival} once older)" if archived else ""
-    rows.append(("tool outputs archived", f"{archived}{how}"))
+    rows.append(("tool outputs excerpted", f"{archived}{how}"))
     shortened = sum(message_count(d) for d in turns)
     kept = " (archived whole; the prompt keeps their first and last lines and their calls)"
     rows.append(("model turns shortened", f"{shortened}{kept if shortened else ''}"))
@@ -205,7 +204,7 @@ def summary_rows(log: RunLog, check: RunCheck | None = None) -> list[tuple[str, 
     rebuilds = [e for e in log.events if e["kind"] == "rebuild"]
     if rebuilds:
         cleared = _plural(sum(e["cleared"] for e in rebuilds), "message")
-        rows.append(("rebuilds from a hint", f"{len(rebuilds)} ({cleared} cleared)"))
+        rows.append(("rebuilt from a hint", f"{len(rebuilds)} ({cleared} cleared)"))
     if total := sum(c.tokens for c in calls):
         share = sum(c.cached for c in calls) / total
         same = "the leading part equal to the previous call's prompt"
@@ -266,11 +265,11 @@ def write_reports(path: str | Path, log: RunLog, *, meta: Mapping[str, Any]) -> 
 
 
 _MARKS = {
-    "prune": (".", "tab:purple"),
-    "compact": ("v", "tab:orange"),
-    "shrink": ("|", "tab:gray"),
-    "auto_compact": ("s", "tab:green"),
-    "summarize": ("D", "tab:olive"),
+    "pruned": (".", "tab:purple"),
+    "excerpted": ("v", "tab:orange"),
+    "shortened": ("^", "tab:red"),
+    "left the window": ("|", "tab:gray"),
+    "summarized": ("s", "tab:green"),
 }
 
 
@@ -303,7 +302,7 @@ def plot_run(path: str | Path, log: RunLog, *, title: str) -> Path:
     kinds = list(_MARKS)
     for row, kind in enumerate(kinds):
         marker, color = _MARKS[kind]
-        hits = [c.index for c in calls if kind in c.kinds]
+        hits = [c.index for c in calls if kind in {edit_of(d) for d in c.decisions}]
         if hits:
             edits.scatter(hits, [row] * len(hits), marker=marker, color=color, zorder=3)
     for i, event in enumerate(e for e in log.events if e["kind"] == "rebuild"):

@@ -19,6 +19,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.archive.codec import encode_message
 from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_archive, thread_ids
+from langgraph_ctx.cli.edits import EDITS, edit_of
 from langgraph_ctx.cli.playback import load_strategies, load_transcript
 from langgraph_ctx.cli.replay import CheckpointView
 from langgraph_ctx.cli.runs import InputError
@@ -59,24 +60,12 @@ def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
     }
 
 
-EDIT_KINDS = {
-    "drop_memory": "memory results dropped from the prompt",
-    "prune": "tool outputs pruned (shown as a placeholder)",
-    "compact": "tool outputs compacted into the archive",
-    "shrink": "messages left the window",
-    "auto_compact": "messages folded into the running summary",
-    "summarize": "messages folded into the running summary",
-    "rebuild": "messages removed from live state by a hint rebuild",
-    "remove": "messages removed from live state (remove_summarized)",
-}
-"""What each kind of edit did, as `inspect` lists it."""
-
-
 @dataclass
 class ThreadEdit:
     """One kind of edit over a thread's life, with how to get its messages back."""
 
     kind: str
+    """The edit, as `langgraph_ctx.cli.edits.EDITS` names it (`excerpted`, `shortened`, ...)."""
     edits: int
     """Decisions of this kind that changed the prompt."""
     message_ids: list[str]
@@ -100,11 +89,12 @@ def thread_edits(
     found: dict[str, ThreadEdit] = {}
     for report in reports:
         for d in report.decisions:
-            data = {"message_ids": d.message_ids, "tokens_before": d.tokens_before}
-            data["tokens_after"] = d.tokens_after
-            if d.kind not in EDIT_KINDS or not changed(data):
+            data = {"kind": d.kind, "message_ids": d.message_ids, "detail": d.detail}
+            data["tokens_before"], data["tokens_after"] = d.tokens_before, d.tokens_after
+            word = edit_of(data)
+            if word is None or not changed(data):
                 continue
-            edit = found.setdefault(d.kind, ThreadEdit(d.kind, 0, [], [], 0))
+            edit = found.setdefault(word, ThreadEdit(word, 0, [], [], 0))
             edit.edits += 1
             edit.message_ids.extend(i for i in d.message_ids if i not in edit.message_ids)
             detail = d.detail or {}
@@ -113,12 +103,12 @@ def thread_edits(
                     edit.refs.append(str(ref))
     for edit in found.values():
         edit.live = sum(1 for i in edit.message_ids if i in live_ids)
-        if edit.kind in {"prune", "shrink", "drop_memory"}:
+        if edit.kind in {"pruned", "left the window", "memory dropped"}:
             for message_id in edit.message_ids:  # archived later (a dump), or not at all
                 ref = None if message_id in live_ids else _lookup(archive, message_id)
                 if ref and ref not in edit.refs:
                     edit.refs.append(ref)
-    return [found[k] for k in EDIT_KINDS if k in found]
+    return [found[word] for word in EDITS if word in found]
 
 
 def _lookup(archive: Any, message_id: str) -> str | None:

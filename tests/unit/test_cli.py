@@ -363,7 +363,7 @@ def test_replay_runs_the_recording_through_the_agent(
     plot = tmp_path / "plot.png"
     assert main(["replay", str(source), "--window", "3000", "--plot", str(plot)]) == 0
     out = capsys.readouterr().out
-    for label in ("prompt tokens per call", "decisions taken", "cache-reusable share"):
+    for label in ("prompt tokens per call", "edits", "cache-reusable share"):
         assert label in out
     assert "limit 3,000" in out
     assert plot.read_bytes().startswith(b"\x89PNG")

@@ -14,6 +14,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph_ctx import count_tokens
 from langgraph_ctx.cli import main
 from langgraph_ctx.cli.demo import make_tools, run_demo
+from langgraph_ctx.cli.edits import edit_of
 from langgraph_ctx.cli.explorer import ScriptedExplorer, keywords, read_view
 
 
@@ -251,8 +252,8 @@ def test_demo_on_a_small_tree(tree: Path, capsys: pytest.CaptureFixture[str]) ->
     out = capsys.readouterr().out
     for label in (
         "prompt tokens per call",
-        "decisions taken",
-        "tool outputs archived",
+        "edits",
+        "tool outputs excerpted",
         "model turns shortened",
         "summaries",
         "cache-reusable share",
@@ -277,7 +278,7 @@ def test_demo_on_a_small_tree(tree: Path, capsys: pytest.CaptureFixture[str]) ->
     turns = sum(len(d["message_ids"]) for d in compacted if "model_turns" in d["detail"])
     assert outputs > 0 and any(d["detail"].get("arrival") for d in compacted)
     assert turns > 0
-    assert table_row(out, "tool outputs archived").startswith(f"{outputs} (")
+    assert table_row(out, "tool outputs excerpted").startswith(f"{outputs} (")
     assert table_row(out, "model turns shortened").startswith(f"{turns} (")
     assert any(d["detail"].get("quoted_lines") for d in decisions if d["kind"] == "auto_compact")
     assert "quoting" in table_row(out, "summaries")
@@ -426,15 +427,17 @@ def test_inspect_leads_to_restore(tree: Path, capsys: pytest.CaptureFixture[str]
     assert set(edited) <= set(shown)
     assert main(["inspect", "--db", ".langgraph_ctx/demo.sqlite", "--thread", "demo"]) == 0
     out = capsys.readouterr().out
-    kinds = {
-        d["kind"] for c in reports["calls"] for d in c["report"]["decisions"] if d["message_ids"]
-    }
+    decisions = [d for c in reports["calls"] for d in c["report"]["decisions"]]
+    kinds = {d["kind"] for d in decisions if d["message_ids"]}
     assert kinds & {"prune", "compact"} and "auto_compact" in kinds
+    # inspect names each edit with the words the demo's table and progress lines use.
+    words = {edit_of(d) for d in decisions if d["message_ids"]} - {None}
+    assert "summarized" in words
     grid = out.split("what the thread's edits took out", 1)[1].split("restore any of these", 1)[0]
-    for kind in kinds | {"rebuild"}:
-        assert re.search(rf"│ {kind}\s+│", grid), kind
-    refs = re.findall(r"^  (\w+)\s+(lgctx:\S+)$", out, re.M)
-    assert {kind for kind, _ in refs} >= {"auto_compact", "rebuild"}
+    for word in words | {"cleared by a rebuild"}:
+        assert re.search(rf"│[\w ]* {re.escape(str(word))}\s+│", grid), word
+    refs = re.findall(r"^  (\S.*?)\s+(lgctx:\S+)$", out, re.M)
+    assert {word for word, _ in refs} >= {"summarized", "cleared by a rebuild"}
     for _, ref in refs:
         assert main(["restore", ref, "--thread", "demo"]) == 0, ref
     assert "written without a model" in out  # "fallback" explained where it is shown

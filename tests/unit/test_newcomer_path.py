@@ -56,15 +56,52 @@ def recording(path: Path, turns: int = 3) -> Path:
 
 
 def demo_thread(capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str]]:
-    """Run the demo as `make demo` does; its model calls and the references `inspect` lists."""
+    """Run the demo as `make demo` does; its model calls and the references `inspect` lists.
+
+    The figures the README quotes from this run stay within the spread it states.
+    """
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
+    readme_figures_hold(out)
     calls = int(re.search(r"turns / model calls\s*│\s*\d+ / (\d+)", out)[1])  # type: ignore[index]
     assert main(["inspect", "--db", ".langgraph_ctx/demo.sqlite", "--thread", "demo"]) == 0
     refs = re.findall(
         r"lgctx:[\w~-]+:(?:message|messages|text):[0-9a-f]{64}", capsys.readouterr().out
     )
     return calls, refs
+
+
+def readme_figures_hold(table: str) -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    prose = " ".join(readme.split())
+    stated = re.search(
+        r"a run reads (\d+) calls, none over the limit, (\d+) tool outputs excerpted, (\d+) "
+        r"model turns shortened, (\d+) summar(?:y|ies), (\d+)% cache-reusable \(as the sources "
+        r"it reads change, the counts move within (\d+)-(\d+) calls, (\d+)-(\d+) outputs, "
+        r"(\d+)-(\d+) turns, (\d+)-(\d+) summaries and (\d+)-(\d+)%",
+        prose,
+    )
+    assert stated, "README: the demo paragraph states its figures and their spread"
+    n = [int(x) for x in stated.groups()]
+    cells = " ".join(table.split())
+
+    def cell(label: str, pattern: str) -> int:
+        found = re.search(re.escape(label) + r" │ " + pattern, cells)
+        assert found, label
+        return int(found[1])
+
+    calls = cell("turns / model calls", r"\d+ / (\d+)")
+    outputs = cell("tool outputs excerpted", r"(\d+)")
+    turns = cell("model turns shortened", r"(\d+)")
+    summaries = cell("summaries", r"(\d+)")
+    cached = cell("cache-reusable share", r"(\d+)%")
+    assert cell("calls over the limit", r"(\d+)") == 0
+    spreads = [(calls, n[5], n[6]), (outputs, n[7], n[8]), (turns, n[9], n[10])]
+    spreads += [(summaries, n[11], n[12]), (cached, n[13], n[14])]
+    for value, low, high in spreads:
+        assert low <= value <= high, (value, low, high)
+    for example, (_, low, high) in zip(n[:5], spreads, strict=True):
+        assert low <= example <= high  # the example the README prints is inside its spread
 
 
 def test_frontier_replays_every_call_of_the_demo_from_the_one_default_archive(
