@@ -3,13 +3,14 @@
 `BaseStore` lists a namespace only through `search`, which reads every value: listing a
 thread of 5,000 archived outputs (~10 MB) that way costs 200-400 ms on SQLite or Postgres,
 every search. The archive only needs the keys (entries are content-addressed, so a search
-reads only keys it has not decoded before), so for `SqliteStore`, `PostgresStore` and
-`AsyncPostgresStore` this module asks the store's own table for `key` alone, newest write
-first, as `search` orders it (`updated_at`; SQLite's `INSERT OR REPLACE` gives each write a
-new rowid, which breaks its one-second ties). The table layout (`store(prefix, key,
-updated_at, ...)` with the namespace joined by `.`) belongs to `langgraph-checkpoint-sqlite`
-and `langgraph-checkpoint-postgres`: when a query fails (a layout that changed, a table not
-set up) the functions return `None` and the caller pages `search` instead.
+reads only keys it has not decoded before), so for `SqliteStore`, `AsyncSqliteStore`,
+`PostgresStore` and `AsyncPostgresStore` this module asks the store's own table for `key`
+alone, newest write first, as `search` orders it (`updated_at`; SQLite's
+`INSERT OR REPLACE` gives each write a new rowid, which breaks its one-second ties). The
+table layout (`store(prefix, key, updated_at, ...)` with the namespace joined by `.`) belongs
+to `langgraph-checkpoint-sqlite` and `langgraph-checkpoint-postgres`: when a query fails (a
+layout that changed, a table not set up) the functions return `None` and the caller pages
+`search` instead.
 """
 
 from __future__ import annotations
@@ -38,14 +39,17 @@ def _fallback(store: BaseStore, exc: Exception) -> None:
 
 
 def _kind(store: BaseStore) -> str | None:
-    """Which SQL store `store` is ("sqlite", "postgres", "apostgres"), None for others."""
+    """Which SQL store `store` is ("sqlite", "asqlite", "postgres", "apostgres") or None."""
     try:
         from langgraph.store.sqlite import SqliteStore
+        from langgraph.store.sqlite.aio import AsyncSqliteStore
     except ImportError:  # an optional install
         pass
     else:
         if isinstance(store, SqliteStore):
             return "sqlite"
+        if isinstance(store, AsyncSqliteStore):
+            return "asqlite"
     try:
         from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
     except ImportError:  # an optional install
@@ -75,16 +79,21 @@ def keys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str] | Non
 
 
 async def akeys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str] | None:
-    """Async `keys_by_sql`; also lists an `AsyncPostgresStore`."""
+    """Async `keys_by_sql`; also lists an `AsyncPostgresStore` or an `AsyncSqliteStore`."""
     prefix, kind = _prefix(namespace), _kind(store)
     if prefix is None or kind is None:
         return None
-    if kind != "apostgres":  # a sync store: its connection is used from a worker thread
+    if kind in ("sqlite", "postgres"):  # a sync store: its connection used from a worker thread
         return await asyncio.to_thread(keys_by_sql, store, namespace)
     try:
-        async with store._cursor() as cur:  # type: ignore[attr-defined]  # as above
-            await cur.execute(_POSTGRES, (prefix,))
-            rows = await cur.fetchall()
+        if kind == "asqlite":
+            async with store.lock:  # type: ignore[attr-defined]  # AsyncSqliteStore's own lock
+                cursor = await store.conn.execute(_SQLITE, (prefix,))  # type: ignore[attr-defined]
+                rows = list(await cursor.fetchall())
+        else:
+            async with store._cursor() as cur:  # type: ignore[attr-defined]  # as above
+                await cur.execute(_POSTGRES, (prefix,))
+                rows = await cur.fetchall()
     except Exception as exc:  # any failure: page search instead
         _fallback(store, exc)
         return None

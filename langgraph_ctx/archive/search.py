@@ -374,4 +374,7 @@ def make_search_tool(
         description=SEARCH_DESCRIPTION,
         args_schema=SearchArgs,
         handle_tool_error=True,
+        handle_validation_error=lambda exc: bounded(
+            f"{name}: bad arguments: {shorten(str(exc), 300)}", max_chars
+        ),
     )

@@ -105,7 +105,8 @@ def render_hits(
             f"({searched} entries searched)",
             max_chars,
         )
-    out = f"{tool_name}: {total} matching lines for {quoted}, best first"
+    lines = "line" if total == 1 else "lines"
+    out = f"{tool_name}: {total} matching {lines} for {quoted}, best first"
     written = 0
     for hit, repeats in found[:limit]:
         block = _render_hit(written + 1, hit, repeats, recall_name)
