@@ -82,6 +82,17 @@ class BackendGet(Effect):
 
 
 @dataclass(frozen=True, slots=True)
+class BackendKeys(Effect):
+    """`backend.keys(namespace)` (or `akeys`); returns the keys, newest write first.
+
+    A backend with `keys` but no `akeys` is listed in a worker thread under `arun_plan`.
+    """
+
+    backend: Any
+    namespace: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class SearchStore(Effect):
     """`store.search(namespace, query=..., limit=...)` (or `asearch`); returns the items."""
 
@@ -246,6 +257,13 @@ async def _acall_model(effect: CallModel) -> Any:
         raise _timed_out(effect.timeout) from None
 
 
+async def _akeys(effect: BackendKeys) -> Any:
+    akeys = getattr(effect.backend, "akeys", None)
+    if akeys is None:  # a user's backend that lists only synchronously
+        return await asyncio.to_thread(effect.backend.keys, effect.namespace)
+    return await akeys(effect.namespace)
+
+
 async def _acall_handler(effect: CallHandler) -> Any:
     result = effect.handler(effect.request)
     return await result if inspect.isawaitable(result) else result
@@ -263,6 +281,7 @@ _DISPATCH: dict[type[Effect], tuple[_Sync, _Async]] = {
         lambda e: e.backend.get(e.namespace, e.key),
         lambda e: e.backend.aget(e.namespace, e.key),
     ),
+    BackendKeys: (lambda e: e.backend.keys(e.namespace), _akeys),
     SearchStore: (
         lambda e: e.store.search(e.namespace, query=e.query, limit=e.limit),
         lambda e: e.store.asearch(e.namespace, query=e.query, limit=e.limit),

@@ -55,8 +55,12 @@ class BoundedPattern:
         )
 
 
-def compile_pattern(text: str, *, ignore_case: bool = True) -> BoundedPattern:
+def compile_pattern(
+    text: str, *, ignore_case: bool = True, multiline: bool = False
+) -> BoundedPattern:
     """Compile `text` (a regular expression, Python syntax) for bounded searches.
+
+    `multiline` lets `^` and `$` match at every line of a text searched whole.
 
     Raises:
         ValueError: Empty, longer than `MAX_PATTERN_CHARS`, or not a valid pattern; the
@@ -71,7 +75,7 @@ def compile_pattern(text: str, *, ignore_case: bool = True) -> BoundedPattern:
             f"search for a shorter part of it ({shorten(text, 40)})"
         )
         raise ValueError(msg)
-    flags = regex.IGNORECASE if ignore_case else 0
+    flags = (regex.IGNORECASE if ignore_case else 0) | (regex.MULTILINE if multiline else 0)
     try:
         return BoundedPattern(text, regex.compile(text, flags))
     except (regex.error, OverflowError, RecursionError) as exc:

@@ -17,7 +17,9 @@ Layers, from the bottom:
   sync and async methods drive that plan with `run_plan`/`arun_plan`, and other plans compose
   it with `yield from`.
 * What reads it back: the dump index of a thread's insurance dumps (`dumps`), the thread's full
-  history and its pages for a UI (`history`), and the agent's `recall` tool (`recall`).
+  history and its pages for a UI (`history`), the agent's `recall` tool (`recall`), and the
+  search over one thread's archive (`search`, with its pure core in `matching` and its answer
+  in `search_answer`), which needs a backend that lists (`ListableBackend`: `keys`/`akeys`).
 
 The names above are importable from here (`from langgraph_ctx.archive import Archive`).
 """
@@ -25,13 +27,24 @@ The names above are importable from here (`from langgraph_ctx.archive import Arc
 from __future__ import annotations
 
 from langgraph_ctx._ids import ArchiveRef, RefKind, is_archive_ref
-from langgraph_ctx.archive._backends import ArchiveBackend, DirectoryBackend, StoreBackend
+from langgraph_ctx.archive._backends import (
+    ArchiveBackend,
+    DirectoryBackend,
+    ListableBackend,
+    StoreBackend,
+)
 from langgraph_ctx.archive.archive import NAMESPACE_ROOT, Archive, config_identity
 from langgraph_ctx.archive.codec import (
     decode_message,
     decode_messages,
     encode_message,
     encode_messages,
+)
+from langgraph_ctx.archive.search import (
+    EntryCache,
+    asearch_archive,
+    make_search_tool,
+    search_archive,
 )
 
 __all__ = [
@@ -40,12 +53,17 @@ __all__ = [
     "ArchiveBackend",
     "ArchiveRef",
     "DirectoryBackend",
+    "EntryCache",
+    "ListableBackend",
     "RefKind",
     "StoreBackend",
+    "asearch_archive",
     "config_identity",
     "decode_message",
     "decode_messages",
     "encode_message",
     "encode_messages",
     "is_archive_ref",
+    "make_search_tool",
+    "search_archive",
 ]

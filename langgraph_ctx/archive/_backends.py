@@ -4,6 +4,10 @@
 many workers sharing one database); `DirectoryBackend` keeps them in a plain directory (the
 embedded default for the command line and notebooks) with owner-only files, atomic writes and
 no path traversal. Both are sync and async; `Archive` (in `archive.py`) sits on top.
+
+Both also list a namespace (`ListableBackend`: `keys`/`akeys`, newest write first), which
+searching the archive needs; a backend of your own needs only `put`/`get`/`aput`/`aget` to
+archive and recall, and `keys` (with an optional `akeys`) to be searched.
 """
 
 from __future__ import annotations
@@ -15,12 +19,14 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore
 
+from langgraph_ctx.archive._store_keys import akeys_by_sql, keys_by_sql
 from langgraph_ctx.checks import check_path
 from langgraph_ctx.errors import ArchiveAccessError, ArchiveCorruptError
 
@@ -54,6 +60,49 @@ class ArchiveBackend(Protocol):
     async def aget(self, namespace: Namespace, key: str) -> bytes | None:
         """Async `get`."""
         ...
+
+
+@runtime_checkable
+class ListableBackend(Protocol):
+    """An archive backend that can also list a namespace, which searching the archive needs.
+
+    Optional on purpose: a backend with only `put`/`get` archives and recalls; add `keys`
+    (and, if your backend has async I/O, `akeys`; without it the async search lists in a
+    worker thread) to make it searchable.
+    """
+
+    def keys(self, namespace: Namespace) -> list[str]:
+        """The keys under `namespace` (not below it), newest write first; ties by key.
+
+        A backend that does not know when a key was written returns them in any stable order.
+        A missing namespace has no keys (`[]`).
+        """
+        ...
+
+    async def akeys(self, namespace: Namespace) -> list[str]:
+        """Async `keys`."""
+        ...
+
+
+def cannot_list(backend: object) -> str:
+    """The error text for searching an archive whose backend has no `keys`."""
+    return (
+        f"archive backend {type(backend).__name__} can not list its entries, which searching "
+        "the archive needs: give it keys(namespace) -> list[str] returning the keys under that "
+        "namespace, newest first (and, optionally, async akeys); see "
+        "langgraph_ctx.archive.ListableBackend"
+    )
+
+
+_PAGE = 1_000
+"""Items per `store.search` page when a store is listed through the generic API."""
+
+
+def newest_first(written: Iterable[tuple[str, Any]]) -> list[str]:
+    """Keys ordered by their write stamp, newest first, ties by key (a stamp sorts with `<`)."""
+    ordered = sorted(written, key=lambda kv: kv[0])
+    ordered.sort(key=lambda kv: kv[1], reverse=True)  # stable: equal stamps keep key order
+    return [key for key, _ in ordered]
 
 
 def _to_value(data: bytes) -> dict[str, Any]:
@@ -118,8 +167,58 @@ class StoreBackend:
         item = await self.store.aget(namespace, key)
         return None if item is None else _from_value(item.value, f"{namespace}/{key}")
 
+    def keys(self, namespace: Namespace) -> list[str]:
+        """The item keys of `namespace`, newest `updated_at` first.
+
+        SQLite and Postgres stores are listed by one keys-only query; any other store through
+        `store.search` pages (values included, which costs more).
+        """
+        fast = keys_by_sql(self.store, namespace)
+        if fast is not None:
+            return fast
+        written: dict[str, datetime] = {}
+        offset = 0
+        while True:
+            items = self.store.search(namespace, limit=_PAGE, offset=offset)
+            _collect(written, items, namespace)
+            if len(items) < _PAGE:
+                return newest_first(written.items())
+            offset += len(items)
+
+    async def akeys(self, namespace: Namespace) -> list[str]:
+        """Async `keys`."""
+        fast = await akeys_by_sql(self.store, namespace)
+        if fast is not None:
+            return fast
+        written: dict[str, datetime] = {}
+        offset = 0
+        while True:
+            items = await self.store.asearch(namespace, limit=_PAGE, offset=offset)
+            _collect(written, items, namespace)
+            if len(items) < _PAGE:
+                return newest_first(written.items())
+            offset += len(items)
+
+
+def _collect(written: dict[str, datetime], items: Iterable[Any], namespace: Namespace) -> None:
+    # A search covers the namespace and those below it (another scope's entries can sit
+    # there: a thread label equal to a user label); keep exactly this one. Pages are newest
+    # first, so a write between two pages repeats an item (kept once), never hides one.
+    for item in items:
+        if tuple(item.namespace) == namespace:
+            written[item.key] = item.updated_at
+
 
 _PATH_PART = re.compile(r"[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,254}")
+
+
+def _check_part(part: object, path: tuple[object, ...]) -> None:
+    if not isinstance(part, str) or not _PATH_PART.fullmatch(part):
+        msg = (
+            f"refusing archive path part {part!r} in {path!r}: parts must "
+            "match [A-Za-z0-9_~-][A-Za-z0-9._~-]* (no separators, no leading dot)"
+        )
+        raise ArchiveAccessError(msg)
 
 
 class DirectoryBackend:
@@ -141,12 +240,7 @@ class DirectoryBackend:
 
     def _path(self, namespace: Namespace, key: str) -> Path:
         for part in (*namespace, key):
-            if not isinstance(part, str) or not _PATH_PART.fullmatch(part):
-                msg = (
-                    f"refusing archive path part {part!r} in {(*namespace, key)!r}: parts must "
-                    "match [A-Za-z0-9_~-][A-Za-z0-9._~-]* (no separators, no leading dot)"
-                )
-                raise ArchiveAccessError(msg)
+            _check_part(part, (*namespace, key))
         path = self.root.joinpath(*namespace, key)
         root = self.root.resolve()
         if not path.resolve().is_relative_to(root):
@@ -198,6 +292,39 @@ class DirectoryBackend:
     async def aget(self, namespace: Namespace, key: str) -> bytes | None:
         """Async `get` (runs in a worker thread)."""
         return await asyncio.to_thread(self.get, namespace, key)
+
+    def keys(self, namespace: Namespace) -> list[str]:
+        """The entry files of the namespace's folder, newest modification first.
+
+        Temporary files of writes in progress (`.tmp-*`), folders, symbolic links and names
+        that are not entry names are left out; a missing folder has no keys.
+        """
+        for part in namespace:
+            _check_part(part, namespace)
+        directory = self.root.joinpath(*namespace)
+        if not directory.resolve().is_relative_to(self.root.resolve()):
+            msg = f"refusing archive folder {directory}: it resolves outside the archive root"
+            raise ArchiveAccessError(msg)
+        written: list[tuple[str, int]] = []
+        try:
+            with os.scandir(directory) as entries:
+                for entry in entries:
+                    if not _PATH_PART.fullmatch(entry.name) or entry.name.startswith(".tmp-"):
+                        continue
+                    try:
+                        if entry.is_file(follow_symlinks=False):
+                            written.append(
+                                (entry.name, entry.stat(follow_symlinks=False).st_mtime_ns)
+                            )
+                    except FileNotFoundError:  # replaced or removed while listing
+                        continue
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return newest_first(written)
+
+    async def akeys(self, namespace: Namespace) -> list[str]:
+        """Async `keys` (runs in a worker thread)."""
+        return await asyncio.to_thread(self.keys, namespace)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -32,12 +32,13 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
-from langgraph_ctx._effects import BackendGet, BackendPut, Plan, arun_plan, run_plan
+from langgraph_ctx._effects import BackendGet, BackendKeys, BackendPut, Plan, arun_plan, run_plan
 from langgraph_ctx._ids import REF_SHAPE, ArchiveRef, RefKind, is_archive_ref
 from langgraph_ctx.archive._backends import (
     ArchiveBackend,
     Namespace,
     StoreBackend,
+    cannot_list,
 )
 from langgraph_ctx.archive.codec import (
     _SURROGATES,
@@ -67,6 +68,7 @@ NAMESPACE_ROOT = "langgraph_ctx"
 
 _INDEX_KIND = "index"
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def _sha256(data: bytes) -> str:
@@ -262,6 +264,22 @@ class Archive:
             )
             raise ArchiveEntryNotFoundError(msg)
         return ref
+
+    def plan_refs(self, kind: RefKind) -> Plan[list[str]]:
+        """The references of this thread's `kind` entries, newest write first (for search).
+
+        Raises:
+            ArchiveError: The backend can not list (see `ListableBackend`) or failed to.
+        """
+        namespace = self._namespace(kind)
+        if not callable(getattr(self.backend, "keys", None)):
+            raise ArchiveError(cannot_list(self.backend))
+        try:
+            keys: list[str] = yield BackendKeys(self.backend, namespace)
+        except Exception as exc:
+            raise self._backend_error("list", namespace, "*", exc) from exc
+        scope = (self._thread, kind)
+        return [str(ArchiveRef(*scope, k, user=self._user)) for k in keys if _DIGEST.fullmatch(k)]
 
     def plan_put_message(self, message: BaseMessage, *, index: bool = True) -> Plan[str]:
         """`put_message` as a plan, to compose with `yield from`."""

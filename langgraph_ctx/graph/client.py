@@ -33,7 +33,7 @@ from langchain_core.messages import BaseMessage, messages_from_dict
 
 from langgraph_ctx._effects import arun_plan, run_plan
 from langgraph_ctx._ids import ArchiveRef
-from langgraph_ctx.archive._backends import Namespace, _from_value
+from langgraph_ctx.archive._backends import Namespace, _from_value, newest_first
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.history import plan_history_page
 from langgraph_ctx.errors import ArchiveError, ConfigError
@@ -98,6 +98,52 @@ class SdkStoreBackend:
                 return None
             raise
         return _bytes(item, namespace, key)
+
+    def keys(self, namespace: Namespace) -> list[str]:
+        """The item keys of `namespace` on the server, newest `updated_at` first.
+
+        Pages `client.store.search_items` (values come along; the server has no keys-only
+        listing); items of namespaces below `namespace` are left out.
+        """
+        written: dict[str, str] = {}
+        offset = 0
+        while True:
+            page = self.client.store.search_items(list(namespace), limit=_PAGE, offset=offset)
+            if inspect.isawaitable(page):
+                _discard(page)
+                msg = "SdkStoreBackend.keys needs get_sync_client(...); use akeys with get_client"
+                raise ConfigError(msg)
+            items = _page_items(page, namespace, written)
+            if items < _PAGE:
+                return newest_first(written.items())
+            offset += items
+
+    async def akeys(self, namespace: Namespace) -> list[str]:
+        """Async `keys`, for `get_client(...)`."""
+        written: dict[str, str] = {}
+        offset = 0
+        while True:
+            pending = self.client.store.search_items(list(namespace), limit=_PAGE, offset=offset)
+            if not inspect.isawaitable(pending):
+                msg = "SdkStoreBackend.akeys needs get_client(...); use keys with get_sync_client"
+                raise ConfigError(msg)
+            items = _page_items(await pending, namespace, written)
+            if items < _PAGE:
+                return newest_first(written.items())
+            offset += items
+
+
+_PAGE = 500
+"""Items per `search_items` request (each carries its value)."""
+
+
+def _page_items(page: Any, namespace: Namespace, written: dict[str, str]) -> int:
+    """Record the keys of one `search_items` page in `written`; returns the page's length."""
+    items = (page or {}).get("items") or []
+    for item in items:
+        if tuple(item.get("namespace") or ()) == namespace and isinstance(item.get("key"), str):
+            written[item["key"]] = str(item.get("updated_at") or item.get("updatedAt") or "")
+    return len(items)
 
 
 _READ_ONLY = (

@@ -1,0 +1,381 @@
+"""The pure core of archive search: queries, searchable entries, matching lines and ranking.
+
+Nothing here does I/O; `search.py` lists and reads the archive and renders the answer.
+
+A query is words, "quoted phrases", or (with `regex=True`) one regular expression compiled by
+`langgraph_ctx._patterns.compile_pattern` and matched under one deadline for the whole
+search (Python's `re` never sees model input). Words and phrases match case-insensitively
+(`str.casefold`) as substrings of a line; every quoted phrase must be on the line, words are
+optional but at least one term must be there.
+
+Each entry is searched line by line, numbered as `recall` numbers them (`entry_text(...)
+.splitlines()`), so a hit's line number is the one `recall(ref, start_line=..., end_line=...)`
+shows. An insurance dump (`messages`) is one text for recall; each line also knows which of
+its messages it came from.
+
+The ranking rule, fully deterministic (same query, same archive: the same answer):
+
+1. Tier: the whole query as one phrase on the line (the words in order), then every term,
+   then some terms (more terms first). A regular expression has one tier.
+2. Entry group: single archived messages (full tool outputs, shortened turns) before
+   insurance dumps (a dump often holds the compacted stand-in of an output archived whole),
+   then texts.
+3. Newer entries first: the order the backend lists them in, newest write first
+   (`ListableBackend.keys`: a store's `updated_at`, SQLite's rowid, a file's mtime; ties by
+   key).
+4. Line number, ascending.
+
+A line repeated verbatim within one source message is shown once, with its repeat count.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from langchain_core.messages import BaseMessage, ToolMessage, get_buffer_string
+
+from langgraph_ctx._ids import RefKind
+from langgraph_ctx._patterns import BoundedPattern, compile_pattern
+from langgraph_ctx.archive.recall import entry_text
+from langgraph_ctx.errors import shorten
+from langgraph_ctx.ledger.summary import parse_dump_index
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MAX_TERMS",
+    "Hit",
+    "Query",
+    "SearchKind",
+    "SearchableEntry",
+    "Source",
+    "find_hits",
+    "parse_query",
+    "searchable_entry",
+]
+
+SearchKind = Literal["any", "tool", "turn", "summarized"]
+"""Which lines to search: all, tool outputs, shortened AI turns, or summarized messages."""
+
+MAX_QUERY_CHARS = 1_000
+"""Longest query accepted (words, phrases or a pattern)."""
+
+MAX_TERMS = 20
+"""Most words and phrases in one query."""
+
+_GROUP = {"message": 0, "messages": 1, "text": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    """A parsed query. Build it with `parse_query`."""
+
+    text: str
+    """The query as given (already checked to be at most `MAX_QUERY_CHARS`)."""
+    phrases: tuple[str, ...] = ()
+    """Quoted phrases, casefolded, whitespace collapsed: each must be on a matching line."""
+    words: tuple[str, ...] = ()
+    """Unquoted words, casefolded: a line needs at least one unless it has every phrase."""
+    whole: str | None = None
+    """Every term in order, one phrase (the best tier); None for one term or a pattern."""
+    pattern: BoundedPattern | None = None
+    """The compiled regular expression (regex mode), matched line by line."""
+    prefilter: BoundedPattern | None = None
+    """The pattern with `^`/`$` at each line, run on an entry's whole text first; None when
+    the pattern could match a line alone but not the whole text (lookarounds, `\\A`...)."""
+
+
+def parse_query(text: str, *, regex: bool = False) -> Query:
+    """Parse the search text of a tool call.
+
+    Raises:
+        ValueError: Empty, too long, too many terms, or a bad pattern; the message quotes a
+            bounded prefix of the query.
+    """
+    if not isinstance(text, str):
+        msg = f"the query must be text, got {type(text).__name__}"
+        raise ValueError(msg)
+    if len(text) > MAX_QUERY_CHARS:
+        msg = (
+            f"the query is {len(text):,} characters long, over {MAX_QUERY_CHARS:,}; search for "
+            f"a few distinctive words of it ({shorten(text, 40)})"
+        )
+        raise ValueError(msg)
+    if regex:
+        pattern = compile_pattern(text)
+        risky = any(mark in text for mark in ("(?<", "(?=", "(?!", "\\A", "\\Z", "\\z", "\\G"))
+        prefilter = None if risky else compile_pattern(text, multiline=True)
+        return Query(text=text, pattern=pattern, prefilter=prefilter)
+    phrases: list[str] = []
+    words: list[str] = []
+    order: list[str] = []
+    for n, part in enumerate(text.split('"')):  # odd parts sat between quotes
+        if n % 2:
+            phrase = " ".join(part.split()).casefold()
+            if phrase and phrase not in phrases:
+                phrases.append(phrase)
+            order.extend(phrase.split())
+            continue
+        for word in part.split():
+            folded = word.casefold()
+            order.append(folded)
+            if folded not in words:
+                words.append(folded)
+    if not phrases and not words:
+        msg = 'the query is empty; pass a few words or a "quoted phrase" to look for'
+        raise ValueError(msg)
+    if len(phrases) + len(words) > MAX_TERMS:
+        msg = (
+            f"the query has {len(phrases) + len(words)} words and phrases, over {MAX_TERMS}; "
+            f"keep the most distinctive ones ({shorten(text, 40)})"
+        )
+        raise ValueError(msg)
+    whole = " ".join(order) if len(order) > 1 else None
+    return Query(text=text, phrases=tuple(phrases), words=tuple(words), whole=whole)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """The message a line came from."""
+
+    type: str
+    """The message type (`tool`, `ai`, `human`, `system`), or `text` for a text entry."""
+    message_id: str | None = None
+    """The message's id."""
+    tool_name: str | None = None
+    """The tool that produced a tool output."""
+    tool_call_id: str | None = None
+    """The call a tool output answers."""
+    position: int | None = None
+    """1-based place of the message in an insurance dump; None for a single message."""
+    count: int | None = None
+    """How many messages the dump holds."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchableEntry:
+    """One archive entry decoded for searching (immutable, so it can be cached by reference).
+
+    Lines are kept as one text with their start offsets, and once more casefolded.
+    """
+
+    ref: str
+    """The entry's reference."""
+    kind: RefKind
+    """What the entry holds."""
+    text: str
+    """The lines joined by `\\n` (the recall text without its line separators)."""
+    starts: tuple[int, ...]
+    """Offset in `text` of each line."""
+    folded: str
+    """Each line casefolded, joined by `\\n`."""
+    folded_starts: tuple[int, ...]
+    """Offset in `folded` of each line."""
+    segments: tuple[tuple[int, Source], ...]
+    """`(first line index, source)` runs, ascending: the lines from each message."""
+
+    @property
+    def n_lines(self) -> int:
+        """How many lines the entry has."""
+        return len(self.starts)
+
+    @property
+    def size(self) -> int:
+        """About how many bytes the entry holds in memory (for the cache's budget)."""
+        return 2 * (len(self.text) + len(self.folded)) + 16 * len(self.starts) + 200
+
+    def line(self, index: int) -> str:
+        """Line `index` (0-based)."""
+        end = self.starts[index + 1] - 1 if index + 1 < len(self.starts) else len(self.text)
+        return self.text[self.starts[index] : end]
+
+    def folded_line(self, index: int) -> str:
+        """Line `index` (0-based), casefolded."""
+        starts = self.folded_starts
+        end = starts[index + 1] - 1 if index + 1 < len(starts) else len(self.folded)
+        return self.folded[starts[index] : end]
+
+    def segment(self, index: int) -> tuple[int, int, Source]:
+        """`(first, end, source)` of the message line `index` came from (line indexes)."""
+        at = bisect.bisect_right(self.segments, index, key=lambda s: s[0]) - 1
+        first, source = self.segments[at]
+        end = self.segments[at + 1][0] if at + 1 < len(self.segments) else self.n_lines
+        return first, end, source
+
+
+def _source(message: BaseMessage, position: int | None = None, count: int | None = None) -> Source:
+    tool = message if isinstance(message, ToolMessage) else None
+    return Source(
+        type=message.type,
+        message_id=message.id,
+        tool_name=None if tool is None else tool.name,
+        tool_call_id=None if tool is None else tool.tool_call_id,
+        position=position,
+        count=count,
+    )
+
+
+def _dump_segments(messages: Sequence[BaseMessage], text: str) -> list[tuple[int, Source]]:
+    """Which lines of a dump's recall text each message gave (by character offsets)."""
+    parts = [get_buffer_string([m]) for m in messages]
+    if "\n".join(parts) != text:  # a format we do not know: no per-message attribution
+        return [(0, Source(type="messages", count=len(messages)))]
+    out: list[tuple[int, Source]] = []
+    line, offset, begin = 0, 0, 0
+    lines = text.splitlines(keepends=True)
+    for n, (message, part) in enumerate(zip(messages, parts, strict=True)):
+        end = begin + len(part)
+        first = line
+        while line < len(lines) and offset < end:  # lines starting inside this message
+            offset += len(lines[line])
+            line += 1
+        if line > first or not out:
+            out.append((first, _source(message, n + 1, len(messages))))
+        begin = end + 1
+    return out
+
+
+def searchable_entry(
+    ref: str, kind: RefKind, entry: BaseMessage | Sequence[BaseMessage] | str
+) -> SearchableEntry:
+    """Decode what `Archive.read` returned into a searchable entry.
+
+    A text that is a dump index (the archive's own list of references) has no lines.
+    """
+    text = entry_text(entry)
+    if isinstance(entry, BaseMessage):
+        segments = [(0, _source(entry))]
+    elif isinstance(entry, str):
+        segments = [(0, Source(type="text"))]
+        try:
+            parse_dump_index(entry)
+        except ValueError:
+            pass
+        else:  # bookkeeping, not history
+            text = ""
+    else:
+        segments = _dump_segments(entry, text)
+    lines = text.splitlines()
+    folded_lines = [line.casefold() for line in lines]
+    return SearchableEntry(
+        ref=ref,
+        kind=kind,
+        text="\n".join(lines),
+        starts=_starts(lines),
+        folded="\n".join(folded_lines),
+        folded_starts=_starts(folded_lines),
+        segments=tuple(segments),
+    )
+
+
+def _starts(lines: Sequence[str]) -> tuple[int, ...]:
+    starts, offset = [], 0
+    for line in lines:
+        starts.append(offset)
+        offset += len(line) + 1
+    return tuple(starts)
+
+
+def wanted(source: Source, kind: SearchKind, tool: str | None) -> bool:
+    """Whether lines from `source` pass the kind and tool filters."""
+    if tool is not None and (source.tool_name or "").casefold() != tool.casefold():
+        return False
+    if kind == "tool":
+        return source.type == "tool" and source.position is None
+    if kind == "turn":
+        return source.type == "ai" and source.position is None
+    if kind == "summarized":
+        return source.position is not None or source.type == "messages"
+    return True
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Hit:
+    """One matching line. Hits sort best first (`Hit.key`)."""
+
+    key: tuple[int, ...]
+    """`(tier, -terms matched, entry group, entry rank, line index)`: the ranking rule."""
+    entry: SearchableEntry = field(compare=False)
+    """The entry the line is in."""
+    index: int = field(compare=False)
+    """0-based line index (recall's line number minus one)."""
+    at: int = field(compare=False)
+    """Where the match starts in the casefolded line (0 for a pattern)."""
+
+
+def _candidates(entry: SearchableEntry, terms: Sequence[str]) -> set[int]:
+    """Indexes of the lines of `entry` holding at least one of `terms`."""
+    found: set[int] = set()
+    folded, starts = entry.folded, entry.folded_starts
+    for term in terms:
+        at = folded.find(term)
+        while at >= 0:
+            index = bisect.bisect_right(starts, at) - 1
+            found.add(index)
+            next_line = starts[index + 1] if index + 1 < len(starts) else len(folded)
+            at = folded.find(term, max(at + 1, next_line))
+    return found
+
+
+def _score(query: Query, line: str) -> tuple[int, int, int] | None:
+    """`(tier, terms matched, match offset)` of a casefolded line, or None when it misses."""
+    if any(phrase not in line for phrase in query.phrases):
+        return None
+    matched = [w for w in query.words if w in line]
+    if not matched and not query.phrases:
+        return None
+    terms = len(query.phrases) + len(matched)
+    first = query.phrases[0] if query.phrases else matched[0]
+    if query.whole is not None and query.whole in line:
+        return 0, terms, line.find(query.whole)
+    tier = 1 if len(matched) == len(query.words) else 2
+    return tier, terms, line.find(first)
+
+
+def find_hits(
+    entries: Sequence[SearchableEntry],
+    query: Query,
+    *,
+    kind: SearchKind = "any",
+    tool: str | None = None,
+    budget: float = 0.08,
+) -> list[Hit]:
+    """Every matching line of `entries` (listed newest first), best first.
+
+    Args:
+        entries: The thread's entries; within each kind, newest first.
+        query: What to look for.
+        kind: Which lines to search.
+        tool: Only tool outputs of this tool (case-insensitive).
+        budget: Seconds a regular expression may take over the whole search.
+
+    Raises:
+        PatternTimeoutError: The pattern ran out of `budget`.
+    """
+    deadline = time.monotonic() + budget
+    rank: dict[str, int] = {}
+    hits: list[Hit] = []
+    for entry in entries:
+        n = rank[entry.kind] = rank.get(entry.kind, -1) + 1
+        if not entry.text or not any(wanted(s, kind, tool) for _, s in entry.segments):
+            continue
+        group = _GROUP.get(entry.kind, 3)
+        if query.pattern is not None:
+            if query.prefilter is not None and not query.prefilter.search(entry.text, deadline):
+                continue
+            for index in range(entry.n_lines):
+                if query.pattern.search(entry.line(index), deadline):
+                    hits.append(Hit((0, 0, group, n, index), entry, index, 0))
+            continue
+        if any(phrase not in entry.folded for phrase in query.phrases):
+            continue
+        for index in _candidates(entry, query.phrases or query.words):
+            score = _score(query, entry.folded_line(index))
+            if score is not None:
+                tier, terms, at = score
+                hits.append(Hit((tier, -terms, group, n, index), entry, index, at))
+    hits.sort()
+    return [h for h in hits if wanted(h.entry.segment(h.index)[2], kind, tool)]

@@ -1,0 +1,380 @@
+r"""Search one thread's archive: find a line the agent lost, in one call.
+
+`search_archive(archive, "connection refused")` (or `asearch_archive`, or the agent's
+`search_history` tool from `make_search_tool`) lists the thread's entries (`Archive.plan_refs`,
+so the backend must list: `ListableBackend`), reads those it has not decoded before, matches
+line by line (`matching`: the query syntax and the ranking rule) and answers with at most
+`limit` hits, each with the exact `recall(...)` call that reads more around it. The answer is
+tool data, at most `max_chars` characters, the same bytes for the same query and archive.
+
+Decoded entries are kept per process in an `EntryCache`, an LRU bounded by bytes: entries are
+content-addressed and never change, so a repeated search only reads keys it has not seen.
+
+Example:
+    >>> from langchain_core.messages import ToolMessage
+    >>> from langgraph.store.memory import InMemoryStore
+    >>> from langgraph_ctx.archive import Archive
+    >>> archive = Archive(InMemoryStore(), thread_id="t1")
+    >>> ref = archive.put_message(
+    ...     ToolMessage("ok\nERROR disk full\nok", tool_call_id="c1", name="bash")
+    ... )
+    >>> print(search_archive(archive, "disk full").splitlines()[3])
+    > 2: ERROR disk full
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import get_args
+
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel, Field
+
+from langgraph_ctx._effects import Plan, arun_plan, run_plan
+from langgraph_ctx._ids import RefKind
+from langgraph_ctx._patterns import PatternTimeoutError
+from langgraph_ctx.archive.archive import Archive
+from langgraph_ctx.archive.matching import (
+    SearchableEntry,
+    SearchKind,
+    find_hits,
+    parse_query,
+    searchable_entry,
+)
+from langgraph_ctx.archive.search_answer import bounded, render_hits
+from langgraph_ctx.checks import check_int, check_str
+from langgraph_ctx.errors import (
+    ArchiveCorruptError,
+    ArchiveEntryNotFoundError,
+    ArchiveError,
+    ConfigError,
+    shorten,
+)
+
+__all__ = [
+    "DEFAULT_LIMIT",
+    "MAX_LIMIT",
+    "EntryCache",
+    "SearchArgs",
+    "asearch_archive",
+    "make_search_tool",
+    "plan_search",
+    "search_archive",
+]
+
+DEFAULT_LIMIT = 8
+"""Hits shown when the caller names no limit."""
+
+MAX_LIMIT = 30
+"""Most hits one answer shows."""
+
+_KINDS: dict[SearchKind, tuple[RefKind, ...]] = {
+    "any": ("message", "messages", "text"),
+    "tool": ("message",),
+    "turn": ("message",),
+    "summarized": ("messages",),
+}
+
+
+class EntryCache:
+    """Decoded entries by reference, least recently used dropped first past `max_bytes`.
+
+    Entries are content-addressed and immutable, so a cached entry never goes stale.
+    Thread-safe; one shared instance serves the process unless a caller passes its own.
+
+    Args:
+        max_bytes: About how much memory the cached entries may take.
+    """
+
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
+        check_int("max_bytes", max_bytes, minimum=0, example=64 * 1024 * 1024)
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[str, SearchableEntry] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def bytes(self) -> int:
+        """About how much memory the cached entries take."""
+        return self._bytes
+
+    def get(self, ref: str) -> SearchableEntry | None:
+        """The cached entry of `ref` (now the most recently used), or None."""
+        with self._lock:
+            entry = self._entries.get(ref)
+            if entry is not None:
+                self._entries.move_to_end(ref)
+            return entry
+
+    def put(self, entry: SearchableEntry) -> None:
+        """Keep `entry`; one larger than `max_bytes` is not kept."""
+        if entry.size > self.max_bytes:
+            return
+        with self._lock:
+            old = self._entries.pop(entry.ref, None)
+            self._bytes -= 0 if old is None else old.size
+            self._entries[entry.ref] = entry
+            self._bytes += entry.size
+            while self._bytes > self.max_bytes:
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= dropped.size
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+_SHARED = EntryCache()
+
+
+def plan_search(
+    archive: Archive,
+    query: str,
+    *,
+    kind: SearchKind = "any",
+    tool: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+    regex: bool = False,
+    max_chars: int = 4_000,
+    cache: EntryCache | None = None,
+    tool_name: str = "search_history",
+    recall_name: str = "recall",
+) -> Plan[str]:
+    """`search_archive` as a plan, to compose with `yield from`.
+
+    A bad query, filter or pattern (or one that runs out of time) returns a one-line error
+    answer; a backend failure raises `ArchiveError`.
+    """
+    try:
+        parsed = parse_query(query, regex=regex)
+        kind, tool, limit = _checked(kind, tool, limit)
+    except ValueError as exc:
+        return bounded(f"{tool_name}: {exc}", max_chars)
+    cache = _SHARED if cache is None else cache
+    entries: list[SearchableEntry] = []
+    for ref_kind in _KINDS[kind]:
+        for ref in (yield from archive.plan_refs(ref_kind)):
+            entry = cache.get(ref)
+            if entry is None:
+                try:
+                    decoded = yield from archive.plan_read(ref)
+                except (ArchiveEntryNotFoundError, ArchiveCorruptError):
+                    continue  # gone since it was listed (a TTL), or damaged: nothing to show
+                entry = searchable_entry(ref, ref_kind, decoded)
+                cache.put(entry)
+            entries.append(entry)
+    try:
+        hits = find_hits(entries, parsed, kind=kind, tool=tool)
+    except PatternTimeoutError as exc:
+        return bounded(f"{tool_name}: {exc}", max_chars)
+    return render_hits(
+        hits,
+        query=query,
+        searched=len(entries),
+        limit=limit,
+        max_chars=max_chars,
+        tool_name=tool_name,
+        recall_name=recall_name,
+    )
+
+
+def _checked(kind: str, tool: str | None, limit: int) -> tuple[SearchKind, str | None, int]:
+    if kind not in _KINDS:
+        msg = f"kind {shorten(kind, 30)} is not one of {', '.join(_KINDS)}"
+        raise ValueError(msg)
+    if tool is not None and (not isinstance(tool, str) or len(tool) > 200):
+        msg = f"tool must be a tool name, got {shorten(tool, 40)}"
+        raise ValueError(msg)
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        msg = f"limit must be a whole number from 1 to {MAX_LIMIT}, got {shorten(limit, 30)}"
+        raise ValueError(msg)
+    checked: SearchKind = next(k for k in get_args(SearchKind) if k == kind)
+    return checked, (tool.strip() or None) if tool else None, min(limit, MAX_LIMIT)
+
+
+def search_archive(
+    archive: Archive,
+    query: str,
+    *,
+    kind: SearchKind = "any",
+    tool: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+    regex: bool = False,
+    max_chars: int = 4_000,
+    cache: EntryCache | None = None,
+) -> str:
+    """Search the lines of one thread's archive; the answer is text for the agent.
+
+    Args:
+        archive: The thread's archive; nothing outside its thread (and user) is read.
+        query: Words (a line needs at least one; lines with all, in order, rank first), and
+            "quoted phrases" (each must be on the line); or a regular expression if `regex`.
+        kind: `"tool"` (tool outputs), `"turn"` (shortened AI turns), `"summarized"`
+            (messages a summary replaced), or `"any"`.
+        tool: Only outputs of this tool.
+        limit: Most hits shown, 1 to `MAX_LIMIT` (more is capped).
+        regex: Treat `query` as one regular expression (time-bounded).
+        max_chars: Most characters in the answer.
+        cache: Where decoded entries are kept; default one shared per process.
+
+    Returns:
+        A header line and the hits, best first (the rule is in `matching`), each with the
+        `recall(...)` call that reads around it; or a one-line error for a bad query.
+
+    Raises:
+        ArchiveError: The backend can not list its entries (`ListableBackend`) or failed.
+    """
+    return run_plan(
+        plan_search(
+            archive,
+            query,
+            kind=kind,
+            tool=tool,
+            limit=limit,
+            regex=regex,
+            max_chars=max_chars,
+            cache=cache,
+        )
+    )
+
+
+async def asearch_archive(
+    archive: Archive,
+    query: str,
+    *,
+    kind: SearchKind = "any",
+    tool: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+    regex: bool = False,
+    max_chars: int = 4_000,
+    cache: EntryCache | None = None,
+) -> str:
+    """Async `search_archive`."""
+    return await arun_plan(
+        plan_search(
+            archive,
+            query,
+            kind=kind,
+            tool=tool,
+            limit=limit,
+            regex=regex,
+            max_chars=max_chars,
+            cache=cache,
+        )
+    )
+
+
+SEARCH_DESCRIPTION = (
+    "Search the tool outputs and messages moved out of this conversation for a line you no "
+    'longer see. Pass words or a "quoted phrase". Each hit gives the line, its neighbours and '
+    "the recall call that reads more around it."
+)
+"""The tool description the model sees: short, the arguments say the rest."""
+
+
+class SearchArgs(BaseModel):
+    """Arguments of the `search_history` tool."""
+
+    query: str = Field(description='Words or a "quoted phrase" to find.')
+    kind: SearchKind = Field(
+        default="any",
+        description="tool: tool outputs; turn: your shortened turns; summarized: "
+        "messages a summary replaced; any.",
+    )
+    tool: str | None = Field(default=None, description="Only outputs of this tool.")
+    limit: int = Field(default=DEFAULT_LIMIT, description=f"Most hits, up to {MAX_LIMIT}.")
+    regex: bool = Field(default=False, description="Treat query as a regular expression.")
+
+
+def make_search_tool(
+    archive: Archive | Callable[[], Archive],
+    *,
+    name: str = "search_history",
+    max_chars: int = 4_000,
+    recall_name: str = "recall",
+    cache: EntryCache | None = None,
+) -> BaseTool:
+    """Build the search tool over one thread's archive.
+
+    Args:
+        archive: The archive of the thread the agent runs in; the tool reads nothing else.
+            A callable is asked for the archive at each call (e.g. the current run's thread).
+        name: The tool name the model sees.
+        max_chars: Most characters per answer (keeps the next prompt within budget).
+        recall_name: The name of the recall tool the hits tell the model to call.
+        cache: Where decoded entries are kept; default one shared per process.
+
+    Returns:
+        A `StructuredTool` with sync and async implementations and `handle_tool_error=True`,
+        so an archive failure comes back to the model as an error message.
+
+    Raises:
+        ConfigError: `max_chars` under 1,000, a bad `name`, or `archive` of the wrong type.
+    """
+    check_int("max_chars", max_chars, minimum=1_000, example=4_000, note="it caps each answer")
+    check_str("name", name, example="search_history")
+    check_str("recall_name", recall_name, example="recall")
+    if not (isinstance(archive, Archive) or callable(archive)):
+        msg = (
+            f"archive must be an Archive or a function returning one, got "
+            f"{type(archive).__name__} {shorten(archive)}; pass e.g. "
+            "Archive(store, thread_id=...)"
+        )
+        raise ConfigError(msg)
+
+    def plan(query: str, kind: SearchKind, tool: str | None, limit: int, regex: bool) -> Plan[str]:
+        current = archive if isinstance(archive, Archive) else archive()
+        try:
+            return (
+                yield from plan_search(
+                    current,
+                    query,
+                    kind=kind,
+                    tool=tool,
+                    limit=limit,
+                    regex=regex,
+                    max_chars=max_chars,
+                    cache=cache,
+                    tool_name=name,
+                    recall_name=recall_name,
+                )
+            )
+        except ArchiveError as exc:
+            raise ToolException(bounded(f"{name} failed: {exc}", max_chars)) from exc
+
+    def search(
+        query: str,
+        kind: SearchKind = "any",
+        tool: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        regex: bool = False,
+    ) -> str:
+        return run_plan(plan(query, kind, tool, limit, regex))
+
+    async def asearch(
+        query: str,
+        kind: SearchKind = "any",
+        tool: str | None = None,
+        limit: int = DEFAULT_LIMIT,
+        regex: bool = False,
+    ) -> str:
+        return await arun_plan(plan(query, kind, tool, limit, regex))
+
+    return StructuredTool.from_function(
+        func=search,
+        coroutine=asearch,
+        name=name,
+        description=SEARCH_DESCRIPTION,
+        args_schema=SearchArgs,
+        handle_tool_error=True,
+        handle_validation_error=lambda exc: bounded(
+            f"{name}: bad arguments: {shorten(str(exc), 300)}", max_chars
+        ),
+    )

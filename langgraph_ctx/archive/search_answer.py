@@ -1,0 +1,125 @@
+"""The answer of an archive search: text for the agent, bounded in characters.
+
+A header line says how many lines matched; each hit shows where it came from, the line (cut
+around the match), one line of context on each side, and the exact `recall(...)` call that
+reads more around it. Hits stop before the answer would pass `max_chars`, and a last line says
+how many were left out and how to narrow the search. Control characters are masked.
+"""
+
+from __future__ import annotations
+
+from langgraph_ctx.archive.matching import Hit, Source
+from langgraph_ctx.errors import shorten
+
+__all__ = ["CONTEXT_CHARS", "LINE_CHARS", "RECALL_AROUND", "bounded", "render_hits"]
+
+LINE_CHARS = 200
+"""Longest matching line shown; a longer one is cut around the match."""
+
+CONTEXT_CHARS = 120
+"""Longest context line shown (the line before and after a hit)."""
+
+RECALL_AROUND = 8
+"""Lines before and after a hit that its `recall(...)` call reads."""
+
+
+def bounded(text: str, max_chars: int) -> str:
+    """`text`, cut to `max_chars` characters (the last one an ellipsis) when longer."""
+    return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
+
+
+_UNPRINTABLE = {c: "\ufffd" for c in (*range(32), 127) if c != 9}
+
+
+def _cut(line: str, at: int, width: int) -> str:
+    """At most `width` characters of `line`, around offset `at`, control characters masked."""
+    if len(line) > width:
+        begin = max(0, min(at - width // 3, len(line) - width))
+        head, tail = ("…" if begin else ""), ("…" if begin + width < len(line) else "")
+        line = head + line[begin : begin + width - len(head) - len(tail)] + tail
+    return line.translate(_UNPRINTABLE)
+
+
+def _where(source: Source) -> str:
+    parts = []
+    if source.type == "tool":
+        parts.append(f"tool output of {source.tool_name or 'a tool'}")
+        if source.tool_call_id:
+            parts.append(f"call {source.tool_call_id}")
+    elif source.type == "ai":
+        parts.append("AI turn")
+    else:
+        parts.append(f"{source.type} message" if source.type != "text" else "archived text")
+    if source.message_id:
+        parts.append(f"message {source.message_id}")
+    where = ", ".join(_cut(p, 0, 80) for p in parts)
+    if source.position is not None:
+        return f"summarized message {source.position} of {source.count} ({where})"
+    return where
+
+
+def _render_hit(number: int, hit: Hit, repeats: int, recall_name: str) -> str:
+    entry, index = hit.entry, hit.index
+    first, end, source = entry.segment(index)
+    lines = [f"[{number}] {_where(source)}, line {index + 1} of {entry.n_lines}"]
+    if repeats:
+        lines[0] += f" (the same line {repeats} more times)"
+    if index > first:
+        lines.append(f"  {index}: {_cut(entry.line(index - 1), 0, CONTEXT_CHARS)}")
+    lines.append(f"> {index + 1}: {_cut(entry.line(index), hit.at, LINE_CHARS)}")
+    if index + 1 < end:
+        lines.append(f"  {index + 2}: {_cut(entry.line(index + 1), 0, CONTEXT_CHARS)}")
+    start, stop = max(first + 1, index + 1 - RECALL_AROUND), min(end, index + 1 + RECALL_AROUND)
+    lines.append(f'  more: {recall_name}(ref="{entry.ref}", start_line={start}, end_line={stop})')
+    return "\n".join(lines)
+
+
+def render_hits(
+    hits: list[Hit],
+    *,
+    query: str,
+    searched: int,
+    limit: int,
+    max_chars: int,
+    tool_name: str = "search_history",
+    recall_name: str = "recall",
+) -> str:
+    """The answer: a header line, then up to `limit` hits, within `max_chars` characters."""
+    groups: dict[tuple[object, ...], int] = {}
+    found: list[tuple[Hit, int]] = []
+    for hit in hits:  # one line repeated verbatim within one message counts once
+        source = hit.entry.segment(hit.index)[2]
+        who = source.tool_call_id or source.message_id or (hit.entry.ref, source.position)
+        key = (who, hit.entry.folded_line(hit.index))
+        if key in groups:
+            first, repeats = found[groups[key]]
+            found[groups[key]] = (first, repeats + 1)
+        else:
+            groups[key] = len(found)
+            found.append((hit, 0))
+    total = len(found)
+    quoted = shorten(query, 60)
+    if not total:
+        return bounded(
+            f"{tool_name}: no line matches {quoted} in this thread's archive "
+            f"({searched} entries searched)",
+            max_chars,
+        )
+    lines = "line" if total == 1 else "lines"
+    out = f"{tool_name}: {total} matching {lines} for {quoted}, best first"
+    written = 0
+    for hit, repeats in found[:limit]:
+        block = _render_hit(written + 1, hit, repeats, recall_name)
+        if written and len(out) + 1 + len(block) + _FOOTER_CHARS > max_chars:
+            break
+        out += "\n" + block
+        written += 1
+    if written < total:
+        out += (
+            f'\n[{total - written} more matching lines not shown; add words, use a "quoted '
+            f'phrase", filter by kind or tool, or ask for more (up to 30)]'
+        )
+    return bounded(out, max_chars)
+
+
+_FOOTER_CHARS = 130
