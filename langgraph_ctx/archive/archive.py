@@ -170,12 +170,10 @@ class Archive:
     def _check(self, ref: str, kind: RefKind | None = None) -> ArchiveRef:
         parsed = ArchiveRef.parse(ref)
         if (parsed.user, parsed.thread) != (self._user, self._thread):
-            owner = f"user {self.user_id!r}, thread {self.thread_id!r}"
-            if self.user_id is None:
-                owner = f"thread {self.thread_id!r}"
-            belongs = f"thread {parsed.thread!r}"
-            if parsed.user is not None:
-                belongs = f"user {parsed.user!r}, {belongs}"
+            mine = "" if self.user_id is None else f"user {self.user_id!r}, "
+            owner = f"{mine}thread {self.thread_id!r}"
+            theirs = "" if parsed.user is None else f"user {parsed.user!r}, "
+            belongs = f"{theirs}thread {parsed.thread!r}"
             msg = (
                 f"reference {ref} belongs to another thread's archive ({belongs}); this "
                 f"archive serves only {owner}. Use references from this thread's own messages"
@@ -230,9 +228,8 @@ class Archive:
         data = yield from self._get(self._namespace(parsed.kind), parsed.digest)
         if data is None:
             msg = (
-                f"no archive entry for {ref} in thread {self.thread_id!r}; looked in "
-                f"{self.where}. It was never written to this backend, or the backend was "
-                "emptied (an InMemoryStore forgets everything on restart)"
+                f"no archive entry for {ref} in thread {self.thread_id!r}; looked in {self.where}. "
+                "It was never written there, or that was emptied (an InMemoryStore on restart)"
             )
             raise ArchiveEntryNotFoundError(msg)
         if _sha256(data) != parsed.digest:
