@@ -71,8 +71,9 @@ class Call:
     """Every tool the model will receive: the request's, `recall`, the structured-output tool."""
     counted_only: frozenset[str]
     """Tools counted but added by the agent itself (structured output), not by the request."""
-    added_recall: bool
-    """`recall` was not in the request: it is bound only while the prompt references it."""
+    added: frozenset[str]
+    """Our archive tools (`recall`, the search tool) the request did not bind: they are bound
+    only while the prompt references the archive."""
 
 
 def structured_output_tools(response_format: Any) -> list[Any]:

@@ -247,6 +247,17 @@ class CheckpointerArchive:
             return await backend.aget(namespace, key)
         return await asyncio.to_thread(backend.get, namespace, key)
 
+    def keys(self, namespace: Namespace) -> list[str]:
+        """The keys under `namespace`, newest first (searching the archive lists them)."""
+        return self._ready().keys(namespace)
+
+    async def akeys(self, namespace: Namespace) -> list[str]:
+        """Async `keys`."""
+        backend = await self._aready()
+        if self._native:
+            return await backend.akeys(namespace)
+        return await asyncio.to_thread(backend.keys, namespace)
+
     def _ready(self) -> StoreBackend:
         if self._backend is not None:
             return self._backend

@@ -86,6 +86,8 @@ class ContextMemory(Removals, ThreadViews):
             `InMemoryStore` given as `archive=`/`store=` with a durable checkpointer), where
             a restart would lose them. True/False: always/never.
         expose_recall: The middleware gives the agent the `recall` tool.
+        expose_search: With `recall`, the middleware gives the agent the search tool
+            (`search_history`: finds the lines of what left the prompt; `search_tool()`).
         max_summaries_in_flight: Summarizer calls at once, at most, across every thread this
             memory serves (None: no cap), for the summarizer provider's rate limit: summaries
             made in the model call, in a rebuild and in the background alike. The agent never
@@ -109,6 +111,7 @@ class ContextMemory(Removals, ThreadViews):
         hint_threshold: float = 0.8,
         remove_summarized: bool | None = None,
         expose_recall: bool = True,
+        expose_search: bool = True,
         max_summaries_in_flight: int | None = DEFAULT_MAX_IN_FLIGHT,
         **manager_options: Any,
     ) -> None:
@@ -116,6 +119,7 @@ class ContextMemory(Removals, ThreadViews):
         check_number("hint_threshold", hint_threshold, gt=0, le=1, example=0.8)
         check_bool("remove_summarized", remove_summarized, optional=True)
         check_bool("expose_recall", expose_recall)
+        check_bool("expose_search", expose_search)
         unknown = sorted(set(manager_options) - _MANAGER_OPTIONS)
         if unknown:
             msg = (
@@ -145,6 +149,7 @@ class ContextMemory(Removals, ThreadViews):
         self.hint_threshold = hint_threshold
         self.remove_summarized = remove_summarized
         self.expose_recall = expose_recall
+        self.expose_search = expose_search
 
     # --- archive ---------------------------------------------------------------------------
 
@@ -215,6 +220,18 @@ class ContextMemory(Removals, ThreadViews):
         from langgraph_ctx.archive.recall import make_recall_tool
 
         return make_recall_tool(lambda: self.archive_for(None), name=name, max_chars=max_chars)
+
+    def search_tool(self, *, name: str = "search_history", max_chars: int = 4_000) -> BaseTool:
+        """The search tool over the archive of whichever thread calls it.
+
+        It finds lines of what left the prompt (excerpted outputs, shortened turns, summarized
+        messages) by words, a "quoted phrase" or a pattern, each hit with the `recall` call
+        that reads around it. `ContextMiddleware` binds it beside `recall` whenever the prompt
+        references the archive; a hand-built graph binds both (`recall_tool()` and this).
+        """
+        from langgraph_ctx.archive.search import make_search_tool
+
+        return make_search_tool(lambda: self.archive_for(None), name=name, max_chars=max_chars)
 
     # --- plans shared by every integration ----------------------------------------------
 

@@ -106,7 +106,10 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
             raise ConfigError(msg)
         super().__init__()
         self.memory = memory
+        # `recall` first: the guard checks it stays bound; the search tool travels with it.
         self.tools = [memory.recall_tool()] if memory.expose_recall else []
+        if self.tools and memory.expose_search:
+            self.tools.append(memory.search_tool())
         self._builds = Builds()
         self._known = KnownModels()
 
@@ -130,8 +133,11 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
             # A middleware inside drops `recall`: placeholders name the archive without
             # telling the model to call it; `recall` is still offered, should it stay bound.
             messages = without_recall_calls(messages)
-        elif call.added_recall and not references_recall(result.messages):
-            tools = [t for t in tools if t is not self.tools[0]]
+        elif not references_recall(result.messages):
+            # Nothing has left the prompt: what we added goes, and the search tool (which
+            # `create_agent` binds with our `tools` from the start) waits until something has.
+            hidden = call.added | {t.name for t in self.tools[1:]}
+            tools = [t for t in tools if tool_name(t) not in hidden]
         first = messages[0] if messages else None
         system = messages.pop(0) if isinstance(first, SystemMessage) else None
         return request.override(system_message=system, messages=messages, tools=tools)
@@ -140,16 +146,15 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         """What the model will receive, as far as the build must count it."""
         tools = list(request.tools)
         names = {tool_name(t) for t in tools}
-        # `recall` stays bound while a placeholder tells the model to call it, whatever an
-        # outer middleware (a tool selector) left in the request.
-        added = bool(self.tools) and self.tools[0].name not in names
-        if added:
-            tools.append(self.tools[0])
+        # `recall` (and the search tool) stay bound while a placeholder tells the model to
+        # call them, whatever an outer middleware (a tool selector) left in the request.
+        added = [t for t in self.tools if t.name not in names]
+        tools.extend(added)
         structured = structured_output_tools(request.response_format)
         return Call(
             tools=[*tools, *structured],
             counted_only=frozenset(tool_name(t) for t in structured) - names,
-            added_recall=added,
+            added=frozenset(t.name for t in added),
         )
 
     def _plan(self, request: ModelRequest[Any], handler: Callable[[Any], Any]) -> Plan[Any]:
