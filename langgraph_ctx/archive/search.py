@@ -272,25 +272,20 @@ async def asearch_archive(
 
 
 SEARCH_DESCRIPTION = (
-    "Search the tool outputs and messages moved out of this conversation for a line you no "
-    'longer see. Pass words or a "quoted phrase". Each hit gives the line, its neighbours and '
-    "the recall call that reads more around it."
+    'Find a line of earlier output no longer shown, by words or a "quoted phrase"; each hit '
+    "gives the recall call that reads around it."
 )
-"""The tool description the model sees: short, the arguments say the rest."""
+"""The tool description the model sees: short (it is sent with every call once bound)."""
 
 
 class SearchArgs(BaseModel):
-    """Arguments of the `search_history` tool."""
+    """Arguments of the `search_history` tool (described tersely: the schema is sent often)."""
 
-    query: str = Field(description='Words or a "quoted phrase" to find.')
-    kind: SearchKind = Field(
-        default="any",
-        description="tool: tool outputs; turn: your shortened turns; summarized: "
-        "messages a summary replaced; any.",
-    )
-    tool: str | None = Field(default=None, description="Only outputs of this tool.")
-    limit: int = Field(default=DEFAULT_LIMIT, description=f"Most hits, up to {MAX_LIMIT}.")
-    regex: bool = Field(default=False, description="Treat query as a regular expression.")
+    query: str = Field(description='Words or a "quoted phrase".')
+    kind: SearchKind = Field(default="any", description="Where to look.")
+    tool: str = Field(default="", description="Only this tool's outputs.")
+    limit: int = Field(default=DEFAULT_LIMIT, description=f"Most hits (max {MAX_LIMIT}).")
+    regex: bool = Field(default=False, description="query is a regular expression.")
 
 
 def make_search_tool(
@@ -352,7 +347,7 @@ def make_search_tool(
     def search(
         query: str,
         kind: SearchKind = "any",
-        tool: str | None = None,
+        tool: str | None = "",
         limit: int = DEFAULT_LIMIT,
         regex: bool = False,
     ) -> str:
@@ -361,7 +356,7 @@ def make_search_tool(
     async def asearch(
         query: str,
         kind: SearchKind = "any",
-        tool: str | None = None,
+        tool: str | None = "",
         limit: int = DEFAULT_LIMIT,
         regex: bool = False,
     ) -> str:

@@ -133,22 +133,23 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
             # A middleware inside drops `recall`: placeholders name the archive without
             # telling the model to call it; `recall` is still offered, should it stay bound.
             messages = without_recall_calls(messages)
-        elif not references_recall(result.messages):
-            # Nothing has left the prompt: what we added goes, and the search tool (which
-            # `create_agent` binds with our `tools` from the start) waits until something has.
-            hidden = call.added | {t.name for t in self.tools[1:]}
-            tools = [t for t in tools if tool_name(t) not in hidden]
+        elif call.added and not references_recall(result.messages):
+            tools = [t for t in tools if tool_name(t) not in call.added]
         first = messages[0] if messages else None
         system = messages.pop(0) if isinstance(first, SystemMessage) else None
         return request.override(system_message=system, messages=messages, tools=tools)
 
-    def _call(self, request: ModelRequest[Any]) -> Call:
+    def _call(self, request: ModelRequest[Any], ledger: Any) -> Call:
         """What the model will receive, as far as the build must count it."""
         tools = list(request.tools)
+        if not _has_archived(ledger):  # nothing to search yet: `create_agent` binds it anyway
+            tools = [t for t in tools if t not in self.tools[1:]]
         names = {tool_name(t) for t in tools}
-        # `recall` (and the search tool) stay bound while a placeholder tells the model to
-        # call them, whatever an outer middleware (a tool selector) left in the request.
-        added = [t for t in self.tools if t.name not in names]
+        # `recall` stays bound while a placeholder tells the model to call it, whatever an
+        # outer middleware (a tool selector) left in the request; the search tool with it,
+        # once something has left the prompt.
+        ours = self.tools if _has_archived(ledger) else self.tools[:1]
+        added = [t for t in ours if t.name not in names]
         tools.extend(added)
         structured = structured_output_tools(request.response_format)
         return Call(
@@ -173,7 +174,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         if request.system_message is not None:
             history.insert(0, request.system_message)
         ledger: Any = request.state.get("context_ledger") if request.state else None
-        call = self._call(request)
+        call = self._call(request, ledger)
         configured = self.memory.window_for(request.model)
         called = learned((ledger or {}).get("called"), None, configured)
         target = self._target(request.model, called)
@@ -357,6 +358,17 @@ def _fail(result: BuildResult, why: str, cause: BaseException) -> NoReturn:
     report = result.report
     report.fail(why)
     raise ContextWindowExceededError(str(report.error), report) from cause
+
+
+def _has_archived(ledger: Mapping[str, Any] | None) -> bool:
+    """Whether anything of the thread has left the prompt for the archive, by its ledger.
+
+    An output excerpted or pruned, a turn shortened, a summary's dump, a hint rebuild.
+    """
+    ledger = ledger or {}
+    summary = ledger.get("summary") or {}
+    dumps = summary.get("dump_refs") or summary.get("dump_index")
+    return bool(ledger.get("compacted") or ledger.get("pruned") or dumps or ledger.get("hint"))
 
 
 def _with_report(
