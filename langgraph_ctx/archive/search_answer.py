@@ -59,7 +59,7 @@ def _where(source: Source) -> str:
 
 
 def _render_hit(number: int, hit: Hit, repeats: int, recall_name: str) -> str:
-    entry, index = hit.entry, hit.index
+    entry, index = hit.entry, hit.line_index
     first, end, source = entry.segment(index)
     lines = [f"[{number}] {_where(source)}, line {index + 1} of {entry.n_lines}"]
     if repeats:
@@ -88,9 +88,9 @@ def render_hits(
     groups: dict[tuple[object, ...], int] = {}
     found: list[tuple[Hit, int]] = []
     for hit in hits:  # one line repeated verbatim within one message counts once
-        source = hit.entry.segment(hit.index)[2]
+        source = hit.entry.segment(hit.line_index)[2]
         who = source.tool_call_id or source.message_id or (hit.entry.ref, source.position)
-        key = (who, hit.entry.folded_line(hit.index))
+        key = (who, hit.entry.folded_line(hit.line_index))
         if key in groups:
             first, repeats = found[groups[key]]
             found[groups[key]] = (first, repeats + 1)
