@@ -10,7 +10,7 @@ import argparse
 import time
 from collections.abc import Callable, Sequence
 
-from benchmarks import cost, cost_sweep, latency, load, pipeline, scale, tokens
+from benchmarks import cost, cost_sweep, latency, load, pipeline, scale, search, tokens
 from benchmarks._progress import progress
 
 Section = Callable[[argparse.Namespace], None]
@@ -25,6 +25,7 @@ SECTIONS: dict[str, Section] = {
     "scale": scale.run,
     "latency": latency.run,
     "load": load.run,
+    "search": search.run,
 }
 """Section name -> its `run(args)`; sections run in this order when none are named."""
 

@@ -19,6 +19,9 @@ import hashlib
 import os
 import re
 import tempfile
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -209,6 +212,12 @@ def _collect(written: dict[str, datetime], items: Iterable[Any], namespace: Name
             written[item.key] = item.updated_at
 
 
+_SETTLED_NS = 2_000_000_000
+"""How long a folder must be unchanged before its listing is reused (mtime granularity)."""
+
+_LISTINGS_KEPT = 64
+"""Folders whose listing a `DirectoryBackend` keeps."""
+
 _PATH_PART = re.compile(r"[A-Za-z0-9_~-][A-Za-z0-9._~-]{0,254}")
 
 
@@ -237,6 +246,8 @@ class DirectoryBackend:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         check_path("root", root, example=".langgraph_ctx/archive")
         self.root = Path(root).expanduser().absolute()
+        self._listings: OrderedDict[Path, tuple[tuple[int, int], list[str]]] = OrderedDict()
+        self._listings_lock = threading.Lock()  # keys runs in worker threads under akeys
 
     def _path(self, namespace: Namespace, key: str) -> Path:
         for part in (*namespace, key):
@@ -305,6 +316,19 @@ class DirectoryBackend:
         if not directory.resolve().is_relative_to(self.root.resolve()):
             msg = f"refusing archive folder {directory}: it resolves outside the archive root"
             raise ArchiveAccessError(msg)
+        try:
+            folder = os.stat(directory)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        # Listing stats every file (~40 ms for 5,000). A folder's mtime moves whenever a file
+        # is added, replaced or removed, so a listing is reused while it stays the same; only
+        # a folder untouched for `_SETTLED_NS` counts, since mtimes are coarser than a write.
+        signature = (folder.st_ino, folder.st_mtime_ns)
+        settled = time.time_ns() - folder.st_mtime_ns > _SETTLED_NS
+        with self._listings_lock:
+            cached = self._listings.get(directory)
+        if settled and cached is not None and cached[0] == signature:
+            return list(cached[1])
         written: list[tuple[str, int]] = []
         try:
             with os.scandir(directory) as entries:
@@ -320,7 +344,14 @@ class DirectoryBackend:
                         continue
         except (FileNotFoundError, NotADirectoryError):
             return []
-        return newest_first(written)
+        keys = newest_first(written)
+        if settled:
+            with self._listings_lock:
+                self._listings[directory] = (signature, keys)
+                self._listings.move_to_end(directory)
+                while len(self._listings) > _LISTINGS_KEPT:
+                    self._listings.popitem(last=False)
+        return list(keys)
 
     async def akeys(self, namespace: Namespace) -> list[str]:
         """Async `keys` (runs in a worker thread)."""

@@ -275,8 +275,8 @@ class Archive:
             keys: list[str] = yield BackendKeys(self.backend, namespace)
         except Exception as exc:
             raise self._backend_error("list", namespace, "*", exc) from exc
-        scope = (self._thread, kind)
-        return [str(ArchiveRef(*scope, k, user=self._user)) for k in keys if _DIGEST.fullmatch(k)]
+        prefix = str(ArchiveRef(self._thread, kind, "0" * 64, user=self._user))[:-64]
+        return [prefix + k for k in keys if len(k) == 64 and _DIGEST.fullmatch(k)]
 
     def plan_put_message(self, message: BaseMessage, *, index: bool = True) -> Plan[str]:
         """`put_message` as a plan, to compose with `yield from`."""

@@ -31,10 +31,11 @@ A line repeated verbatim within one source message is shown once, with its repea
 from __future__ import annotations
 
 import bisect
+import operator
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
 
 from langchain_core.messages import BaseMessage, ToolMessage, get_buffer_string
 
@@ -66,6 +67,7 @@ MAX_QUERY_CHARS = 1_000
 MAX_TERMS = 20
 """Most words and phrases in one query."""
 
+_KEY = operator.itemgetter(0)
 _GROUP = {"message": 0, "messages": 1, "text": 2}
 
 
@@ -200,6 +202,8 @@ class SearchableEntry:
 
     def segment(self, index: int) -> tuple[int, int, Source]:
         """`(first, end, source)` of the message line `index` came from (line indexes)."""
+        if len(self.segments) == 1:
+            return 0, self.n_lines, self.segments[0][1]
         at = bisect.bisect_right(self.segments, index, key=lambda s: s[0]) - 1
         first, source = self.segments[at]
         end = self.segments[at + 1][0] if at + 1 < len(self.segments) else self.n_lines
@@ -292,17 +296,16 @@ def wanted(source: Source, kind: SearchKind, tool: str | None) -> bool:
     return True
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class Hit:
-    """One matching line. Hits sort best first (`Hit.key`)."""
+class Hit(NamedTuple):
+    """One matching line. Hits sort best first: `key` is unique, so it alone decides."""
 
-    key: tuple[int, ...]
+    key: tuple[int, int, int, int, int]
     """`(tier, -terms matched, entry group, entry rank, line index)`: the ranking rule."""
-    entry: SearchableEntry = field(compare=False)
+    entry: SearchableEntry
     """The entry the line is in."""
-    index: int = field(compare=False)
+    line_index: int
     """0-based line index (recall's line number minus one)."""
-    at: int = field(compare=False)
+    at: int
     """Where the match starts in the casefolded line (0 for a pattern)."""
 
 
@@ -358,9 +361,13 @@ def find_hits(
     deadline = time.monotonic() + budget
     rank: dict[str, int] = {}
     hits: list[Hit] = []
+    filtered = kind != "any" or tool is not None
+    needles = query.phrases or query.words
     for entry in entries:
         n = rank[entry.kind] = rank.get(entry.kind, -1) + 1
-        if not entry.text or not any(wanted(s, kind, tool) for _, s in entry.segments):
+        if not entry.text:
+            continue
+        if filtered and not any(wanted(s, kind, tool) for _, s in entry.segments):
             continue
         group = _GROUP.get(entry.kind, 3)
         if query.pattern is not None:
@@ -370,12 +377,17 @@ def find_hits(
                 if query.pattern.search(entry.line(index), deadline):
                     hits.append(Hit((0, 0, group, n, index), entry, index, 0))
             continue
-        if any(phrase not in entry.folded for phrase in query.phrases):
+        folded = entry.folded
+        if query.phrases and any(phrase not in folded for phrase in query.phrases):
             continue
-        for index in _candidates(entry, query.phrases or query.words):
+        if not query.phrases and not any(word in folded for word in query.words):
+            continue
+        for index in _candidates(entry, needles):
             score = _score(query, entry.folded_line(index))
             if score is not None:
                 tier, terms, at = score
                 hits.append(Hit((tier, -terms, group, n, index), entry, index, at))
-    hits.sort()
-    return [h for h in hits if wanted(h.entry.segment(h.index)[2], kind, tool)]
+    hits.sort(key=_KEY)
+    if not filtered:
+        return hits
+    return [h for h in hits if wanted(h.entry.segment(h.line_index)[2], kind, tool)]

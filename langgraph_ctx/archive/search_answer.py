@@ -59,7 +59,7 @@ def _where(source: Source) -> str:
 
 
 def _render_hit(number: int, hit: Hit, repeats: int, recall_name: str) -> str:
-    entry, index = hit.entry, hit.index
+    entry, index = hit.entry, hit.line_index
     first, end, source = entry.segment(index)
     lines = [f"[{number}] {_where(source)}, line {index + 1} of {entry.n_lines}"]
     if repeats:
@@ -85,19 +85,25 @@ def render_hits(
     recall_name: str = "recall",
 ) -> str:
     """The answer: a header line, then up to `limit` hits, within `max_chars` characters."""
+    # A line repeated verbatim by one message is shown once with its count. Only the sources
+    # of shown hits are compared: a search for a common word can match thousands of lines.
     groups: dict[tuple[object, ...], int] = {}
+    shown_sources: set[object] = set()
     found: list[tuple[Hit, int]] = []
-    for hit in hits:  # one line repeated verbatim within one message counts once
-        source = hit.entry.segment(hit.index)[2]
+    for hit in hits:
+        source = hit.entry.segment(hit.line_index)[2]
         who = source.tool_call_id or source.message_id or (hit.entry.ref, source.position)
-        key = (who, hit.entry.folded_line(hit.index))
+        if len(found) >= limit and who not in shown_sources:
+            continue
+        key = (who, hit.entry.folded_line(hit.line_index))
         if key in groups:
             first, repeats = found[groups[key]]
             found[groups[key]] = (first, repeats + 1)
-        else:
+        elif len(found) < limit:
             groups[key] = len(found)
             found.append((hit, 0))
-    total = len(found)
+            shown_sources.add(who)
+    total = len(hits)
     quoted = shorten(query, 60)
     if not total:
         return bounded(
@@ -107,16 +113,16 @@ def render_hits(
         )
     lines = "line" if total == 1 else "lines"
     out = f"{tool_name}: {total} matching {lines} for {quoted}, best first"
-    written = 0
-    for hit, repeats in found[:limit]:
+    written = covered = 0
+    for hit, repeats in found:
         block = _render_hit(written + 1, hit, repeats, recall_name)
         if written and len(out) + 1 + len(block) + _FOOTER_CHARS > max_chars:
             break
         out += "\n" + block
-        written += 1
-    if written < total:
+        written, covered = written + 1, covered + 1 + repeats
+    if covered < total:
         out += (
-            f'\n[{total - written} more matching lines not shown; add words, use a "quoted '
+            f'\n[{total - covered} more matching lines not shown; add words, use a "quoted '
             f'phrase", filter by kind or tool, or ask for more (up to 30)]'
         )
     return bounded(out, max_chars)

@@ -46,7 +46,8 @@ _NOT_FOUND = 404
 class SdkStoreBackend:
     """A read-only `ArchiveBackend` on a LangGraph server's store, through `langgraph_sdk`.
 
-    `get` needs a sync client (`get_sync_client`), `aget` an async one (`get_client`).
+    `get` and `keys` (a `ListableBackend`, so the archive can be searched) need a sync client
+    (`get_sync_client`), `aget` and `akeys` an async one (`get_client`).
 
     Args:
         client: A `langgraph_sdk` client of the server whose store holds the archive.
