@@ -111,15 +111,17 @@ def test_the_first_block_runs_offline_and_shows_the_report(
     printed = capsys.readouterr().out
     text = README.read_text(encoding="utf-8")
     shown = text[text.index(code) + len(code) :].split("```text\n", 1)[1].split("```")[0]
-    # The README shows what the block prints (the second count varies by a token or two: the
+    # The README shows what the block prints (the second count varies by a few tokens: the
     # tool result's id is a random uuid).
     digits = re.compile(r"\d+")
     assert digits.sub("N", printed) == digits.sub("N", shown)
     assert printed.splitlines()[0] == shown.splitlines()[0]
-    # The second count: the README's figure, within the "token or two" it states.
+    # The second count: the README's figure, within the spread it states.
     first = int(re.match(r"(\d+)/", printed.splitlines()[1])[1])  # type: ignore[index]
     stated = int(re.match(r"(\d+)/", shown.splitlines()[1])[1])  # type: ignore[index]
-    assert abs(first - stated) <= 2, (first, stated)
+    spread = re.search(r"second\s+count varies by up to (\d+) tokens", text)
+    assert spread, "the README states how much the second count varies"
+    assert abs(first - stated) <= int(spread[1]), (first, stated)
     reports = namespace["memory"].get_reports(namespace["agent"], namespace["config"])
     assert [r.limit for r in reports] == [3_000, 3_000] and all(r.ok for r in reports)
     assert "compact" in reports[-1].kinds()
