@@ -220,6 +220,9 @@ _NOTES = [
     " characters) of an earlier tool output carrying the name (langgraph_ctx/cli/measure.py);"
     " 'paths and dotted names': the same with only paths and dotted names counted as names"
     " (path_names_in), a second, stricter definition.",
+    "one-search recall = of those names whose lines the prompt no longer showed, the share for"
+    " which one search_history call with the name as the query (3 hits) returns a source line"
+    " as a hit (systems with an archive; benchmarks/replay.py one_search).",
     "facts = planted keys visible in the final prompt; restorable = removed messages whose"
     " original comes back byte for byte (ours: archive refs and live state; deepagents eviction:"
     " the evicted file); invalid = OpenAI or Anthropic converter rejects the prompt.",
@@ -250,6 +253,11 @@ def _progress(text: str) -> None:
 def _recall(a: Aggregate, kind: str = "recall") -> str:
     total = a.total(f"{kind}_total")
     return f"{100 * a.total(f'{kind}_hits') / total:.1f}%" if total else "-"
+
+
+def _searched(a: Aggregate) -> str:
+    total = a.total("search_total")
+    return f"{100 * a.total('search_hits') / total:.1f}% of {int(total):,}" if total else "-"
 
 
 def _halves(spec: WorkloadSpec, aggs: dict[str, Aggregate]) -> None:
@@ -342,6 +350,7 @@ def run_workload(
                 f"{cost / cheapest:.2f}x" if cheapest else "-",
                 _recall(a),
                 _recall(a, "strict"),
+                _searched(a),
                 fmt_int(int(a.total("fresh_tokens"))),
                 fmt_int(
                     int(a.total("summarizer_input_tokens") + a.total("summarizer_output_tokens"))
@@ -363,6 +372,7 @@ def run_workload(
             "vs cheapest valid anchor",
             "next-step recall",
             "recall, paths and dotted names",
+            "one-search recall",
             "fresh",
             "summ. tokens",
             "summ. calls",

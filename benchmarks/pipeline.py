@@ -58,6 +58,7 @@ from benchmarks.replay import (
 from benchmarks.synthetic import SyntheticRun, generate_run
 from langgraph_ctx.archive import Archive, StoreBackend, encode_message
 from langgraph_ctx.archive.dumps import all_dump_refs
+from langgraph_ctx.archive.search import EntryCache, search_archive
 from langgraph_ctx.cli.measure import same_for_provider
 from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.messages import text_of
@@ -111,6 +112,14 @@ class CountingBackend:
         """Read (async)."""
         return await self.inner.aget(namespace, key)  # type: ignore[no-any-return]
 
+    def keys(self, namespace: tuple[str, ...]) -> list[str]:
+        """List (searching the archive needs it)."""
+        return self.inner.keys(namespace)  # type: ignore[no-any-return]
+
+    async def akeys(self, namespace: tuple[str, ...]) -> list[str]:
+        """List (async)."""
+        return await self.inner.akeys(namespace)  # type: ignore[no-any-return]
+
 
 class Ours:
     """`ContextManager.build` each call, the ledger carried forward as the graph would.
@@ -152,6 +161,7 @@ class Ours:
         self.removed: dict[str, BaseMessage] = {}  # left live state, by id
         self.refs: dict[str, str] = {}  # every message ever pruned or compacted -> its ref
         self.last: Any = None
+        self._search_cache = EntryCache()
 
     def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
         """Build the prompt and carry the ledger (the timed part)."""
@@ -164,6 +174,12 @@ class Ours:
             raise
         self.ledger, self.last = result.state, result
         return result.messages
+
+    def search(self, query: str) -> str:
+        """What the agent's `search_history` answers for `query` (3 hits), on this archive."""
+        if self.archive is None:
+            return ""
+        return search_archive(self.archive, query, limit=3, cache=self._search_cache)
 
     def observe(self) -> None:
         """Record archive refs; remove summarized messages by id as the graph's reducer would."""

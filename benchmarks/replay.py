@@ -21,6 +21,7 @@ instance of: it records each call's input and answers with the planted facts it 
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from collections import Counter
@@ -189,6 +190,11 @@ class ReplayResult:
     """As `recall_hits`, with paths and dotted names only (`path_names_in`)."""
     strict_total: int = 0
     """As `recall_total`, with paths and dotted names only."""
+    search_hits: int = 0
+    """Names used but no longer shown whose source line one search (the system's `search`,
+    the name as the query) returned among its first 3 hits."""
+    search_total: int = 0
+    """Names the next AI message used whose lines the prompt no longer showed."""
     facts_visible: int = 0
     facts_recoverable: int = 0
     facts_total: int = 0
@@ -299,6 +305,11 @@ def replay(
         if recall is not None and strict is not None:
             recall.score(i, prompt)
             strict.score(i, prompt)
+            search = getattr(system, "search", None)
+            if search is not None:
+                found, missed = one_search(search, recall.needs.get(i) or [], prompt)
+                result.search_hits += found
+                result.search_total += missed
         if measure:
             measured = measure_prompt(previous, prompt, counter=count, limit=limit)
             record.tokens, record.reusable = measured.tokens, measured.reusable
@@ -335,6 +346,27 @@ def replay(
     if (took := time.perf_counter() - began) > EVERY_SECONDS:
         progress(f"  {system.name}: {len(messages):,} messages done in {took:.1f} s")
     return result
+
+
+_HIT_LINE = re.compile(r"^> \d+: (.*)$", re.M)
+
+
+def one_search(
+    search: Callable[[str], str], needs: Sequence[Any], prompt: Sequence[BaseMessage]
+) -> tuple[int, int]:
+    """(found, missed): of the needs `prompt` no longer shows, those one search finds.
+
+    The query is the name itself, as an agent would type it; a need is found when one of its
+    source lines is a hit line (not a context line) of the first 3 hits.
+    """
+    shown = "\n".join(text_of(m) for m in prompt)
+    missed = [n for n in needs if not any(line in shown for line in n.lines)]
+    found = 0
+    for need in missed:
+        hits = [h.strip() for h in _HIT_LINE.findall(search(need.name))]
+        lines = [line.strip()[:80] for line in need.lines]
+        found += any(hit[:80] in lines or any(hit.startswith(x) for x in lines) for hit in hits)
+    return found, len(missed)
 
 
 def _nearest(indices: Sequence[int], size: int, around: int) -> list[int] | None:

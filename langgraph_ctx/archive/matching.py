@@ -16,7 +16,11 @@ its messages it came from.
 The ranking rule, fully deterministic (same query, same archive: the same answer):
 
 1. Tier: the whole query as one phrase on the line (the words in order), then every term,
-   then some terms (more terms first). A regular expression has one tier.
+   then some terms (more terms first). A regular expression has one tier. Within a tier, a
+   line where the query stands as a name of its own (`def flush_batch(`, `flush_batch =`)
+   comes before one where it is part of a longer name (`app/flush_batch.py`,
+   `jobs.flush_batch`): the agent asking for a name most often wants where it is defined or
+   set, not every path that contains it.
 2. Entry group: single archived messages (full tool outputs, shortened turns) before
    insurance dumps (a dump often holds the compacted stand-in of an output archived whole),
    then texts.
@@ -299,8 +303,9 @@ def wanted(source: Source, kind: SearchKind, tool: str | None) -> bool:
 class Hit(NamedTuple):
     """One matching line. Hits sort best first: `key` is unique, so it alone decides."""
 
-    key: tuple[int, int, int, int, int]
-    """`(tier, -terms matched, entry group, entry rank, line index)`: the ranking rule."""
+    key: tuple[int, int, int, int, int, int]
+    """`(tier, -terms matched, part of a longer name, entry group, entry rank, line index)`:
+    the ranking rule."""
     entry: SearchableEntry
     """The entry the line is in."""
     line_index: int
@@ -323,8 +328,34 @@ def _candidates(entry: SearchableEntry, terms: Sequence[str]) -> set[int]:
     return found
 
 
-def _score(query: Query, line: str) -> tuple[int, int, int] | None:
-    """`(tier, terms matched, match offset)` of a casefolded line, or None when it misses."""
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_/-")
+
+
+def _stands_alone(line: str, term: str) -> bool:
+    """Whether `term` occurs in `line` as a name of its own, not inside a longer name.
+
+    A longer name continues it with a letter, digit, `_`, `/`, `-`, or a `.` followed by one
+    of those (a dotted name, a file's extension); a `.` ending a sentence does not.
+    """
+    at = line.find(term)
+    while at >= 0:
+        end = at + len(term)
+        before = line[at - 1] if at else " "
+        after = line[end] if end < len(line) else " "
+        dotted_before = before == "." and at >= 2 and line[at - 2] in _NAME_CHARS
+        dotted_after = after == "." and end + 1 < len(line) and line[end + 1] in _NAME_CHARS
+        bounded = before not in _NAME_CHARS and after not in _NAME_CHARS
+        if bounded and not dotted_before and not dotted_after:
+            return True
+        at = line.find(term, at + 1)
+    return False
+
+
+def _score(query: Query, line: str) -> tuple[int, int, int, int] | None:
+    """Score a casefolded line, or None when it misses.
+
+    Returns `(tier, terms matched, 1 when only inside longer names, match offset)`.
+    """
     if any(phrase not in line for phrase in query.phrases):
         return None
     matched = [w for w in query.words if w in line]
@@ -333,9 +364,10 @@ def _score(query: Query, line: str) -> tuple[int, int, int] | None:
     terms = len(query.phrases) + len(matched)
     first = query.phrases[0] if query.phrases else matched[0]
     if query.whole is not None and query.whole in line:
-        return 0, terms, line.find(query.whole)
+        inside = 0 if _stands_alone(line, query.whole) else 1
+        return 0, terms, inside, line.find(query.whole)
     tier = 1 if len(matched) == len(query.words) else 2
-    return tier, terms, line.find(first)
+    return tier, terms, 0 if _stands_alone(line, first) else 1, line.find(first)
 
 
 def find_hits(
@@ -375,7 +407,7 @@ def find_hits(
                 continue
             for index in range(entry.n_lines):
                 if query.pattern.search(entry.line(index), deadline):
-                    hits.append(Hit((0, 0, group, n, index), entry, index, 0))
+                    hits.append(Hit((0, 0, 0, group, n, index), entry, index, 0))
             continue
         folded = entry.folded
         if query.phrases and any(phrase not in folded for phrase in query.phrases):
@@ -385,8 +417,8 @@ def find_hits(
         for index in _candidates(entry, needles):
             score = _score(query, entry.folded_line(index))
             if score is not None:
-                tier, terms, at = score
-                hits.append(Hit((tier, -terms, group, n, index), entry, index, at))
+                tier, terms, inside, at = score
+                hits.append(Hit((tier, -terms, inside, group, n, index), entry, index, at))
     hits.sort(key=_KEY)
     if not filtered:
         return hits

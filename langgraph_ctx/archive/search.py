@@ -52,6 +52,7 @@ from langgraph_ctx.errors import (
     ConfigError,
     shorten,
 )
+from langgraph_ctx.messages.content import RECALLED_KEY
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -350,8 +351,12 @@ def make_search_tool(
         tool: str | None = "",
         limit: int = DEFAULT_LIMIT,
         regex: bool = False,
-    ) -> str:
-        return run_plan(plan(query, kind, tool, limit, regex))
+    ) -> tuple[str, dict[str, str]]:
+        return run_plan(plan(query, kind, tool, limit, regex)), searched
+
+    # Like a `recall` result, an answer the agent asked for whole is not excerpted as it
+    # arrives (`is_recalled`): an excerpt of a search answer would hide the hits it found.
+    searched = {RECALLED_KEY: name}
 
     async def asearch(
         query: str,
@@ -359,8 +364,8 @@ def make_search_tool(
         tool: str | None = "",
         limit: int = DEFAULT_LIMIT,
         regex: bool = False,
-    ) -> str:
-        return await arun_plan(plan(query, kind, tool, limit, regex))
+    ) -> tuple[str, dict[str, str]]:
+        return await arun_plan(plan(query, kind, tool, limit, regex)), searched
 
     return StructuredTool.from_function(
         func=search,
@@ -369,6 +374,7 @@ def make_search_tool(
         description=SEARCH_DESCRIPTION,
         args_schema=SearchArgs,
         handle_tool_error=True,
+        response_format="content_and_artifact",
         handle_validation_error=lambda exc: bounded(
             f"{name}: bad arguments: {shorten(str(exc), 300)}", max_chars
         ),

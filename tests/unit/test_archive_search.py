@@ -167,6 +167,28 @@ async def test_newer_entries_first_among_equals(backend: ArchiveBackend, mode: s
     assert re.findall(r"message (m\d)", answer) == ["m2", "m1", "m0"]
 
 
+async def test_a_name_of_its_own_before_a_longer_name_holding_it(
+    backend: ArchiveBackend, mode: str
+) -> None:
+    """`flush_batch` asked for: where it is defined beats the paths and dotted names holding it."""
+    archive = Archive(backend, thread_id="t1")
+    source = "class Jobs:\n    def flush_batch(self, rows):\n        return rows"
+    await put(archive, ToolMessage(source, tool_call_id="c1", id="m1"), mode)
+    await asyncio.sleep(0.05)
+    listing = "src/app/flush_batch.py\njobs.flush_batch: 3 runs\ntests/test_flush_batch_2.py"
+    await put(archive, ToolMessage(listing, tool_call_id="c2", id="m2"), mode)
+    answer = await search(archive, "flush_batch", mode, limit=4)
+    assert hits(answer)[0] == "    def flush_batch(self, rows):"  # older, but the name itself
+    assert set(hits(answer)[1:]) == set(listing.splitlines())
+    # A sentence ending on the name still counts as the name.
+    said = ToolMessage("we call flush_batch.", tool_call_id="c3", id="m3")
+    await put(archive, said, mode)
+    assert hits(await search(archive, "flush_batch", mode))[:2] == [
+        "we call flush_batch.",  # newest of the two where it stands alone
+        "    def flush_batch(self, rows):",
+    ]
+
+
 # --- line numbers are recall's ---------------------------------------------------------------
 
 
