@@ -21,7 +21,6 @@ instance of: it records each call's input and answers with the planted facts it 
 
 from __future__ import annotations
 
-import re
 import statistics
 import time
 from collections import Counter
@@ -42,6 +41,7 @@ from langgraph_ctx.cli.measure import (
     NextStepRecall,
     effective_cost,
     measure_prompt,
+    one_search,
     path_names_in,
 )
 from langgraph_ctx.messages import text_of
@@ -346,27 +346,6 @@ def replay(
     if (took := time.perf_counter() - began) > EVERY_SECONDS:
         progress(f"  {system.name}: {len(messages):,} messages done in {took:.1f} s")
     return result
-
-
-_HIT_LINE = re.compile(r"^> \d+: (.*)$", re.M)
-
-
-def one_search(
-    search: Callable[[str], str], needs: Sequence[Any], prompt: Sequence[BaseMessage]
-) -> tuple[int, int]:
-    """(found, missed): of the needs `prompt` no longer shows, those one search finds.
-
-    The query is the name itself, as an agent would type it; a need is found when one of its
-    source lines is a hit line (not a context line) of the first 3 hits.
-    """
-    shown = "\n".join(text_of(m) for m in prompt)
-    missed = [n for n in needs if not any(line in shown for line in n.lines)]
-    found = 0
-    for need in missed:
-        hits = [h.strip() for h in _HIT_LINE.findall(search(need.name))]
-        lines = [line.strip()[:80] for line in need.lines]
-        found += any(hit[:80] in lines or any(hit.startswith(x) for x in lines) for hit in hits)
-    return found, len(missed)
 
 
 def _nearest(indices: Sequence[int], size: int, around: int) -> list[int] | None:

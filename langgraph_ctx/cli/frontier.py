@@ -25,11 +25,13 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx.archive import Archive, StoreBackend, encode_message
 from langgraph_ctx.archive.dumps import all_dump_refs
+from langgraph_ctx.archive.search import EntryCache, search_archive
 from langgraph_ctx.cli.measure import (
     DEFAULT_CACHE_PRICE,
     NextStepRecall,
     effective_cost,
     measure_prompt,
+    one_search,
     same_for_provider,
 )
 from langgraph_ctx.cli.settings import Setting
@@ -74,6 +76,10 @@ class Tally:
     invalid: int = 0
     recall_hits: int = 0
     recall_total: int = 0
+    search_hits: int = 0
+    """Names used but no longer shown that one search found (`measure.one_search`)."""
+    search_total: int = 0
+    """Names used whose lines the prompt no longer showed."""
     removed: int = 0
     """Messages whose content left the prompt (shortened, excerpted, pruned, summarized)."""
     restorable: int = 0
@@ -91,6 +97,11 @@ class Tally:
     def recall(self) -> float | None:
         """Next-step recall, 0-1 (None: the next steps used no name from a tool output)."""
         return self.recall_hits / self.recall_total if self.recall_total else None
+
+    @property
+    def one_search(self) -> float | None:
+        """One-search recall, 0-1 (None: every name used was still shown)."""
+        return self.search_hits / self.search_total if self.search_total else None
 
     @property
     def restorable_share(self) -> float:
@@ -171,6 +182,11 @@ def replay_setting(
         summarizer=summarizer,
     )
     recall = NextStepRecall(needs=needs.needs)
+    cache = EntryCache()
+
+    def searcher(name: str) -> str:  # what the agent's search_history answers, 3 hits
+        return search_archive(archive, name, limit=3, cache=cache)
+
     history: list[BaseMessage] = []
     removed: dict[str, BaseMessage] = {}
     refs: dict[str, str] = {}
@@ -198,6 +214,9 @@ def replay_setting(
             continue
         ledger, prompt = result.state, result.messages
         recall.score(i, prompt)
+        found, missed = one_search(searcher, recall.needs.get(i) or [], prompt)
+        tally.search_hits += found
+        tally.search_total += missed
         measured = measure_prompt(previous, prompt, counter=terms.counter, limit=terms.limit)
         tally.calls += 1
         tally.tokens += measured.tokens

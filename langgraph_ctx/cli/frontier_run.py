@@ -123,7 +123,9 @@ def run_frontier(args: argparse.Namespace) -> int:
     print(
         f"effective cost = uncached prompt tokens + {terms.cache_price} x cache-reusable ones + "
         "summarizer tokens; next-step recall = share of the names each next step used (from "
-        "earlier tool output) whose lines the prompt still showed; restorable = share of what "
+        "earlier tool output) whose lines the prompt still showed; one search = of those it no "
+        "longer showed, the share one search_history call with the name finds (3 hits); "
+        "restorable = share of what "
         "left the prompt given back byte for byte; * = recommended"
     )
     raised: dict[str, list[str]] = {}  # the first error of each setting, settings grouped
@@ -155,7 +157,16 @@ def run_frontier(args: argparse.Namespace) -> int:
     return 0 if best is not None else 1
 
 
-_HEADER = ["setting", "eff. cost", "vs defaults", "recall", "over budget", "invalid", "restorable"]
+_HEADER = [
+    "setting",
+    "eff. cost",
+    "vs defaults",
+    "recall",
+    "one search",
+    "over budget",
+    "invalid",
+    "restorable",
+]
 
 
 def rows_of(
@@ -173,6 +184,9 @@ def rows_of(
                 "cost": round(cost, 1),
                 "cost_ratio": round(cost / base_cost, 4) if base_cost else None,
                 "recall": None if tally.recall is None else round(tally.recall, 4),
+                "one_search": None if tally.one_search is None else round(tally.one_search, 4),
+                "search_hits": tally.search_hits,
+                "search_total": tally.search_total,
                 "over_budget": tally.over_budget,
                 "refused": tally.refused,
                 "invalid": tally.invalid,
@@ -212,6 +226,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
         _tokens(row["cost"]),
         "-" if row["cost_ratio"] is None else f"{row['cost_ratio']:.2f}x",
         "-" if recall is None else f"{100 * recall:.1f}%",
+        "-" if row["one_search"] is None else f"{100 * row['one_search']:.1f}%",
         str(row["over_budget"]),
         str(row["invalid"]),
         f"{100 * row['restorable']:.0f}%",

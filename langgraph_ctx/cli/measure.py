@@ -279,3 +279,26 @@ class NextStepRecall:
     def skip(self, index: int) -> None:
         """Count a call that sent no prompt (the system raised): nothing shown."""
         self.total += len(self.needs.get(index) or [])
+
+
+_HIT_LINE = re.compile(r"^> \d+: (.*)$", re.M)
+
+
+def one_search(
+    search: Callable[[str], str], needs: Sequence[Any], prompt: Sequence[BaseMessage]
+) -> tuple[int, int]:
+    """One-search recall at one call: `(found, missed)`.
+
+    Of the `needs` (`NextStepRecall.needs[i]`) whose lines `prompt` no longer shows (missed),
+    how many one search finds: the query is the name itself, as an agent would type it, and a
+    need is found when one of its source lines is a hit line (not a context line) of the
+    answer `search(name)` gives (the `search_history` answer, limited to 3 hits).
+    """
+    shown = "\n".join(text_of(m) for m in prompt)
+    missed = [n for n in needs if not any(line in shown for line in n.lines)]
+    found = 0
+    for need in missed:
+        hits = [h.strip() for h in _HIT_LINE.findall(search(need.name))]
+        lines = [line.strip()[:80] for line in need.lines]
+        found += any(hit[:80] in lines or any(hit.startswith(x) for x in lines) for hit in hits)
+    return found, len(missed)

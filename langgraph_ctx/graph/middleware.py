@@ -60,6 +60,7 @@ from langgraph_ctx.prompt.assembly import tool_name
 from langgraph_ctx.prompt.render import references_recall, without_recall_calls
 from langgraph_ctx.prompt.report import attach_report
 from langgraph_ctx.tokens._calibration import after_overflow, received_prompt
+from langgraph_ctx.tokens.counter import count_tool_tokens
 
 logger = logging.getLogger("langgraph_ctx.middleware")  # the name it always had
 """Warnings for what a run survives but an operator should see."""
@@ -142,13 +143,14 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
     def _call(self, request: ModelRequest[Any], ledger: Any) -> Call:
         """What the model will receive, as far as the build must count it."""
         tools = list(request.tools)
-        if not _has_archived(ledger):  # nothing to search yet: `create_agent` binds it anyway
+        search = _has_archived(ledger) and self._search_fits(request.model)
+        if not search:  # nothing to search yet, or too dear: `create_agent` binds it anyway
             tools = [t for t in tools if t not in self.tools[1:]]
         names = {tool_name(t) for t in tools}
         # `recall` stays bound while a placeholder tells the model to call it, whatever an
         # outer middleware (a tool selector) left in the request; the search tool with it,
         # once something has left the prompt.
-        ours = self.tools if _has_archived(ledger) else self.tools[:1]
+        ours = self.tools if search else self.tools[:1]
         added = [t for t in ours if t.name not in names]
         tools.extend(added)
         structured = structured_output_tools(request.response_format)
@@ -157,6 +159,17 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
             counted_only=frozenset(tool_name(t) for t in structured) - names,
             added=frozenset(t.name for t in added),
         )
+
+    def _search_fits(self, model: Any) -> bool:
+        """Whether the search tool's schema costs at most `SEARCH_SHARE` of the model's window.
+
+        In a tiny window the schema, sent with every call, would crowd out what it helps find
+        (a summary no longer fits); there `recall` alone is bound.
+        """
+        if len(self.tools) < 2:
+            return False
+        schema = count_tool_tokens(self.memory.counter_for(model), self.tools[1:])
+        return schema <= SEARCH_SHARE * self.memory.window_for(model)
 
     def _plan(self, request: ModelRequest[Any], handler: Callable[[Any], Any]) -> Plan[Any]:
         """One model call: build for what the called model receives, call, learn, rebuild.
@@ -358,6 +371,10 @@ def _fail(result: BuildResult, why: str, cause: BaseException) -> NoReturn:
     report = result.report
     report.fail(why)
     raise ContextWindowExceededError(str(report.error), report) from cause
+
+
+SEARCH_SHARE = 0.05
+"""Most of the window the search tool's schema may cost for the middleware to bind it."""
 
 
 def _has_archived(ledger: Mapping[str, Any] | None) -> bool:

@@ -174,3 +174,19 @@ def test_after_a_restart_on_the_sqlite_file(sqlite_file: Path) -> None:
 def check_found_after_restart(found: dict[str, Any], answer: str) -> None:
     assert found["hidden"]
     assert PLANTED in found["search"] and PLANTED in found["recall"] and PLANTED in answer
+
+
+def test_a_tiny_window_gets_recall_alone() -> None:
+    """Where the search tool's schema would cost over 5% of the window, it is not bound: it
+    would crowd out what it helps find (at 1,500 tokens no summary fitted beside it)."""
+    model = ScriptedChatModel(
+        messages=[*(read(n) for n in range(8)), "Done."], profile={"max_input_tokens": 1_500}
+    )
+    memory = ContextMemory(model=model, reserved_output_tokens=300)
+    agent = create_agent(
+        model, [read_file], middleware=[memory.middleware()], checkpointer=InMemorySaver()
+    )
+    run_reads(agent, {"configurable": {"thread_id": "tiny"}, "recursion_limit": 100})
+    bound = [{t["function"]["name"] for t in tools} for tools in model.prompt_tools]
+    assert all("recall" in names for names in bound)
+    assert not any("search_history" in names for names in bound)
