@@ -20,7 +20,9 @@ The ranking rule, fully deterministic (same query, same archive: the same answer
    line where the query stands as a name of its own (`def flush_batch(`, `flush_batch =`)
    comes before one where it is part of a longer name (`app/flush_batch.py`,
    `jobs.flush_batch`): the agent asking for a name most often wants where it is defined or
-   set, not every path that contains it.
+   set, not every path that contains it. Then lines of tool output before lines of other
+   messages (the agent's own turns): what a tool returned is what the agent lost; what it
+   wrote itself it mostly restates.
 2. Entry group: single archived messages (full tool outputs, shortened turns) before
    insurance dumps (a dump often holds the compacted stand-in of an output archived whole),
    then texts.
@@ -303,9 +305,9 @@ def wanted(source: Source, kind: SearchKind, tool: str | None) -> bool:
 class Hit(NamedTuple):
     """One matching line. Hits sort best first: `key` is unique, so it alone decides."""
 
-    key: tuple[int, int, int, int, int, int]
-    """`(tier, -terms matched, part of a longer name, entry group, entry rank, line index)`:
-    the ranking rule."""
+    key: tuple[int, int, int, int, int, int, int]
+    """`(tier, -terms matched, part of a longer name, not tool output, entry group, entry rank,
+    line index)`: the ranking rule."""
     entry: SearchableEntry
     """The entry the line is in."""
     line_index: int
@@ -407,7 +409,8 @@ def find_hits(
                 continue
             for index in range(entry.n_lines):
                 if query.pattern.search(entry.line(index), deadline):
-                    hits.append(Hit((0, 0, 0, group, n, index), entry, index, 0))
+                    told = 0 if entry.segment(index)[2].type == "tool" else 1
+                    hits.append(Hit((0, 0, 0, told, group, n, index), entry, index, 0))
             continue
         folded = entry.folded
         if query.phrases and any(phrase not in folded for phrase in query.phrases):
@@ -418,7 +421,9 @@ def find_hits(
             score = _score(query, entry.folded_line(index))
             if score is not None:
                 tier, terms, inside, at = score
-                hits.append(Hit((tier, -terms, inside, group, n, index), entry, index, at))
+                told = 0 if entry.segment(index)[2].type == "tool" else 1
+                key = (tier, -terms, inside, told, group, n, index)
+                hits.append(Hit(key, entry, index, at))
     hits.sort(key=_KEY)
     if not filtered:
         return hits

@@ -291,14 +291,15 @@ def one_search(
 
     Of the `needs` (`NextStepRecall.needs[i]`) whose lines `prompt` no longer shows (missed),
     how many one search finds: the query is the name itself, as an agent would type it, and a
-    need is found when one of its source lines is a hit line (not a context line) of the
-    answer `search(name)` gives (the `search_history` answer, limited to 3 hits).
+    need is found when a hit line (not a context line) of the answer `search(name)` gives (the
+    `search_history` answer, limited to 3 hits) is part of one of its source lines.
     """
     shown = "\n".join(text_of(m) for m in prompt)
     missed = [n for n in needs if not any(line in shown for line in n.lines)]
     found = 0
     for need in missed:
-        hits = [h.strip() for h in _HIT_LINE.findall(search(need.name))]
-        lines = [line.strip()[:80] for line in need.lines]
-        found += any(hit[:80] in lines or any(hit.startswith(x) for x in lines) for hit in hits)
+        # A long hit line is shown cut around the match ("…" at a cut end): its visible part
+        # must be part of a source line.
+        hits = [h.strip().strip("…").strip() for h in _HIT_LINE.findall(search(need.name))]
+        found += any(hit and any(hit[:120] in line for line in need.lines) for hit in hits)
     return found, len(missed)

@@ -135,10 +135,10 @@ async def test_phrase_before_all_words_before_some(backend: ArchiveBackend, mode
     answer = await search(archive, "connection refused", mode, limit=30)
     assert answer.startswith("search_history: 5 matching lines for 'connection refused'")
     assert hits(answer) == [
-        # the phrase: single messages (the one written last first), then the dump
-        "Earlier the connection refused me twice; I will retry.",
+        # the phrase: tool output (the single message, then the dump's), then the agent's turn
         "ERROR: connection refused on port 5432",
         "log.txt:88: port 5432 connection refused",
+        "Earlier the connection refused me twice; I will retry.",
         # every word, not as one phrase
         "the connection was refused by the proxy",
         # some words
@@ -432,7 +432,7 @@ async def test_the_tool_answers_with_tool_data(backend: ArchiveBackend, mode: st
     assert set(tool.args) == {"query", "kind", "tool", "limit", "regex"}
     answer = await call(tool, "invoke", {"query": "connection refused", "limit": 99}, mode=mode)
     assert isinstance(answer, str) and len(answer) <= 2_000
-    assert hits(answer)[0] == "Earlier the connection refused me twice; I will retry."
+    assert hits(answer)[0] == "ERROR: connection refused on port 5432"  # tool output first
     bad = await call(tool, "invoke", {"query": "x", "kind": "nope"}, mode=mode)
     assert "kind" in bad
 
