@@ -223,7 +223,9 @@ _NOTES = [
     "one-search recall = of those names whose lines the prompt no longer showed, the share for"
     " which one search_history call with the name as the query (3 hits) returns a source line"
     " as a hit (systems with an archive; benchmarks/replay.py one_search).",
-    "facts = planted keys visible in the final prompt; restorable = removed messages whose"
+    "facts = planted keys visible in the final prompt; facts by one search = found by one"
+    " search_history call with the fact's key at the end;"
+    " restorable = removed messages whose"
     " original comes back byte for byte (ours: archive refs and live state; deepagents eviction:"
     " the evicted file); invalid = OpenAI or Anthropic converter rejects the prompt.",
     "ours: ContextManager(budget=ContextBudget(W, R), strategies=default_strategies(),"
@@ -357,6 +359,9 @@ def run_workload(
                 ),
                 str(int(a.total("summarizer_calls"))),
                 f"{int(a.total('facts_visible'))}/{facts_total}" if facts_total else "-",
+                f"{int(a.total('facts_searched'))}/{facts_total}"
+                if facts_total and _is_ours(a.name)
+                else "-",
                 str(int(a.total("errors"))),
                 str(int(a.total("overruns"))),
                 str(int(a.total("invalid"))),
@@ -377,6 +382,7 @@ def run_workload(
             "summ. tokens",
             "summ. calls",
             "facts kept",
+            "facts by one search",
             "errors",
             "over",
             "invalid",

@@ -196,6 +196,8 @@ class ReplayResult:
     search_total: int = 0
     """Names the next AI message used whose lines the prompt no longer showed."""
     facts_visible: int = 0
+    facts_searched: int = 0
+    """Planted facts one search with the fact's key (`FACT-0001`) finds at the end (3 hits)."""
     facts_recoverable: int = 0
     facts_total: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -342,6 +344,11 @@ def replay(
         result.facts_visible = sum(f in shown for f in facts)
         stored = "\n".join(system.recoverable_texts())
         result.facts_recoverable = sum(f in stored for f in facts)
+        search = getattr(system, "search", None)
+        if search is not None:  # the key, as an agent would look a fact up
+            result.facts_searched = sum(
+                fact[:80] in search(fact.split(":", 1)[0]) for fact in facts
+            )
     result.extra = system.finish(messages, prompt)
     if (took := time.perf_counter() - began) > EVERY_SECONDS:
         progress(f"  {system.name}: {len(messages):,} messages done in {took:.1f} s")
