@@ -33,7 +33,7 @@ from langgraph_ctx.checks import check_int, check_str
 from langgraph_ctx.errors import ArchiveError, ConfigError, shorten
 from langgraph_ctx.messages.content import RECALLED_KEY
 
-__all__ = ["RecallArgs", "entry_text", "make_recall_tool", "render_recall"]
+__all__ = ["RecallArgs", "archive_source", "entry_text", "make_recall_tool", "render_recall"]
 
 RECALL_DESCRIPTION = (
     "Read back the full text of a tool output that was moved out of the conversation to save "
@@ -149,6 +149,24 @@ def _clean_ref(ref: str) -> str:
     return ref.strip().strip("`'\"").strip()
 
 
+def archive_source(archive: Archive | Callable[[], Archive]) -> Callable[[], Archive]:
+    """What a tool over the archive asks at each call for the archive to read.
+
+    Raises:
+        ConfigError: `archive` is neither an `Archive` nor a function returning one.
+    """
+    if isinstance(archive, Archive):
+        return lambda: archive
+    if callable(archive):
+        return archive
+    msg = (
+        f"archive must be an Archive or a function returning one, got "
+        f"{type(archive).__name__} {shorten(archive)}; pass e.g. "
+        "Archive(store, thread_id=...)"
+    )
+    raise ConfigError(msg)
+
+
 def make_recall_tool(
     archive: Archive | Callable[[], Archive], *, name: str = "recall", max_chars: int = 20_000
 ) -> BaseTool:
@@ -171,16 +189,7 @@ def make_recall_tool(
         "max_chars", max_chars, minimum=1, example=20_000, note="it caps the characters per recall"
     )
     check_str("name", name, example="recall")
-    if not (isinstance(archive, Archive) or callable(archive)):
-        msg = (
-            f"archive must be an Archive or a function returning one, got "
-            f"{type(archive).__name__} {shorten(archive)}; pass e.g. "
-            "Archive(store, thread_id=...)"
-        )
-        raise ConfigError(msg)
-
-    def current() -> Archive:
-        return archive if isinstance(archive, Archive) else archive()
+    current = archive_source(archive)
 
     def plan(ref: str, ranges: dict[str, int | None]) -> Plan[str]:
         ref = _clean_ref(ref)

@@ -43,13 +43,13 @@ from langgraph_ctx.archive.matching import (
     parse_query,
     searchable_entry,
 )
+from langgraph_ctx.archive.recall import archive_source
 from langgraph_ctx.archive.search_answer import bounded, render_hits
 from langgraph_ctx.checks import check_int, check_str
 from langgraph_ctx.errors import (
     ArchiveCorruptError,
     ArchiveEntryNotFoundError,
     ArchiveError,
-    ConfigError,
     shorten,
 )
 from langgraph_ctx.messages.content import RECALLED_KEY
@@ -317,16 +317,10 @@ def make_search_tool(
     check_int("max_chars", max_chars, minimum=1_000, example=4_000, note="it caps each answer")
     check_str("name", name, example="search_history")
     check_str("recall_name", recall_name, example="recall")
-    if not (isinstance(archive, Archive) or callable(archive)):
-        msg = (
-            f"archive must be an Archive or a function returning one, got "
-            f"{type(archive).__name__} {shorten(archive)}; pass e.g. "
-            "Archive(store, thread_id=...)"
-        )
-        raise ConfigError(msg)
+    archive_of = archive_source(archive)
 
     def plan(query: str, kind: SearchKind, tool: str | None, limit: int, regex: bool) -> Plan[str]:
-        current = archive if isinstance(archive, Archive) else archive()
+        current = archive_of()
         try:
             return (
                 yield from plan_search(

@@ -22,6 +22,7 @@ import ormsgpack
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_to_dict
+from langchain_core.tools import tool
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.store.memory import InMemoryStore
@@ -64,28 +65,30 @@ def folder_state(folder: Path) -> dict[str, str]:
     return {str(p.relative_to(folder)): digest(p) for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def record_agent_thread(db: Path, thread: str = "t1") -> None:
-    """A real `create_agent` run with `ContextMemory` on a SQLite checkpointer: one tool call."""
-    from langchain_core.tools import tool
+@tool
+def lookup(city: str) -> str:
+    """Weather of a city."""
+    return f"{city}: sunny, 21 C"
 
-    @tool
-    def lookup(city: str) -> str:
-        """Weather of a city."""
-        return f"{city}: sunny, 21 C"
 
+def run_agent(saver: Any, thread: str, city: str = "Lyon") -> None:
+    """A real `create_agent` run with `ContextMemory` on `saver`: one tool call, one answer."""
+    call = {"name": "lookup", "args": {"city": city}, "id": "c1"}
     model = ScriptedChatModel(
-        messages=[
-            AIMessage("", tool_calls=[{"name": "lookup", "args": {"city": "Lyon"}, "id": "c1"}]),
-            AIMessage("Sunny in Lyon."),
-        ]
+        messages=[AIMessage("", tool_calls=[call]), AIMessage(f"Sunny in {city}.")]
     )
     memory = ContextMemory(context_window_tokens=8_000, archive=InMemoryStore())
+    agent = create_agent(model, [lookup], middleware=[memory.middleware()], checkpointer=saver)
+    agent.invoke(
+        {"messages": [HumanMessage(f"Weather in {city}?", id="h1")]},
+        {"configurable": {"thread_id": thread}},
+    )
+
+
+def record_agent_thread(db: Path, thread: str = "t1") -> None:
+    """`run_agent` on a SQLite checkpointer file."""
     with SqliteSaver.from_conn_string(str(db)) as saver:
-        agent = create_agent(model, [lookup], middleware=[memory.middleware()], checkpointer=saver)
-        agent.invoke(
-            {"messages": [HumanMessage("Weather in Lyon?", id="h1")]},
-            {"configurable": {"thread_id": thread}},
-        )
+        run_agent(saver, thread)
 
 
 def evil_ext(target: Path) -> ormsgpack.Ext:
@@ -418,29 +421,12 @@ def test_a_postgres_database_is_read_strictly_and_only_read(
 ) -> None:
     """`frontier --db postgresql://...`: a real agent's thread reads; a planted blob is refused."""
     import psycopg
-    from langchain_core.tools import tool
     from langgraph.checkpoint.postgres import PostgresSaver
 
-    @tool
-    def lookup(city: str) -> str:
-        """Weather of a city."""
-        return f"{city}: sunny, 21 C"
-
-    model = ScriptedChatModel(
-        messages=[
-            AIMessage("", tool_calls=[{"name": "lookup", "args": {"city": "Oslo"}, "id": "c1"}]),
-            AIMessage("Sunny in Oslo."),
-        ]
-    )
-    memory = ContextMemory(context_window_tokens=8_000, archive=InMemoryStore())
     thread = f"handed-{tmp_path.name}"
     with PostgresSaver.from_conn_string(postgres_uri) as saver:
         saver.setup()
-        agent = create_agent(model, [lookup], middleware=[memory.middleware()], checkpointer=saver)
-        agent.invoke(
-            {"messages": [HumanMessage("Weather in Oslo?", id="h1")]},
-            {"configurable": {"thread_id": thread}},
-        )
+        run_agent(saver, thread, "Oslo")
 
     def rows(conn: psycopg.Connection[Any]) -> tuple[Any, ...]:
         return tuple(
