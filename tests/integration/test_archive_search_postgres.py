@@ -42,8 +42,8 @@ async def test_search_on_postgres(postgres_store: PostgresStore, thread_id: str,
     tool = make_search_tool(archive, max_chars=3_000, cache=EntryCache())
     answer = await call(tool, "invoke", {"query": "connection refused"}, mode=mode)
     assert [m.group(2) for m in HIT.finditer(answer)] == [
-        "the connection refused me",  # the phrase, written last
-        "ERROR: connection refused",
+        "ERROR: connection refused",  # the phrase: tool output before the agent's turn
+        "the connection refused me",  # (written last)
         "Tool: pg: connection was refused",  # every word, in the dump
     ]
     assert set(re.findall(r'ref="lgctx:([^:]+):', answer)) == {thread_id}
