@@ -40,13 +40,22 @@ class BoundedPattern:
         Raises:
             PatternTimeoutError: The deadline passed, before or during the match.
         """
+        return self.find(line, 0, deadline) >= 0
+
+    def find(self, text: str, pos: int, deadline: float) -> int:
+        """Where the first match at or after `pos` starts, or -1; within `deadline`.
+
+        Raises:
+            PatternTimeoutError: The deadline passed, before or during the match.
+        """
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise PatternTimeoutError(self._slow())
         try:
-            return self.compiled.search(line, timeout=remaining) is not None
+            found = self.compiled.search(text, pos, timeout=remaining)
         except TimeoutError:
             raise PatternTimeoutError(self._slow()) from None
+        return -1 if found is None else found.start()
 
     def _slow(self) -> str:
         return (

@@ -18,8 +18,9 @@ Layers, from the bottom:
   it with `yield from`.
 * What reads it back: the dump index of a thread's insurance dumps (`dumps`), the thread's full
   history and its pages for a UI (`history`), the agent's `recall` tool (`recall`), and the
-  search over one thread's archive (`search`, with its pure core in `matching` and its answer
-  in `search_answer`), which needs a backend that lists (`ListableBackend`: `keys`/`akeys`).
+  search over one thread's archive (`search`, with its pure core in `matching`, queries and
+  entries, and `ranking`, the rule; its answer in `search_answer`), which needs a backend
+  that lists (`ListableBackend`: `keys`/`akeys`).
 
 The names above are importable from here (`from langgraph_ctx.archive import Archive`).
 """

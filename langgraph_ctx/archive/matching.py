@@ -1,4 +1,4 @@
-"""The pure core of archive search: queries, searchable entries, matching lines and ranking.
+"""The pure core of archive search: queries and searchable entries.
 
 Nothing here does I/O; `search.py` lists and reads the archive and renders the answer.
 
@@ -13,23 +13,7 @@ Each entry is searched line by line, numbered as `recall` numbers them (`entry_t
 shows. An insurance dump (`messages`) is one text for recall; each line also knows which of
 its messages it came from.
 
-The ranking rule, fully deterministic (same query, same archive: the same answer):
-
-1. Tier: the whole query as one phrase on the line (the words in order), then every term,
-   then some terms (more terms first). A regular expression has one tier. Within a tier, a
-   line where the query stands as a name of its own (`def flush_batch(`, `flush_batch =`)
-   comes before one where it is part of a longer name (`app/flush_batch.py`,
-   `jobs.flush_batch`): the agent asking for a name most often wants where it is defined or
-   set, not every path that contains it. Then lines of tool output before lines of other
-   messages (the agent's own turns): what a tool returned is what the agent lost; what it
-   wrote itself it mostly restates.
-2. Entry group: single archived messages (full tool outputs, shortened turns) before
-   insurance dumps (a dump often holds the compacted stand-in of an output archived whole),
-   then texts.
-3. Newer entries first: the order the backend lists them in, newest write first
-   (`ListableBackend.keys`: a store's `updated_at`, SQLite's rowid, a file's mtime; ties by
-   key).
-4. Line number, ascending.
+Which lines match, and in what order, is `ranking`'s rule (`find_hits`).
 
 A line repeated verbatim within one source message is shown once, with its repeat count.
 """
@@ -37,11 +21,10 @@ A line repeated verbatim within one source message is shown once, with its repea
 from __future__ import annotations
 
 import bisect
-import operator
-import time
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from langchain_core.messages import BaseMessage, ToolMessage, get_buffer_string
 
@@ -54,12 +37,10 @@ from langgraph_ctx.ledger.summary import parse_dump_index
 __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_TERMS",
-    "Hit",
     "Query",
     "SearchKind",
     "SearchableEntry",
     "Source",
-    "find_hits",
     "parse_query",
     "searchable_entry",
 ]
@@ -73,8 +54,10 @@ MAX_QUERY_CHARS = 1_000
 MAX_TERMS = 20
 """Most words and phrases in one query."""
 
-_KEY = operator.itemgetter(0)
-_GROUP = {"message": 0, "messages": 1, "text": 2}
+_LINE_ONLY = re.compile(r"\(\?(?!:)|\\[AZzGK]")
+"""Pattern syntax whose meaning on a whole text can differ from a line alone: group
+extensions other than `(?:` (lookarounds, inline flags such as `(?-m)`) and the anchors and
+`\\K` that see the text's ends or move where a match starts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +97,7 @@ def parse_query(text: str, *, regex: bool = False) -> Query:
         raise ValueError(msg)
     if regex:
         pattern = compile_pattern(text)
-        risky = any(mark in text for mark in ("(?<", "(?=", "(?!", "\\A", "\\Z", "\\z", "\\G"))
+        risky = _LINE_ONLY.search(text) is not None
         prefilter = None if risky else compile_pattern(text, multiline=True)
         return Query(text=text, pattern=pattern, prefilter=prefilter)
     phrases: list[str] = []
@@ -300,131 +283,3 @@ def wanted(source: Source, kind: SearchKind, tool: str | None) -> bool:
     if kind == "summarized":
         return source.position is not None or source.type == "messages"
     return True
-
-
-class Hit(NamedTuple):
-    """One matching line. Hits sort best first: `key` is unique, so it alone decides."""
-
-    key: tuple[int, int, int, int, int, int, int]
-    """`(tier, -terms matched, part of a longer name, not tool output, entry group, entry rank,
-    line index)`: the ranking rule."""
-    entry: SearchableEntry
-    """The entry the line is in."""
-    line_index: int
-    """0-based line index (recall's line number minus one)."""
-    at: int
-    """Where the match starts in the casefolded line (0 for a pattern)."""
-
-
-def _candidates(entry: SearchableEntry, terms: Sequence[str]) -> set[int]:
-    """Indexes of the lines of `entry` holding at least one of `terms`."""
-    found: set[int] = set()
-    folded, starts = entry.folded, entry.folded_starts
-    for term in terms:
-        at = folded.find(term)
-        while at >= 0:
-            index = bisect.bisect_right(starts, at) - 1
-            found.add(index)
-            next_line = starts[index + 1] if index + 1 < len(starts) else len(folded)
-            at = folded.find(term, max(at + 1, next_line))
-    return found
-
-
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_/-")
-
-
-def _stands_alone(line: str, term: str) -> bool:
-    """Whether `term` occurs in `line` as a name of its own, not inside a longer name.
-
-    A longer name continues it with a letter, digit, `_`, `/`, `-`, or a `.` followed by one
-    of those (a dotted name, a file's extension); a `.` ending a sentence does not.
-    """
-    at = line.find(term)
-    while at >= 0:
-        end = at + len(term)
-        before = line[at - 1] if at else " "
-        after = line[end] if end < len(line) else " "
-        dotted_before = before == "." and at >= 2 and line[at - 2] in _NAME_CHARS
-        dotted_after = after == "." and end + 1 < len(line) and line[end + 1] in _NAME_CHARS
-        bounded = before not in _NAME_CHARS and after not in _NAME_CHARS
-        if bounded and not dotted_before and not dotted_after:
-            return True
-        at = line.find(term, at + 1)
-    return False
-
-
-def _score(query: Query, line: str) -> tuple[int, int, int, int] | None:
-    """Score a casefolded line, or None when it misses.
-
-    Returns `(tier, terms matched, 1 when only inside longer names, match offset)`.
-    """
-    if any(phrase not in line for phrase in query.phrases):
-        return None
-    matched = [w for w in query.words if w in line]
-    if not matched and not query.phrases:
-        return None
-    terms = len(query.phrases) + len(matched)
-    first = query.phrases[0] if query.phrases else matched[0]
-    if query.whole is not None and query.whole in line:
-        inside = 0 if _stands_alone(line, query.whole) else 1
-        return 0, terms, inside, line.find(query.whole)
-    tier = 1 if len(matched) == len(query.words) else 2
-    return tier, terms, 0 if _stands_alone(line, first) else 1, line.find(first)
-
-
-def find_hits(
-    entries: Sequence[SearchableEntry],
-    query: Query,
-    *,
-    kind: SearchKind = "any",
-    tool: str | None = None,
-    budget: float = 0.08,
-) -> list[Hit]:
-    """Every matching line of `entries` (listed newest first), best first.
-
-    Args:
-        entries: The thread's entries; within each kind, newest first.
-        query: What to look for.
-        kind: Which lines to search.
-        tool: Only tool outputs of this tool (case-insensitive).
-        budget: Seconds a regular expression may take over the whole search.
-
-    Raises:
-        PatternTimeoutError: The pattern ran out of `budget`.
-    """
-    deadline = time.monotonic() + budget
-    rank: dict[str, int] = {}
-    hits: list[Hit] = []
-    filtered = kind != "any" or tool is not None
-    needles = query.phrases or query.words
-    for entry in entries:
-        n = rank[entry.kind] = rank.get(entry.kind, -1) + 1
-        if not entry.text:
-            continue
-        if filtered and not any(wanted(s, kind, tool) for _, s in entry.segments):
-            continue
-        group = _GROUP.get(entry.kind, 3)
-        if query.pattern is not None:
-            if query.prefilter is not None and not query.prefilter.search(entry.text, deadline):
-                continue
-            for index in range(entry.n_lines):
-                if query.pattern.search(entry.line(index), deadline):
-                    told = 0 if entry.segment(index)[2].type == "tool" else 1
-                    hits.append(Hit((0, 0, 0, told, group, n, index), entry, index, 0))
-            continue
-        folded = entry.folded
-        if query.phrases and any(phrase not in folded for phrase in query.phrases):
-            continue
-        if not query.phrases and not any(word in folded for word in query.words):
-            continue
-        for index in _candidates(entry, needles):
-            score = _score(query, entry.folded_line(index))
-            if score is not None:
-                tier, terms, inside, at = score
-                told = 0 if entry.segment(index)[2].type == "tool" else 1
-                key = (tier, -terms, inside, told, group, n, index)
-                hits.append(Hit(key, entry, index, at))
-    hits.sort(key=_KEY)
-    if not filtered:
-        return hits
-    return [h for h in hits if wanted(h.entry.segment(h.line_index)[2], kind, tool)]

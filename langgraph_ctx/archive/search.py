@@ -39,10 +39,10 @@ from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.matching import (
     SearchableEntry,
     SearchKind,
-    find_hits,
     parse_query,
     searchable_entry,
 )
+from langgraph_ctx.archive.ranking import find_hits
 from langgraph_ctx.archive.recall import archive_source
 from langgraph_ctx.archive.search_answer import bounded, render_hits
 from langgraph_ctx.checks import check_int, check_str

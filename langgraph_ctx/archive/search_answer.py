@@ -8,7 +8,8 @@ how many were left out and how to narrow the search. Control characters are mask
 
 from __future__ import annotations
 
-from langgraph_ctx.archive.matching import Hit, Source
+from langgraph_ctx.archive.matching import Source
+from langgraph_ctx.archive.ranking import Hit
 from langgraph_ctx.errors import shorten
 
 __all__ = ["CONTEXT_CHARS", "LINE_CHARS", "RECALL_AROUND", "bounded", "render_hits"]

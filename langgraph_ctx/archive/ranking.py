@@ -1,0 +1,228 @@
+"""Which lines of a thread's archive match a query, best first: the ranking rule.
+
+Pure: plain entries in (`matching.SearchableEntry`), hits out. The rule, fully deterministic
+(same query, same archive: the same answer):
+
+1. Tier: the whole query as one phrase on the line (the words in order), then every term,
+   then some terms (more terms first). A regular expression has one tier. Within a tier, a
+   line where the query stands as a name of its own (`def flush_batch(`, `flush_batch =`)
+   comes before one where it is part of a longer name (`app/flush_batch.py`,
+   `jobs.flush_batch`): the agent asking for a name most often wants where it is defined or
+   set, not every path that contains it. Then lines of tool output before lines of other
+   messages (the agent's own turns): what a tool returned is what the agent lost; what it
+   wrote itself it mostly restates.
+2. Entry group: single archived messages (full tool outputs, shortened turns) before
+   insurance dumps (a dump often holds the compacted stand-in of an output archived whole),
+   then texts.
+3. Newer entries first: the order the backend lists them in, newest write first
+   (`ListableBackend.keys`: a store's `updated_at`, SQLite's rowid, a file's mtime; ties by
+   key).
+4. Line number, ascending.
+
+Speed: a search for a common word can match thousands of lines in 10 MB, on every call. The
+scan therefore works on each entry's casefolded text whole: `str.find` walks the occurrences
+of each term, one pass per term records which terms each line holds and where the first one
+starts, and only lines holding every term are sliced out (for the whole-query phrase). A
+regular expression runs over the whole text too (`^`/`$` at each line) and is confirmed on
+the single line it found, so a pattern costs one call per matching line, not one per line.
+"""
+
+from __future__ import annotations
+
+import bisect
+import operator
+import time
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from langgraph_ctx.archive.matching import Query, SearchableEntry, SearchKind, wanted
+
+__all__ = ["Hit", "find_hits"]
+
+_KEY = operator.itemgetter(0)
+_GROUP = {"message": 0, "messages": 1, "text": 2}
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_/-")
+
+
+class Hit(NamedTuple):
+    """One matching line. Hits sort best first: `key` is unique, so it alone decides."""
+
+    key: tuple[int, int, int, int, int, int, int]
+    """`(tier, -terms matched, part of a longer name, not tool output, entry group, entry rank,
+    line index)`: the ranking rule."""
+    entry: SearchableEntry
+    """The entry the line is in."""
+    line_index: int
+    """0-based line index (recall's line number minus one)."""
+    at: int
+    """Where the match starts in the casefolded line (0 for a pattern)."""
+
+
+def _bounded_at(text: str, at: int, end: int) -> bool:
+    """Whether `text[at:end]` stands as a name of its own, not inside a longer name.
+
+    A longer name continues it with a letter, digit, `_`, `/`, `-`, or a `.` followed by one
+    of those (a dotted name, a file's extension); a `.` ending a sentence does not. A line
+    break bounds a name like a space does, so a whole text answers as each line would.
+    """
+    before = text[at - 1] if at else " "
+    after = text[end] if end < len(text) else " "
+    if before in _NAME_CHARS or after in _NAME_CHARS:
+        return False
+    if before == "." and at >= 2 and text[at - 2] in _NAME_CHARS:
+        return False
+    return not (after == "." and end + 1 < len(text) and text[end + 1] in _NAME_CHARS)
+
+
+def _stands_alone(text: str, term: str, begin: int, stop: int) -> bool:
+    """Whether some occurrence of `term` in `text[begin:stop]` stands as a name of its own."""
+    at = text.find(term, begin, stop)
+    while at >= 0:
+        if _bounded_at(text, at, at + len(term)):
+            return True
+        at = text.find(term, at + 1, stop)
+    return False
+
+
+class _Line:
+    """What one pass over an entry learned about one of its lines."""
+
+    __slots__ = ("alone", "at", "mask")
+
+    def __init__(self, mask: int, at: int, alone: bool) -> None:
+        self.mask, self.at, self.alone = mask, at, alone
+
+
+def _term_lines(entry: SearchableEntry, terms: Sequence[str]) -> dict[int, _Line]:
+    """What each line holding a term holds: which terms, and where the first one starts.
+
+    Bits of `mask` follow `terms` order; `at` and `alone` are those of the line's first term
+    (whether it stands as a name of its own there).
+    """
+    folded, starts = entry.folded, entry.folded_starts
+    last, size = len(starts) - 1, len(folded)
+    lines: dict[int, _Line] = {}
+    for bit, term in enumerate(terms):
+        flag = 1 << bit
+        at = folded.find(term)
+        while at >= 0:
+            index = bisect.bisect_right(starts, at) - 1
+            stop = starts[index + 1] - 1 if index < last else size
+            seen = lines.get(index)
+            if seen is None:
+                alone = _stands_alone(folded, term, at, stop)
+                lines[index] = _Line(flag, at - starts[index], alone)
+            else:
+                seen.mask |= flag
+            at = folded.find(term, stop + 1)
+    return lines
+
+
+def _word_hits(entry: SearchableEntry, query: Query, n: int, group: int, out: list[Hit]) -> None:
+    folded, starts = entry.folded, entry.folded_starts
+    terms = (*query.phrases, *query.words)
+    every = (1 << len(terms)) - 1
+    need = (1 << len(query.phrases)) - 1  # every phrase must be on the line
+    words = every & ~need
+    one_source = len(entry.segments) == 1
+    told = 0 if entry.segments[0][1].type == "tool" else 1
+    for index, seen in _term_lines(entry, terms).items():
+        if seen.mask & need != need:
+            continue
+        if not one_source:
+            told = 0 if entry.segment(index)[2].type == "tool" else 1
+        count = seen.mask.bit_count()
+        if query.whole is not None and seen.mask == every:
+            begin = starts[index]
+            stop = starts[index + 1] - 1 if index + 1 < len(starts) else len(folded)
+            at = folded.find(query.whole, begin, stop)
+            if at >= 0:
+                inside = 0 if _stands_alone(folded, query.whole, at, stop) else 1
+                key = (0, -count, inside, told, group, n, index)
+                out.append(Hit(key, entry, index, at - begin))
+                continue
+        tier = 1 if seen.mask & words == words else 2
+        key = (tier, -count, 0 if seen.alone else 1, told, group, n, index)
+        out.append(Hit(key, entry, index, seen.at))
+
+
+def _pattern_hits(
+    entry: SearchableEntry, query: Query, n: int, group: int, deadline: float, out: list[Hit]
+) -> None:
+    assert query.pattern is not None
+    if query.prefilter is None:  # a pattern that only a line alone can answer
+        candidates: Sequence[int] = range(entry.n_lines)
+    else:
+        candidates = _pattern_lines(entry, query, deadline)
+    for index in candidates:
+        if query.pattern.search(entry.line(index), deadline):
+            told = 0 if entry.segment(index)[2].type == "tool" else 1
+            out.append(Hit((0, 0, 0, told, group, n, index), entry, index, 0))
+
+
+def _pattern_lines(entry: SearchableEntry, query: Query, deadline: float) -> list[int]:
+    """Lines where the whole-text pattern finds a match starting, each confirmed by the caller.
+
+    A superset of the lines a line-alone search matches: a match on a line alone is a match
+    in the text, and the leftmost one from the line's start begins on that line.
+    """
+    assert query.prefilter is not None
+    text, starts = entry.text, entry.starts
+    found: list[int] = []
+    pos = 0
+    while pos <= len(text):
+        at = query.prefilter.find(text, pos, deadline)
+        if at < 0:
+            break
+        index = bisect.bisect_right(starts, at) - 1
+        found.append(index)
+        if index + 1 >= len(starts):
+            break
+        pos = starts[index + 1]
+    return found
+
+
+def find_hits(
+    entries: Sequence[SearchableEntry],
+    query: Query,
+    *,
+    kind: SearchKind = "any",
+    tool: str | None = None,
+    budget: float = 0.08,
+) -> list[Hit]:
+    """Every matching line of `entries` (listed newest first), best first.
+
+    Args:
+        entries: The thread's entries; within each kind, newest first.
+        query: What to look for.
+        kind: Which lines to search.
+        tool: Only tool outputs of this tool (case-insensitive).
+        budget: Seconds a regular expression may take over the whole search.
+
+    Raises:
+        PatternTimeoutError: The pattern ran out of `budget`.
+    """
+    deadline = time.monotonic() + budget
+    rank: dict[str, int] = {}
+    hits: list[Hit] = []
+    filtered = kind != "any" or tool is not None
+    for entry in entries:
+        n = rank[entry.kind] = rank.get(entry.kind, -1) + 1
+        if not entry.text:
+            continue
+        if filtered and not any(wanted(s, kind, tool) for _, s in entry.segments):
+            continue
+        group = _GROUP.get(entry.kind, 3)
+        if query.pattern is not None:
+            _pattern_hits(entry, query, n, group, deadline, hits)
+            continue
+        folded = entry.folded
+        if query.phrases and any(phrase not in folded for phrase in query.phrases):
+            continue
+        if not query.phrases and not any(word in folded for word in query.words):
+            continue
+        _word_hits(entry, query, n, group, hits)
+    hits.sort(key=_KEY)
+    if not filtered:
+        return hits
+    return [h for h in hits if wanted(h.entry.segment(h.line_index)[2], kind, tool)]

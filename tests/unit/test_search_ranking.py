@@ -1,0 +1,120 @@
+"""The ranking rule of archive search against a plain line-by-line oracle (hypothesis).
+
+`ranking.find_hits` scans each entry's text whole for speed (one `str.find` walk per term, one
+pattern search per matching line); these properties pin that it answers exactly as reading
+every line alone would: the same lines, the same keys, the same order.
+"""
+
+from __future__ import annotations
+
+import re
+
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from langgraph_ctx.archive.matching import SearchableEntry, parse_query, searchable_entry
+from langgraph_ctx.archive.ranking import find_hits
+
+WORDS = ["flush", "flush_batch", "Batch", "app/flush.py", "jobs.flush", "ERROR", "straße", "port"]
+PIECES = [*WORDS, " ", " ", ".", "(", "-", "=", "\n", "\n", "x", "ss"]
+NAME = "[a-z0-9_/\\-]"
+
+
+def _alone(line: str, term: str) -> bool:
+    bounded = rf"(?<!{NAME})(?<!{NAME}\.){re.escape(term)}(?!{NAME})(?!\.{NAME})"
+    return re.search(bounded, line) is not None
+
+
+def _oracle(entries: list[SearchableEntry], text: str) -> list[tuple[object, ...]]:
+    """The rule read line by line: `(key, ref, line, at)` of every hit, best first."""
+    query = parse_query(text)
+    rank: dict[str, int] = {}
+    found = []
+    for entry in entries:
+        n = rank[entry.kind] = rank.get(entry.kind, -1) + 1
+        group = {"message": 0, "messages": 1}[entry.kind]
+        for index in range(entry.n_lines if entry.text else 0):
+            line = entry.folded_line(index)
+            if any(p not in line for p in query.phrases):
+                continue
+            matched = [w for w in query.words if w in line]
+            if not matched and not query.phrases:
+                continue
+            told = 0 if entry.segment(index)[2].type == "tool" else 1
+            terms = len(query.phrases) + len(matched)
+            if query.whole is not None and query.whole in line:
+                tier, term = 0, query.whole
+            else:
+                tier = 1 if len(matched) == len(query.words) else 2
+                term = query.phrases[0] if query.phrases else matched[0]
+            key = (tier, -terms, 0 if _alone(line, term) else 1, told, group, n, index)
+            found.append((key, entry.ref, index, line.find(term)))
+    return sorted(found)
+
+
+def _entries(texts: list[str], dumps: list[list[str]]) -> list[SearchableEntry]:
+    made: list[SearchableEntry] = []
+    for n, text in enumerate(texts):
+        message: BaseMessage = (
+            ToolMessage(text, tool_call_id=f"c{n}", name="bash") if n % 3 else AIMessage(text)
+        )
+        made.append(searchable_entry(f"ref-{n}", "message", message))
+    for n, parts in enumerate(dumps):
+        messages = [
+            ToolMessage(p, tool_call_id=f"d{n}-{i}", name="ls") for i, p in enumerate(parts)
+        ]
+        made.append(searchable_entry(f"dump-{n}", "messages", messages))
+    return made
+
+
+texts = st.lists(st.lists(st.sampled_from(PIECES), max_size=30).map("".join), max_size=6)
+dumps = st.lists(
+    st.lists(st.lists(st.sampled_from(PIECES), max_size=12).map("".join), min_size=1, max_size=3),
+    max_size=2,
+)
+terms = st.lists(st.sampled_from([*WORDS, "flush batch", "ss", "x"]), min_size=1, max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, dumps, terms, st.booleans())
+def test_words_and_phrases_rank_as_a_line_by_line_reading(
+    lines: list[str], dumped: list[list[str]], chosen: list[str], quoted: bool
+) -> None:
+    entries = _entries(lines, dumped)
+    text = " ".join(f'"{t}"' if quoted and n == 0 else t for n, t in enumerate(chosen))
+    hits = [(h.key, h.entry.ref, h.line_index, h.at) for h in find_hits(entries, parse_query(text))]
+    assert hits == _oracle(entries, text)
+
+
+PATTERNS = [
+    r"flush\s+batch",  # \s could cross a line break in the whole text
+    r"^port",
+    r"error$",
+    r"x\W+x",
+    r"(?-m)^x",  # inline flags: searched line by line
+    r"\bflush\b",
+    r"^$",
+    r"(?:ss|x)+\.",
+    r"x(?=\n)",
+    r"\Aport",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts, dumps, st.sampled_from(PATTERNS))
+def test_a_pattern_matches_the_lines_a_line_alone_search_matches(
+    lines: list[str], dumped: list[list[str]], pattern: str
+) -> None:
+    entries = _entries(lines, dumped)
+    hits = find_hits(entries, parse_query(pattern, regex=True), budget=10)
+    compiled = regex.compile(pattern, regex.IGNORECASE)
+    expected = {
+        (entry.ref, index)
+        for entry in entries
+        for index in range(entry.n_lines if entry.text else 0)
+        if compiled.search(entry.line(index))
+    }
+    assert {(h.entry.ref, h.line_index) for h in hits} == expected
+    assert len(hits) == len(expected)  # each line once
