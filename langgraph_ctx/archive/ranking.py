@@ -7,8 +7,9 @@ Pure: plain entries in (`matching.SearchableEntry`), hits out. The rule, fully d
    then some terms (more terms first). A regular expression has one tier. Within a tier, a
    line where the query stands as a name of its own (`def flush_batch(`, `flush_batch =`)
    comes before one where it is part of a longer name (`app/flush_batch.py`,
-   `jobs.flush_batch`): the agent asking for a name most often wants where it is defined or
-   set, not every path that contains it. Then lines of tool output before lines of other
+   `jobs.flush_batch`), and a shorter such name before a longer one (`__init__` before
+   `__init__.py` for `init__`): the agent asking for a name most often wants where it is
+   defined or set, not every path that contains it. Then lines of tool output before lines of other
    messages (the agent's own turns): what a tool returned is what the agent lost; what it
    wrote itself it mostly restates.
 2. Entry group: single archived messages (full tool outputs, shortened turns) before
@@ -42,14 +43,15 @@ __all__ = ["Hit", "find_hits"]
 _KEY = operator.itemgetter(0)
 _GROUP = {"message": 0, "messages": 1, "text": 2}
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_/-")
+_PATHS = _NAME_CHARS | {"."}
 
 
 class Hit(NamedTuple):
     """One matching line. Hits sort best first: `key` is unique, so it alone decides."""
 
     key: tuple[int, int, int, int, int, int, int]
-    """`(tier, -terms matched, part of a longer name, not tool output, entry group, entry rank,
-    line index)`: the ranking rule."""
+    """`(tier, -terms matched, characters a longer name holding it adds (0: a name of its
+    own), not tool output, entry group, entry rank, line index)`: the ranking rule."""
     entry: SearchableEntry
     """The entry the line is in."""
     line_index: int
@@ -58,46 +60,61 @@ class Hit(NamedTuple):
     """Where the match starts in the casefolded line (0 for a pattern)."""
 
 
-def _bounded_at(text: str, at: int, end: int) -> bool:
-    """Whether `text[at:end]` stands as a name of its own, not inside a longer name.
+def _name_extra(text: str, at: int, end: int) -> int:
+    """How many characters the name holding `text[at:end]` adds to it (0: a name of its own).
 
-    A longer name continues it with a letter, digit, `_`, `/`, `-`, or a `.` followed by one
-    of those (a dotted name, a file's extension); a `.` ending a sentence does not. A line
-    break bounds a name like a space does, so a whole text answers as each line would.
+    A name continues with a letter, digit, `_`, `/`, `-`, or a `.` between two of those (a
+    dotted name, a file's extension); a `.` ending a sentence does not, nor a leading `./`
+    (the same path, relative to the working directory; `../` is another path). A line break
+    bounds a name like a space does, so a whole text answers as each of its lines would.
     """
-    before = text[at - 1] if at else " "
-    after = text[end] if end < len(text) else " "
-    if before in _NAME_CHARS or after in _NAME_CHARS:
-        return False
-    if before == "." and at >= 2 and text[at - 2] in _NAME_CHARS:
-        return False
-    return not (after == "." and end + 1 < len(text) and text[end + 1] in _NAME_CHARS)
+    begin, stop = at, end
+    while begin:
+        before = text[begin - 1]
+        leading = before == "/" and text[begin - 2 : begin] == "./"
+        if leading and (begin == 2 or text[begin - 3] not in _PATHS):
+            break
+        dotted = before == "." and begin >= 2 and text[begin - 2] in _NAME_CHARS
+        if before not in _NAME_CHARS and not dotted:
+            break
+        begin -= 1
+    size = len(text)
+    while stop < size:
+        after = text[stop]
+        dotted = after == "." and stop + 1 < size and text[stop + 1] in _NAME_CHARS
+        if after not in _NAME_CHARS and not dotted:
+            break
+        stop += 1
+    return (stop - begin) - (end - at)
 
 
-def _stands_alone(text: str, term: str, begin: int, stop: int) -> bool:
-    """Whether some occurrence of `term` in `text[begin:stop]` stands as a name of its own."""
+def _closest(text: str, term: str, begin: int, stop: int) -> int:
+    """The least `_name_extra` of the occurrences of `term` in `text[begin:stop]`."""
+    best = -1
     at = text.find(term, begin, stop)
     while at >= 0:
-        if _bounded_at(text, at, at + len(term)):
-            return True
+        extra = _name_extra(text, at, at + len(term))
+        if extra == 0:
+            return 0
+        best = extra if best < 0 else min(best, extra)
         at = text.find(term, at + 1, stop)
-    return False
+    return max(best, 0)
 
 
 class _Line:
     """What one pass over an entry learned about one of its lines."""
 
-    __slots__ = ("alone", "at", "mask")
+    __slots__ = ("at", "extra", "mask")
 
-    def __init__(self, mask: int, at: int, alone: bool) -> None:
-        self.mask, self.at, self.alone = mask, at, alone
+    def __init__(self, mask: int, at: int, extra: int) -> None:
+        self.mask, self.at, self.extra = mask, at, extra
 
 
 def _term_lines(entry: SearchableEntry, terms: Sequence[str]) -> dict[int, _Line]:
     """What each line holding a term holds: which terms, and where the first one starts.
 
-    Bits of `mask` follow `terms` order; `at` and `alone` are those of the line's first term
-    (whether it stands as a name of its own there).
+    Bits of `mask` follow `terms` order; `at` and `extra` are those of the line's first term
+    (`extra`: the least `_name_extra` of its occurrences there).
     """
     folded, starts = entry.folded, entry.folded_starts
     last, size = len(starts) - 1, len(folded)
@@ -110,8 +127,7 @@ def _term_lines(entry: SearchableEntry, terms: Sequence[str]) -> dict[int, _Line
             stop = starts[index + 1] - 1 if index < last else size
             seen = lines.get(index)
             if seen is None:
-                alone = _stands_alone(folded, term, at, stop)
-                lines[index] = _Line(flag, at - starts[index], alone)
+                lines[index] = _Line(flag, at - starts[index], _closest(folded, term, at, stop))
             else:
                 seen.mask |= flag
             at = folded.find(term, stop + 1)
@@ -137,12 +153,11 @@ def _word_hits(entry: SearchableEntry, query: Query, n: int, group: int, out: li
             stop = starts[index + 1] - 1 if index + 1 < len(starts) else len(folded)
             at = folded.find(query.whole, begin, stop)
             if at >= 0:
-                inside = 0 if _stands_alone(folded, query.whole, at, stop) else 1
-                key = (0, -count, inside, told, group, n, index)
+                key = (0, -count, _closest(folded, query.whole, at, stop), told, group, n, index)
                 out.append(Hit(key, entry, index, at - begin))
                 continue
         tier = 1 if seen.mask & words == words else 2
-        key = (tier, -count, 0 if seen.alone else 1, told, group, n, index)
+        key = (tier, -count, seen.extra, told, group, n, index)
         out.append(Hit(key, entry, index, seen.at))
 
 

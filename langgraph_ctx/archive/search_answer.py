@@ -86,24 +86,21 @@ def render_hits(
     recall_name: str = "recall",
 ) -> str:
     """The answer: a header line, then up to `limit` hits, within `max_chars` characters."""
-    # A line repeated verbatim by one message is shown once with its count. Only the sources
-    # of shown hits are compared: a search for a common word can match thousands of lines.
-    groups: dict[tuple[object, ...], int] = {}
-    shown_sources: set[object] = set()
+    # A line repeated verbatim (within one output, or in outputs that read the same file
+    # again) is shown once, where it ranks best, with its count: the slots go to distinct
+    # lines. A search for a common word can match thousands of lines; only their text is
+    # compared.
+    groups: dict[str, int] = {}
     found: list[tuple[Hit, int]] = []
     for hit in hits:
-        source = hit.entry.segment(hit.line_index)[2]
-        who = source.tool_call_id or source.message_id or (hit.entry.ref, source.position)
-        if len(found) >= limit and who not in shown_sources:
-            continue
-        key = (who, hit.entry.folded_line(hit.line_index))
-        if key in groups:
-            first, repeats = found[groups[key]]
-            found[groups[key]] = (first, repeats + 1)
+        text = hit.entry.folded_line(hit.line_index)
+        at = groups.get(text)
+        if at is not None:
+            first, repeats = found[at]
+            found[at] = (first, repeats + 1)
         elif len(found) < limit:
-            groups[key] = len(found)
+            groups[text] = len(found)
             found.append((hit, 0))
-            shown_sources.add(who)
     total = len(hits)
     quoted = shorten(query, 60)
     if not total:

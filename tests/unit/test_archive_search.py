@@ -160,7 +160,7 @@ async def test_quoted_phrase_is_required_and_words_rank(backend: ArchiveBackend,
 async def test_newer_entries_first_among_equals(backend: ArchiveBackend, mode: str) -> None:
     archive = Archive(backend, thread_id="t1")
     for n in range(3):
-        out = ToolMessage(f"run {n}\nstatus: flaky", tool_call_id=f"c{n}", id=f"m{n}")
+        out = ToolMessage(f"run {n}\nstatus: flaky on try {n}", tool_call_id=f"c{n}", id=f"m{n}")
         await put(archive, out, mode)
         await asyncio.sleep(0.05)  # file times are coarser than one write
     answer = await search(archive, "flaky", mode)
@@ -320,6 +320,21 @@ async def test_repeated_lines_show_once(backend: ArchiveBackend, mode: str) -> N
     answer = await search(archive, "disk", mode)
     assert hits(answer) == ["warn: disk"]
     assert "(the same line 49 more times)" in answer
+
+
+async def test_a_line_read_again_shows_once_where_it_ranks_best(
+    backend: ArchiveBackend, mode: str
+) -> None:
+    """The same file read twice: its lines are not shown twice, the slots go to other lines."""
+    archive = Archive(backend, thread_id="t1")
+    source = "def start():\n    start_line = None"
+    for n in range(2):
+        await put(archive, ToolMessage(source, tool_call_id=f"c{n}", id=f"m{n}"), mode)
+        await asyncio.sleep(0.05)  # file times are coarser than one write
+    await put(archive, ToolMessage("# start_line is 0-based", tool_call_id="c2", id="m2"), mode)
+    answer = await search(archive, "start_line", mode, limit=2)
+    assert hits(answer) == ["# start_line is 0-based", "    start_line = None"]
+    assert "message m1, line 2 of 2 (the same line 1 more times)" in answer
 
 
 # --- listing and the cache -------------------------------------------------------------------

@@ -18,13 +18,32 @@ from langgraph_ctx.archive.matching import SearchableEntry, parse_query, searcha
 from langgraph_ctx.archive.ranking import find_hits
 
 WORDS = ["flush", "flush_batch", "Batch", "app/flush.py", "jobs.flush", "ERROR", "straße", "port"]
-PIECES = [*WORDS, " ", " ", ".", "(", "-", "=", "\n", "\n", "x", "ss"]
-NAME = "[a-z0-9_/\\-]"
+PIECES = [*WORDS, " ", " ", ".", "./", "../", "/", "(", "-", "=", "\n", "\n", "x", "ss"]
+NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_/-"
 
 
-def _alone(line: str, term: str) -> bool:
-    bounded = rf"(?<!{NAME})(?<!{NAME}\.){re.escape(term)}(?!{NAME})(?!\.{NAME})"
-    return re.search(bounded, line) is not None
+def _extra(line: str, term: str) -> int:
+    """The least number of characters a name holding `term` adds to it, over its occurrences."""
+    extras = []
+    for found in re.finditer(f"(?={re.escape(term)})", line):
+        at = found.start()
+        begin, end = at, at + len(term)
+        while begin and (
+            line[begin - 1] in NAME_CHARS
+            or (line[begin - 1] == "." and begin >= 2 and line[begin - 2] in NAME_CHARS)
+        ):
+            if line[begin - 2 : begin] == "./" and (
+                begin == 2 or line[begin - 3] not in "./" + NAME_CHARS
+            ):
+                break
+            begin -= 1
+        while end < len(line) and (
+            line[end] in NAME_CHARS
+            or (line[end] == "." and end + 1 < len(line) and line[end + 1] in NAME_CHARS)
+        ):
+            end += 1
+        extras.append(end - begin - len(term))
+    return min(extras)
 
 
 def _oracle(entries: list[SearchableEntry], text: str) -> list[tuple[object, ...]]:
@@ -49,7 +68,7 @@ def _oracle(entries: list[SearchableEntry], text: str) -> list[tuple[object, ...
             else:
                 tier = 1 if len(matched) == len(query.words) else 2
                 term = query.phrases[0] if query.phrases else matched[0]
-            key = (tier, -terms, 0 if _alone(line, term) else 1, told, group, n, index)
+            key = (tier, -terms, _extra(line, term), told, group, n, index)
             found.append((key, entry.ref, index, line.find(term)))
     return sorted(found)
 
