@@ -232,8 +232,8 @@ def test_main_and_subagent_stay_in_the_window_and_search_their_thread(
 
 def test_in_memory_checkpoints_give_each_memory_its_own_archive() -> None:
     """No store and an `InMemorySaver`: each `ContextMemory` archives in its own process store,
-    so the main agent's search misses the subagent's read (it finds the line only in the `task`
-    result it got back, which its own memory archived)."""
+    so the main agent's search misses the subagent's read: nothing matches (the line is only in
+    the `task` result the main agent got back, still in its prompt, never archived)."""
     found: dict[str, Any] = {}
     agent, main, sub, memory, sub_memory = build(found, InMemorySaver())
     run(agent, "deep-memory")
