@@ -256,3 +256,38 @@ async def test_a_ui_reads_a_user_scoped_history(server: Server, user: str) -> No
         assert [encode_message(m) for m in history] == [encode_message(m) for m in expected]
     with pytest.raises(ArchiveAccessError, match="another thread's archive"):
         await afull_history(client, thread_id, user_id="mallory")
+
+
+async def test_search_history_finds_a_line_only_in_its_own_thread(server: Server) -> None:
+    """Two threads of the `agent` graph: A reads a part numbered 77 between parts 1-4, B reads
+    parts 1-4 only. Once part 77 has left A's prompt, the same search finds its line in A,
+    with the `recall` call that reads around it, and nothing in B: each thread searches its own
+    archive in the server's store. The answer comes back as a tool message."""
+    client = get_client(url=server.url)
+    a, b = [(await client.threads.create())["thread_id"] for _ in range(2)]
+    for part in (1, 2, 77, 3, 4):
+        await ask(client, a, "agent", f"read part {part}")
+    for part in (1, 2, 3, 4):
+        await ask(client, b, "agent", f"read part {part}")
+    query = '"part 77 line 3"'
+
+    messages = await ask(client, b, "agent", f"search {query}")
+    [result] = [m for m in messages if m["type"] == "tool" and m.get("name") == "search_history"]
+    assert result["content"].startswith(f"search_history: no line matches {query!r}"), result
+    assert "part 77 line 3:" not in result["content"]
+    assert messages[-1]["type"] == "ai" and messages[-1]["content"] == result["content"]
+
+    messages = await ask(client, a, "agent", f"search {query}")
+    [result] = [m for m in messages if m["type"] == "tool" and m.get("name") == "search_history"]
+    assert result["status"] == "success"
+    hit = re.search(
+        r"> *\d+: (part 77 line 3: [^\n]*)\n.*?recall\(ref=\"([^\"]+)\"", result["content"], re.S
+    )
+    assert hit, result["content"]
+    assert hit[1] == "part 77 line 3: step 231 finished, cache warm, artifacts uploaded"
+    assert hit[2].startswith(f"lgctx:{a}:")  # a reference into thread A's archive
+    assert messages[-1]["type"] == "ai" and "part 77 line 3: step 231" in messages[-1]["content"]
+    # The search answer is a tool message, never system text of the prompt.
+    assert not any(m["type"] == "system" and "part 77" in str(m["content"]) for m in messages)
+    log = server.log()
+    assert not any(marker in log for marker in BLOCKING_MARKERS), log[-4000:]

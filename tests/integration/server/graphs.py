@@ -7,7 +7,11 @@ so any number of threads and runs, in any order, get the same answers:
 
 - "read part N" -> a call to `read_log(part=N)` (a tool output of about 1,500 tokens);
 - "recall" -> a call to `recall` with the first `recall(ref="...")` its prompt shows;
-- after a tool result -> a short final answer.
+- "search <query>" -> a call to `search_history(query=<query>)` when the call binds that tool
+  (the middleware binds it once something of the thread left the prompt), else an answer
+  saying it is not bound;
+- after a `search_history` result -> that result as the answer; after another tool result ->
+  a short final answer.
 
 `history` is a `create_agent` agent whose model reports its prompt tokens and whose
 `ContextMemory` rebuilds after a turn past half the window, with `remove_summarized`: its
@@ -20,6 +24,7 @@ land in the server's store (`ContextMemory` is given no `archive=`).
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import re
 import uuid
@@ -38,6 +43,8 @@ from langgraph_ctx.strategies import PruneToolOutputs, SlidingWindow
 from tests.fakes import ScriptedChatModel
 
 RECALL = re.compile(r'recall\(ref="([^"]+)"\)')
+BOUND: contextvars.ContextVar[frozenset[str]] = contextvars.ContextVar("bound", default=frozenset())
+"""The names of the tools bound for the model call in progress (set by `Model`)."""
 
 
 @tool
@@ -53,9 +60,16 @@ def step(prompt: list[BaseMessage]) -> AIMessage:
     """The model's answer to any prompt (see the module docstring)."""
     last = prompt[-1]
     call_id = f"call_{uuid.uuid4().hex[:12]}"
+    if isinstance(last, ToolMessage) and last.name == "search_history":
+        return AIMessage(str(last.content))
     if isinstance(last, ToolMessage):
         return AIMessage(f"Read {len(str(last.content))} characters from {last.name}.")
     text = str(last.content) if isinstance(last, HumanMessage) else ""
+    if text.startswith("search "):
+        if "search_history" not in BOUND.get():
+            return AIMessage("search_history is not bound: nothing has left the prompt.")
+        call = {"name": "search_history", "args": {"query": text[7:]}, "id": call_id}
+        return AIMessage("", tool_calls=[call])
     if text.startswith("recall"):
         for message in prompt:
             found = RECALL.search(str(message.content))
@@ -67,9 +81,33 @@ def step(prompt: list[BaseMessage]) -> AIMessage:
     return AIMessage("", tool_calls=[{"name": "read_log", "args": {"part": part}, "id": call_id}])
 
 
+class Model(ScriptedChatModel):
+    """A `ScriptedChatModel` that tells `step` which tools the call binds (`BOUND`)."""
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        token = BOUND.set(_names(kw.get("tools")))
+        try:
+            return super()._generate(messages, stop, run_manager, **kw)
+        finally:
+            BOUND.reset(token)
+
+    async def _agenerate(
+        self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> Any:
+        token = BOUND.set(_names(kw.get("tools")))
+        try:
+            return await super()._agenerate(messages, stop, run_manager, **kw)
+        finally:
+            BOUND.reset(token)
+
+
+def _names(tools: Any) -> frozenset[str]:
+    return frozenset(t["function"]["name"] for t in tools or ())
+
+
 def model() -> ScriptedChatModel:
     """The fake model: `step` for every call."""
-    return ScriptedChatModel(messages=itertools.repeat(step))
+    return Model(messages=itertools.repeat(step))
 
 
 def memory() -> ContextMemory:
