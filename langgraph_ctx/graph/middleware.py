@@ -56,6 +56,7 @@ from langgraph_ctx.graph._guard import (
 )
 from langgraph_ctx.graph.state import ContextAgentState
 from langgraph_ctx.ledger.edits import set_called
+from langgraph_ctx.ledger.schema import has_archived
 from langgraph_ctx.prompt.assembly import tool_name
 from langgraph_ctx.prompt.render import references_recall, without_recall_calls
 from langgraph_ctx.prompt.report import attach_report
@@ -143,7 +144,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
     def _call(self, request: ModelRequest[Any], ledger: Any) -> Call:
         """What the model will receive, as far as the build must count it."""
         tools = list(request.tools)
-        search = _has_archived(ledger) and self._search_fits(request.model)
+        search = has_archived(ledger) and self._search_fits(request.model)
         if not search:  # nothing to search yet, or too dear: `create_agent` binds it anyway
             tools = [t for t in tools if t not in self.tools[1:]]
         names = {tool_name(t) for t in tools}
@@ -375,17 +376,6 @@ def _fail(result: BuildResult, why: str, cause: BaseException) -> NoReturn:
 
 SEARCH_SHARE = 0.05
 """Most of the window the search tool's schema may cost for the middleware to bind it."""
-
-
-def _has_archived(ledger: Mapping[str, Any] | None) -> bool:
-    """Whether anything of the thread has left the prompt for the archive, by its ledger.
-
-    An output excerpted or pruned, a turn shortened, a summary's dump, a hint rebuild.
-    """
-    ledger = ledger or {}
-    summary = ledger.get("summary") or {}
-    dumps = summary.get("dump_refs") or summary.get("dump_index")
-    return bool(ledger.get("compacted") or ledger.get("pruned") or dumps or ledger.get("hint"))
 
 
 def _with_report(

@@ -43,6 +43,7 @@ from langgraph_ctx.ledger.schema import (
     SummaryEntry,
     WindowEntry,
     empty_ledger,
+    has_archived,
 )
 from langgraph_ctx.ledger.summary import (
     add_dump_ref,
@@ -70,6 +71,7 @@ __all__ = [
     "empty_ledger",
     "fold_summary",
     "forget_entries",
+    "has_archived",
     "load_ledger",
     "merge_ledger",
     "record_calibration",

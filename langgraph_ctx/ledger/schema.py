@@ -6,6 +6,7 @@ any checkpointer (see `langgraph_ctx.ledger`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 
@@ -181,3 +182,15 @@ def empty_ledger() -> ContextLedger:
         called=None,
         growth=None,
     )
+
+
+def has_archived(ledger: Mapping[str, Any] | None) -> bool:
+    """Whether anything of the thread has left the prompt for the archive, by its ledger.
+
+    An output excerpted or pruned, a turn shortened, a summary's dump, a hint rebuild: from
+    then on there is something to search (`search_history` is worth its schema).
+    """
+    ledger = ledger or {}
+    summary = ledger.get("summary") or {}
+    dumps = summary.get("dump_refs") or summary.get("dump_index")
+    return bool(ledger.get("compacted") or ledger.get("pruned") or dumps or ledger.get("hint"))
