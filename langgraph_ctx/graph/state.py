@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from langchain.agents import AgentState
+from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from langgraph.managed import RemainingSteps
@@ -33,9 +34,16 @@ class ContextState(TypedDict):
 
 
 class ContextAgentState(AgentState[Any]):
-    """`create_agent` state with the ledger (used by `ContextMiddleware`)."""
+    """`create_agent` state with the ledger (used by `ContextMiddleware`).
 
-    context_ledger: NotRequired[Ledger]
+    The ledger is the middleware's own bookkeeping, private as LangChain's middleware keep
+    theirs (`PrivateStateAttr`): it is checkpointed with the thread (`graph.get_state(config)
+    .values["context_ledger"]`) but is not part of the agent's input or output, and a host
+    that runs agents inside agents (deepagents' `task` tool) neither hands it to a subagent
+    nor merges a subagent's back into the parent's.
+    """
+
+    context_ledger: NotRequired[Annotated[Ledger, PrivateStateAttr]]
 
 
 class ContextReactState(TypedDict):
