@@ -181,7 +181,9 @@ def run(name: str, order: str, use_async: bool) -> tuple[Run, dict[str, Any], li
     )
     config: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 4 * READS}
     task = {"messages": [HumanMessage("Read every chunk of the log, then tell me you are done.")]}
-    state = asyncio.run(agent.ainvoke(task, config)) if use_async else agent.invoke(task, config)
+    asyncio.run(agent.ainvoke(task, config)) if use_async else agent.invoke(task, config)
+    # The ledger is private state: in the checkpoint, not in what invoke returns.
+    state = agent.get_state(config).values
     return case, state, memory.get_full_history(agent, config)
 
 
