@@ -31,16 +31,14 @@ the single line it found, so a pattern costs one call per matching line, not one
 from __future__ import annotations
 
 import bisect
-import operator
 import time
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple, overload
 
 from langgraph_ctx.archive.matching import Query, SearchableEntry, SearchKind, wanted
 
-__all__ = ["Hit", "find_hits"]
+__all__ = ["Hit", "Hits", "find_hits"]
 
-_KEY = operator.itemgetter(0)
 _GROUP = {"message": 0, "messages": 1, "text": 2}
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_/-")
 _PATHS = _NAME_CHARS | {"."}
@@ -134,7 +132,16 @@ def _term_lines(entry: SearchableEntry, terms: Sequence[str]) -> dict[int, _Line
     return lines
 
 
-def _word_hits(entry: SearchableEntry, query: Query, n: int, group: int, out: list[Hit]) -> None:
+_Row = tuple[int, int, int, int, int, int, int, int, int]
+"""A hit while searching: its key's seven parts, then `at`, then the entry's place in the
+list searched. One tuple per hit: a common word matches thousands of lines, and every object
+a search keeps alive until it ends brings Python's full garbage collection closer (a pause
+of tens of milliseconds in a process holding a large cache)."""
+
+
+def _word_hits(
+    entry: SearchableEntry, slot: int, query: Query, n: int, group: int, out: list[_Row]
+) -> None:
     folded, starts = entry.folded, entry.folded_starts
     terms = (*query.phrases, *query.words)
     every = (1 << len(terms)) - 1
@@ -153,16 +160,21 @@ def _word_hits(entry: SearchableEntry, query: Query, n: int, group: int, out: li
             stop = starts[index + 1] - 1 if index + 1 < len(starts) else len(folded)
             at = folded.find(query.whole, begin, stop)
             if at >= 0:
-                key = (0, -count, _closest(folded, query.whole, at, stop), told, group, n, index)
-                out.append(Hit(key, entry, index, at - begin))
+                extra = _closest(folded, query.whole, at, stop)
+                out.append((0, -count, extra, told, group, n, index, at - begin, slot))
                 continue
         tier = 1 if seen.mask & words == words else 2
-        key = (tier, -count, seen.extra, told, group, n, index)
-        out.append(Hit(key, entry, index, seen.at))
+        out.append((tier, -count, seen.extra, told, group, n, index, seen.at, slot))
 
 
 def _pattern_hits(
-    entry: SearchableEntry, query: Query, n: int, group: int, deadline: float, out: list[Hit]
+    entry: SearchableEntry,
+    slot: int,
+    query: Query,
+    n: int,
+    group: int,
+    deadline: float,
+    out: list[_Row],
 ) -> None:
     assert query.pattern is not None
     if query.prefilter is None:  # a pattern that only a line alone can answer
@@ -172,7 +184,7 @@ def _pattern_hits(
     for index in candidates:
         if query.pattern.search(entry.line(index), deadline):
             told = 0 if entry.segment(index)[2].type == "tool" else 1
-            out.append(Hit((0, 0, 0, told, group, n, index), entry, index, 0))
+            out.append((0, 0, 0, told, group, n, index, 0, slot))
 
 
 def _pattern_lines(entry: SearchableEntry, query: Query, deadline: float) -> list[int]:
@@ -204,7 +216,7 @@ def find_hits(
     kind: SearchKind = "any",
     tool: str | None = None,
     budget: float = 0.08,
-) -> list[Hit]:
+) -> Hits:
     """Every matching line of `entries` (listed newest first), best first.
 
     Args:
@@ -219,9 +231,9 @@ def find_hits(
     """
     deadline = time.monotonic() + budget
     rank: dict[str, int] = {}
-    hits: list[Hit] = []
+    rows: list[_Row] = []
     filtered = kind != "any" or tool is not None
-    for entry in entries:
+    for slot, entry in enumerate(entries):
         n = rank[entry.kind] = rank.get(entry.kind, -1) + 1
         if not entry.text:
             continue
@@ -229,15 +241,47 @@ def find_hits(
             continue
         group = _GROUP.get(entry.kind, 3)
         if query.pattern is not None:
-            _pattern_hits(entry, query, n, group, deadline, hits)
+            _pattern_hits(entry, slot, query, n, group, deadline, rows)
             continue
         folded = entry.folded
         if query.phrases and any(phrase not in folded for phrase in query.phrases):
             continue
         if not query.phrases and not any(word in folded for word in query.words):
             continue
-        _word_hits(entry, query, n, group, hits)
-    hits.sort(key=_KEY)
-    if not filtered:
-        return hits
-    return [h for h in hits if wanted(h.entry.segment(h.line_index)[2], kind, tool)]
+        _word_hits(entry, slot, query, n, group, rows)
+    rows.sort()  # the first seven parts are unique: the rest never decides
+    if filtered:
+        rows = [r for r in rows if wanted(entries[r[8]].segment(r[6])[2], kind, tool)]
+    return Hits(rows, entries)
+
+
+class Hits(Sequence[Hit]):
+    """The hits of a search, best first; each `Hit` is made when it is read."""
+
+    def __init__(self, rows: list[_Row], entries: Sequence[SearchableEntry]) -> None:
+        self._rows, self._entries = rows, entries
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    @overload
+    def __getitem__(self, index: int) -> Hit: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Hit]: ...
+
+    def __getitem__(self, index: int | slice) -> Hit | list[Hit]:
+        if isinstance(index, slice):
+            return [self._hit(row) for row in self._rows[index]]
+        return self._hit(self._rows[index])
+
+    def __iter__(self) -> Iterator[Hit]:
+        return (self._hit(row) for row in self._rows)
+
+    def text_of(self, index: int) -> str:
+        """The casefolded line of hit `index`, without making the hit."""
+        row = self._rows[index]
+        return self._entries[row[8]].folded_line(row[6])
+
+    def _hit(self, row: _Row) -> Hit:
+        return Hit(row[:7], self._entries[row[8]], row[6], row[7])

@@ -9,7 +9,7 @@ how many were left out and how to narrow the search. Control characters are mask
 from __future__ import annotations
 
 from langgraph_ctx.archive.matching import Source
-from langgraph_ctx.archive.ranking import Hit
+from langgraph_ctx.archive.ranking import Hit, Hits
 from langgraph_ctx.errors import shorten
 
 __all__ = ["CONTEXT_CHARS", "LINE_CHARS", "RECALL_AROUND", "bounded", "render_hits"]
@@ -76,7 +76,7 @@ def _render_hit(number: int, hit: Hit, repeats: int, recall_name: str) -> str:
 
 
 def render_hits(
-    hits: list[Hit],
+    hits: Hits,
     *,
     query: str,
     searched: int,
@@ -92,15 +92,15 @@ def render_hits(
     # compared.
     groups: dict[str, int] = {}
     found: list[tuple[Hit, int]] = []
-    for hit in hits:
-        text = hit.entry.folded_line(hit.line_index)
+    for index in range(len(hits)):
+        text = hits.text_of(index)
         at = groups.get(text)
         if at is not None:
             first, repeats = found[at]
             found[at] = (first, repeats + 1)
         elif len(found) < limit:
             groups[text] = len(found)
-            found.append((hit, 0))
+            found.append((hits[index], 0))
     total = len(hits)
     quoted = shorten(query, 60)
     if not total:
