@@ -390,6 +390,15 @@ def run_workload(
         ],
         rows,
     )
+    for a in aggs.values():
+        if _is_ours(a.name) and a.total("search_schema_cost"):
+            added = a.total("search_schema_cost")
+            share = 100 * added / a.total("effective_cost")
+            print(
+                f"{a.name}: search_history's schema, sent once something is archived, adds"
+                f" {fmt_int(round(added))} to its eff. cost (+{share:.2f}%;"
+                " the call that binds it pays it whole and loses its cached prefix)"
+            )
     if len(runs) > 1:
         _halves(spec, aggs)
     return aggs

@@ -58,9 +58,10 @@ from benchmarks.replay import (
 from benchmarks.synthetic import SyntheticRun, generate_run
 from langgraph_ctx.archive import Archive, StoreBackend, encode_message
 from langgraph_ctx.archive.dumps import all_dump_refs
-from langgraph_ctx.archive.search import EntryCache, search_archive
+from langgraph_ctx.archive.search import EntryCache, make_search_tool, search_archive
 from langgraph_ctx.cli.measure import same_for_provider
 from langgraph_ctx.errors import ContextWindowExceededError
+from langgraph_ctx.ledger import has_archived
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.pipeline import ContextManager
 from langgraph_ctx.prompt.report import ContextBudget
@@ -71,6 +72,7 @@ from langgraph_ctx.strategies import (
     default_strategies,
 )
 from langgraph_ctx.summaries.summarizer import Summarizer
+from langgraph_ctx.tokens.counter import count_tool_tokens
 
 WINDOW = 32_000
 LIMIT = WINDOW  # no output reserve
@@ -162,6 +164,7 @@ class Ours:
         self.refs: dict[str, str] = {}  # every message ever pruned or compacted -> its ref
         self.last: Any = None
         self._search_cache = EntryCache()
+        self._schema_tokens: int | None = None
 
     def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
         """Build the prompt and carry the ledger (the timed part)."""
@@ -174,6 +177,16 @@ class Ours:
             raise
         self.ledger, self.last = result.state, result
         return result.messages
+
+    def search_schema(self) -> int:
+        """Tokens of the `search_history` schema the middleware sends with this call: 0 until
+        something has left the prompt for the archive (`has_archived`), as it binds it."""
+        if self.archive is None or not has_archived(self.ledger):
+            return 0
+        if self._schema_tokens is None:
+            tool = make_search_tool(self.archive)
+            self._schema_tokens = count_tool_tokens(self.manager.token_counter, [tool])
+        return self._schema_tokens
 
     def search(self, query: str) -> str:
         """What the agent's `search_history` answers for `query` (3 hits), on this archive."""

@@ -170,6 +170,8 @@ class CallRecord:
     overrun: bool = False
     invalid: bool = False
     error: str | None = None
+    schema: int = 0
+    """Tokens of the `search_history` schema sent with the call (0: not bound)."""
 
 
 @dataclass(slots=True)
@@ -244,6 +246,20 @@ class ReplayResult:
         return effective_cost(self.total_tokens, self.reusable_tokens, summarizer)
 
     @property
+    def search_schema_cost(self) -> float:
+        """What binding `search_history` adds to `effective_cost`: its schema at the cached
+        price on every call that sends it, but at the full price on the call that first does,
+        where the changed tools also cost that call's cached prefix its discount."""
+        cost, bound = 0.0, False
+        for call in self.calls:
+            if call.schema and not bound:
+                cost += call.schema + 0.9 * call.reusable
+            elif call.schema:
+                cost += 0.1 * call.schema
+            bound = bound or bool(call.schema)
+        return cost
+
+    @property
     def recall(self) -> float | None:
         """Next-step recall: the share of used names the prompts showed (None: none used)."""
         return self.recall_hits / self.recall_total if self.recall_total else None
@@ -304,6 +320,8 @@ def replay(
         if observe is not None:  # the harness's own bookkeeping, outside the timed step
             observe()
         record = CallRecord(i, ms)
+        schema = getattr(system, "search_schema", None)
+        record.schema = schema() if schema is not None else 0
         if recall is not None and strict is not None:
             recall.score(i, prompt)
             strict.score(i, prompt)
