@@ -913,7 +913,7 @@ FRONTIER: list[Cell] = [
         **The point.** Every context manager asks you to guess its settings. `langgraph-ctx
         frontier` answers from your own traffic instead: it replays the threads your agent
         recorded through the pipeline under the defaults and their neighbouring settings (the
-        rows of the README's frontier table, plus any setting of yours), and prints for each
+        rows of the frontier table in docs/frontier.md, plus any setting of yours), and prints for each
         what it costs (effective cost: uncached prompt tokens, cache-reusable ones at a tenth,
         summarizer tokens), what it hides (next-step recall: the share of what each next step
         used that the prompt still showed), whether every prompt fit the budget, and which
