@@ -3,8 +3,9 @@
 `SETTINGS` is the defaults and their neighbours: one field changed per row from
 `default_strategies()` or `ContextBudget`, and the previous release's defaults for reference.
 It is the list of the frontier table (docs/frontier.md), which `python -m
-benchmarks.cost_sweep` replays (it imports it from here). `load_setting` reads a setting of the user's own from a JSON file;
-`apply_code` says in one line of Python how to run with a setting.
+benchmarks.cost_sweep` replays (it imports it from here). `load_setting` reads a setting of
+the user's own from a JSON file; `apply_code` says in one line of Python how to run with a
+setting.
 """
 
 from __future__ import annotations
