@@ -63,7 +63,8 @@ def _name_extra(text: str, at: int, end: int) -> int:
 
     A name continues with a letter, digit, `_`, `/`, `-`, or a `.` between two of those (a
     dotted name, a file's extension); a `.` ending a sentence does not, nor a leading `./`
-    (the same path, relative to the working directory; `../` is another path). A line break
+    (the same path, relative to the working directory; `../` is another path), nor the `/` of
+    a closing tag (`</body>` names `body`). A line break
     bounds a name like a space does, so a whole text answers as each of its lines would.
     """
     begin, stop = at, end
@@ -71,6 +72,8 @@ def _name_extra(text: str, at: int, end: int) -> int:
         before = text[begin - 1]
         leading = before == "/" and text[begin - 2 : begin] == "./"
         if leading and (begin == 2 or text[begin - 3] not in _PATHS):
+            break
+        if before == "/" and text[begin - 2 : begin] == "</":  # a closing tag: `</body>`
             break
         dotted = before == "." and begin >= 2 and text[begin - 2] in _NAME_CHARS
         if before not in _NAME_CHARS and not dotted:

@@ -18,7 +18,7 @@ from langgraph_ctx.archive.matching import SearchableEntry, parse_query, searcha
 from langgraph_ctx.archive.ranking import find_hits
 
 WORDS = ["flush", "flush_batch", "Batch", "app/flush.py", "jobs.flush", "ERROR", "straße", "port"]
-PIECES = [*WORDS, " ", " ", ".", "./", "../", "/", "(", "-", "=", "\n", "\n", "x", "ss"]
+PIECES = [*WORDS, " ", " ", ".", "./", "../", "/", "</", "<", ">", "(", "-", "=", "\n", "x", "ss"]
 NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_/-"
 
 
@@ -35,6 +35,8 @@ def _extra(line: str, term: str) -> int:
             if line[begin - 2 : begin] == "./" and (
                 begin == 2 or line[begin - 3] not in "./" + NAME_CHARS
             ):
+                break
+            if line[begin - 2 : begin] == "</":
                 break
             begin -= 1
         while end < len(line) and (
