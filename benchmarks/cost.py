@@ -217,7 +217,7 @@ _NOTES = [
     "next-step recall = at each call, the distinctive names (paths, dotted/snake/camel"
     " identifiers, long numbers, hex ids) the recorded next AI message uses that first came from"
     " an earlier tool output; the share of them for which the prompt shows a whole line (20+"
-    " characters) of an earlier tool output carrying the name (langgraph_ctx/cli/measure.py);"
+    " characters) of an earlier tool output carrying the name (langgraph_ctx/replay/measure.py);"
     " 'paths and dotted names': the same with only paths and dotted names counted as names"
     " (path_names_in), a second, stricter definition.",
     "one-search recall = of those names whose lines the prompt no longer showed, the share for"

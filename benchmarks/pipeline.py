@@ -59,12 +59,12 @@ from benchmarks.synthetic import SyntheticRun, generate_run
 from langgraph_ctx.archive import Archive, StoreBackend, encode_message
 from langgraph_ctx.archive.dumps import all_dump_refs
 from langgraph_ctx.archive.search import EntryCache, make_search_tool, search_archive
-from langgraph_ctx.cli.measure import same_for_provider
 from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.ledger import has_archived
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.pipeline import ContextManager
 from langgraph_ctx.prompt.report import ContextBudget
+from langgraph_ctx.replay.measure import same_for_provider
 from langgraph_ctx.strategies import (
     DropMemory,
     PruneToolOutputs,

@@ -37,14 +37,14 @@ from pydantic import PrivateAttr
 from benchmarks import trajectories
 from benchmarks._progress import EVERY_SECONDS, progress
 from benchmarks.synthetic import FACT_RE
-from langgraph_ctx.cli.measure import (
+from langgraph_ctx.messages import text_of
+from langgraph_ctx.replay.measure import (
     NextStepRecall,
     effective_cost,
     measure_prompt,
     one_search,
     path_names_in,
 )
-from langgraph_ctx.messages import text_of
 from langgraph_ctx.tokens import TiktokenCounter
 
 __all__ = [
@@ -185,7 +185,7 @@ class ReplayResult:
     summarizer_input_tokens: int = 0
     summarizer_output_tokens: int = 0
     recall_hits: int = 0
-    """Names the next AI message used that the prompt showed (`langgraph_ctx.cli.measure`)."""
+    """Names the next AI message used that the prompt showed (`langgraph_ctx.replay.measure`)."""
     recall_total: int = 0
     """Names the next AI message used that first came from an earlier tool output."""
     strict_hits: int = 0

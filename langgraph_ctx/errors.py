@@ -13,6 +13,8 @@ The hierarchy::
     │     that no rebuild could remove; carries the report
     ├── UntrustedCheckpointError (ValueError)  a checkpoint read from a file or database we did
     │     not write names a type outside the allowlist (never imported, never called)
+    ├── InputError (ValueError)           a file or option a person gave the command line or a
+    │     replay cannot be used
     └── ArchiveError                       the archive could not serve a request
           ├── ArchiveEntryNotFoundError (KeyError)
           ├── ArchiveCorruptError          stored bytes do not match their content address
@@ -88,6 +90,14 @@ class ModelCallRefusedError(LangGraphCtxError, RuntimeError):
     def __init__(self, message: str, report: ContextCostReport) -> None:
         super().__init__(message)
         self.report = report
+
+
+class InputError(LangGraphCtxError, ValueError):
+    """A file or option the user gave cannot be used; the message says why and what to do.
+
+    Raised by the command line and the replay layer (`langgraph_ctx.replay`): one line for a
+    person, who fixes the file or the option and runs again.
+    """
 
 
 class UntrustedCheckpointError(LangGraphCtxError, ValueError):

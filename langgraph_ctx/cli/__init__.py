@@ -15,9 +15,10 @@ Modules:
 * `explorer`: the offline chat models (the demo's scripted explorer and their shared base).
 * `demo`: the demo agent and its read-only tools over a local folder.
 * `frontier_run`: the `frontier` command; `frontier`: a thread replayed under one setting and
-  the recommendation; `settings`: the settings compared (also the benchmarks' sweep);
-  `sources`: the threads it reads (files, checkpoint databases); `measure`: effective cost and
-  next-step recall, the one measure the benchmarks use too.
+  the recommendation; `sources`: the threads it reads (files, checkpoint databases); `inputs`:
+  reading a file a person hands over, within bounds. The settings compared and the measures
+  (effective cost, next-step recall) live one layer down, in `langgraph_ctx.replay`, where the
+  benchmarks use them too.
 """
 
 from __future__ import annotations

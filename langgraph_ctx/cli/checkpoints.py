@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langgraph_ctx.cli.runs import InputError
-from langgraph_ctx.errors import ArchiveError, shorten
+from langgraph_ctx.errors import ArchiveError, InputError, shorten
 from langgraph_ctx.graph.serde import StrictSerializer
 
 __all__ = [

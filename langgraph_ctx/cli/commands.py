@@ -90,7 +90,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     from langgraph_ctx.cli.inputs import input_limit
-    from langgraph_ctx.cli.runs import InputError
+    from langgraph_ctx.errors import InputError
 
     unusable = (InputError, ConfigError, InvalidMessagesError, UntrustedCheckpointError)
     try:

@@ -29,7 +29,8 @@ from pydantic import BaseModel, Field
 from langgraph_ctx._patterns import compile_pattern
 from langgraph_ctx.cli.playback import init_model
 from langgraph_ctx.cli.replay import RunResult, execute
-from langgraph_ctx.cli.runs import CallStat, InputError
+from langgraph_ctx.cli.runs import CallStat
+from langgraph_ctx.errors import InputError
 from langgraph_ctx.strategies import default_strategies
 
 DEFAULT_WINDOW = 6_000

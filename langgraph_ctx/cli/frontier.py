@@ -1,12 +1,12 @@
 """`langgraph-ctx frontier`: what context management costs and hides, on a team's own threads.
 
 Recorded threads (message JSON files, or the threads of a checkpoint database) are replayed
-call by call through `ContextManager.build` under each setting (`langgraph_ctx.cli.settings`),
+call by call through `ContextManager.build` under each setting (`langgraph_ctx.replay.settings`),
 as `ContextMemory` runs them: the ledger carried from call to call, an in-process archive, the
 messages a summary covers removed from the history once they are in its insurance dump. No
 model is called: the deterministic summarizer writes the summaries unless a model is named.
 
-Each prompt is measured as the benchmarks measure theirs (`langgraph_ctx.cli.measure`):
+Each prompt is measured as the benchmarks measure theirs (`langgraph_ctx.replay.measure`):
 effective cost, next-step recall, prompts over the budget, prompts a provider would reject;
 after the run, the share of what left the prompt that the archive or the history gives back
 byte for byte. Inputs are read by `langgraph_ctx.cli.sources`.
@@ -26,7 +26,10 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_ctx.archive import Archive, StoreBackend, encode_message
 from langgraph_ctx.archive.dumps import all_dump_refs
 from langgraph_ctx.archive.search import EntryCache, search_archive
-from langgraph_ctx.cli.measure import (
+from langgraph_ctx.errors import ContextWindowExceededError
+from langgraph_ctx.ledger.edits import forget_entries
+from langgraph_ctx.ledger.summary import add_dump_ref
+from langgraph_ctx.replay.measure import (
     DEFAULT_CACHE_PRICE,
     NextStepRecall,
     effective_cost,
@@ -34,10 +37,7 @@ from langgraph_ctx.cli.measure import (
     one_search,
     same_for_provider,
 )
-from langgraph_ctx.cli.settings import Setting
-from langgraph_ctx.errors import ContextWindowExceededError
-from langgraph_ctx.ledger.edits import forget_entries
-from langgraph_ctx.ledger.summary import add_dump_ref
+from langgraph_ctx.replay.settings import Setting
 
 __all__ = ["Terms", "Tally", "recommend", "replay_setting"]
 

@@ -21,17 +21,22 @@ from typing import Any
 from langchain_core.messages import SystemMessage
 
 from langgraph_ctx.cli.frontier import Tally, Terms, recommend, replay_setting
-from langgraph_ctx.cli.inputs import read_text
-from langgraph_ctx.cli.measure import NextStepRecall
+from langgraph_ctx.cli.inputs import load_setting, read_text
 from langgraph_ctx.cli.output import Output
-from langgraph_ctx.cli.runs import InputError
-from langgraph_ctx.cli.settings import SETTINGS, Setting, apply_code, load_setting, strategy_config
 from langgraph_ctx.cli.sources import (
     Thread,
     check_room,
     model_terms,
     threads_from_db,
     threads_from_files,
+)
+from langgraph_ctx.errors import InputError
+from langgraph_ctx.replay.measure import NextStepRecall
+from langgraph_ctx.replay.settings import (
+    SETTINGS,
+    Setting,
+    apply_code,
+    strategy_config,
 )
 
 __all__ = ["run_frontier", "rows_of"]

@@ -66,7 +66,7 @@ def _replay(args: argparse.Namespace) -> int:
     from langgraph_ctx.cli.runs import plot_run
 
     if args.plot is not None:  # before the replay, not after it
-        from langgraph_ctx.cli.runs import InputError
+        from langgraph_ctx.errors import InputError
 
         try:
             import matplotlib  # noqa: F401
@@ -239,7 +239,7 @@ def _restore(args: argparse.Namespace) -> int:
 
 
 def _existing_folder(path: Path, option: str) -> None:
-    from langgraph_ctx.cli.runs import InputError
+    from langgraph_ctx.errors import InputError
 
     folder = path.parent
     if not folder.is_dir():
@@ -276,7 +276,7 @@ def _compact(args: argparse.Namespace) -> int:
 
 def _count(args: argparse.Namespace) -> int:
     from langgraph_ctx.cli.playback import load_tools, load_transcript
-    from langgraph_ctx.cli.runs import InputError
+    from langgraph_ctx.errors import InputError
     from langgraph_ctx.tokens._encodings import encoding_name_for_model
     from langgraph_ctx.tokens.exact import get_counter
 

@@ -25,13 +25,15 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from langgraph_ctx.cli.runs import InputError
+from langgraph_ctx.errors import InputError
+from langgraph_ctx.replay.settings import Setting, setting_from_data
 
 __all__ = [
     "DEFAULT_MAX_INPUT_MB",
     "MAX_DEPTH",
     "MEMORY_FACTOR",
     "input_limit",
+    "load_setting",
     "read_json",
     "read_text",
 ]
@@ -159,3 +161,12 @@ def _too_deep(data: Any) -> bool:
             values = item.values() if isinstance(item, dict) else item
             stack.extend((v, depth + 1) for v in values if isinstance(v, dict | list))
     return False
+
+
+def load_setting(path: str | Path) -> Setting:
+    """A setting of the user's own from a JSON file (`--setting`), within bounds.
+
+    Raises:
+        InputError: The file is missing, too large, not JSON or not a setting.
+    """
+    return setting_from_data(read_json(path, "setting"), path)

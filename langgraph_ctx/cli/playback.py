@@ -27,8 +27,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import create_model
 
 from langgraph_ctx.cli.inputs import read_json
-from langgraph_ctx.cli.runs import InputError
-from langgraph_ctx.errors import shorten
+from langgraph_ctx.errors import InputError, shorten
 from langgraph_ctx.scripted import ScriptedChatModel
 from langgraph_ctx.tokens.exact import TiktokenCounter
 

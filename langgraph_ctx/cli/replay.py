@@ -44,13 +44,13 @@ from langgraph_ctx.cli.playback import (
 from langgraph_ctx.cli.recorder import run_turns
 from langgraph_ctx.cli.runs import (
     CallStat,
-    InputError,
     RunCheck,
     RunLog,
     check_run,
     summary_rows,
     write_reports,
 )
+from langgraph_ctx.errors import InputError
 from langgraph_ctx.tokens.exact import TiktokenCounter
 
 # --- the checkpointer ---------------------------------------------------------------------------

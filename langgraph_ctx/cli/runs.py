@@ -21,14 +21,10 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.archive.codec import encode_message
 from langgraph_ctx.cli.edits import counted, edit_of, tally
-from langgraph_ctx.errors import ArchiveError
+from langgraph_ctx.errors import ArchiveError, InputError
 
 MODEL_NODE = "model"
 """The model node of a `create_agent` graph."""
-
-
-class InputError(ValueError):
-    """A file or option the user gave cannot be used; the message says why and what to do."""
 
 
 # --- the record of a run ---------------------------------------------------------------------

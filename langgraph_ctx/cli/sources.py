@@ -22,8 +22,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_archive, thread_ids
 from langgraph_ctx.cli.playback import load_transcript, with_ids
-from langgraph_ctx.cli.runs import InputError
-from langgraph_ctx.errors import shorten
+from langgraph_ctx.errors import InputError, shorten
 
 __all__ = ["Thread", "check_room", "model_terms", "threads_from_db", "threads_from_files"]
 

@@ -22,8 +22,7 @@ from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_archive, thre
 from langgraph_ctx.cli.edits import EDITS, edit_of
 from langgraph_ctx.cli.playback import load_strategies, load_transcript
 from langgraph_ctx.cli.replay import CheckpointView
-from langgraph_ctx.cli.runs import InputError
-from langgraph_ctx.errors import ArchiveError, shorten
+from langgraph_ctx.errors import ArchiveError, InputError, shorten
 
 
 def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:

@@ -19,7 +19,8 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from benchmarks.workload import generate_workload
 from langgraph_ctx import ContextMemory, ScriptedChatModel
 from langgraph_ctx.cli import main
-from langgraph_ctx.cli.settings import SETTINGS, apply_code, load_setting
+from langgraph_ctx.cli.inputs import load_setting
+from langgraph_ctx.replay.settings import SETTINGS, apply_code
 
 REQUIRED = {"setting", "cost", "recall", "over_budget", "invalid"}
 

@@ -40,6 +40,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("archive", ("langgraph_ctx.archive",)),
     ("pipeline", ("langgraph_ctx.pipeline",)),
     ("graph", ("langgraph_ctx.graph",)),
+    ("replay", ("langgraph_ctx.replay",)),
     ("api", ("langgraph_ctx",)),  # the package's own __init__: the public names
     ("cli", ("langgraph_ctx.cli",)),
 )

@@ -3,8 +3,8 @@
 `SETTINGS` is the defaults and their neighbours: one field changed per row from
 `default_strategies()` or `ContextBudget`, and the previous release's defaults for reference.
 It is the list of the frontier table (docs/frontier.md), which `python -m
-benchmarks.cost_sweep` replays (it imports it from here). `load_setting` reads a setting of
-the user's own from a JSON file; `apply_code` says in one line of Python how to run with a
+benchmarks.cost_sweep` replays (it imports it from here). `setting_from_data` reads a setting
+of the user's own from its JSON data; `apply_code` says in one line of Python how to run with a
 setting.
 """
 
@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langgraph_ctx.cli.runs import InputError
-from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.errors import ConfigError, InputError
 from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.strategies import (
     Compaction,
@@ -37,7 +36,7 @@ __all__ = [
     "Changes",
     "Setting",
     "apply_code",
-    "load_setting",
+    "setting_from_data",
     "previous_release_strategies",
     "strategy_config",
 ]
@@ -69,7 +68,7 @@ class Setting:
     """A row of the frontier: its label and what it changes from the defaults.
 
     A built-in row changes fields of the default strategies (`strategies`) or of the budget
-    (`budget`); a user's row (`load_setting`) brings its own strategy list (`given`).
+    (`budget`); a user's row (`setting_from_data`) brings its own strategy list (`given`).
     """
 
     label: str
@@ -164,21 +163,18 @@ SETTINGS: list[Setting] = [
 """The defaults, their neighbours (one change each) and the previous release's defaults."""
 
 
-def load_setting(path: str | Path) -> Setting:
-    """A setting of the user's own from a JSON file.
+def setting_from_data(data: Any, path: str | Path) -> Setting:
+    """A setting of the user's own, from the JSON data of the file at `path`.
 
-    The file holds strategy configs as `strategies_from_config` reads them (a list of
+    The data is strategy configs as `strategies_from_config` reads them (a list of
     `{"type": ..., ...}` or one of them), or an object `{"strategies": [...], "budget":
-    {...}, "label": "..."}` whose `budget` holds `ContextBudget` fields to change.
+    {...}, "label": "..."}` whose `budget` holds `ContextBudget` fields to change. The command
+    line reads the file (`langgraph_ctx.cli.inputs.load_setting`).
 
     Raises:
-        InputError: The file is missing, not JSON or not a setting.
+        InputError: The data is not a setting (the message names the file).
     """
-    from langgraph_ctx.cli.inputs import read_json
-
-    file = Path(path)
-    data = read_json(file, "setting")
-    label = f"setting {file.name}"
+    label = f"setting {Path(path).name}"
     budget: Any = {}
     if isinstance(data, Mapping) and "strategies" in data:
         unknown = sorted(set(data) - {"strategies", "budget", "label"})
