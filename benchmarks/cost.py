@@ -164,9 +164,15 @@ ANCHOR_KEEP = 0.25
 
 
 def systems(
-    spec: WorkloadSpec, facts: dict[str, str], *, our_trigger: float | None = None
+    spec: WorkloadSpec,
+    facts: dict[str, str],
+    *,
+    our_trigger: float | None = None,
+    with_search: bool = False,
 ) -> list[Callable[[], System]]:
     """Every system of the table, as fresh-instance factories.
+
+    `with_search` adds our row with `search_history` bound as the middleware binds it (second).
 
     `our_trigger` replaces our budget's `trigger` (a share of the limit) and names the row so;
     the anchors keep their own settings (`ANCHOR_TRIGGER`, `ANCHOR_KEEP`).
@@ -176,17 +182,20 @@ def systems(
     trigger, keep = int(ANCHOR_TRIGGER * limit), int(ANCHOR_KEEP * limit)
     ours_budget = our_budget(spec, trigger=our_trigger)
 
-    def ours() -> System:
+    def ours(bind_search: bool = False) -> System:
+        name = _OURS if our_trigger is None else f"langgraph-ctx, trigger={our_trigger:g}"
         return Ours(
-            _OURS if our_trigger is None else f"langgraph-ctx, trigger={our_trigger:g}",
+            f"{name}{_SEARCH_BOUND}" if bind_search else name,
             strategies=default_strategies(),
             archive=True,
             model=_model(limit, facts),
             budget=ours_budget,
+            bind_search=bind_search,
         )
 
     return [
         ours,
+        *([lambda: ours(bind_search=True)] if with_search else []),
         lambda: TrimMessagesAnchor(limit=limit),
         lambda: TrimMessagesAnchor(limit=limit, tool_safe=True),
         lambda: ContextEditingAnchor(limit=limit, trigger=trigger, keep=3),
@@ -327,7 +336,7 @@ def run_workload(
     facts_total = 0
     for label, messages, facts in runs:
         facts_total += len(facts)
-        for make in systems(spec, facts, our_trigger=our_trigger):
+        for make in systems(spec, facts, our_trigger=our_trigger, with_search=True):
             started = time.perf_counter()
             system = make()
             result: ReplayResult = replay(
@@ -391,13 +400,18 @@ def run_workload(
         rows,
     )
     for a in aggs.values():
-        if _is_ours(a.name) and a.total("search_schema_cost"):
-            added = a.total("search_schema_cost")
-            share = 100 * added / a.total("effective_cost")
+        base = aggs.get(a.name.removesuffix(_SEARCH_BOUND))
+        if a.name.endswith(_SEARCH_BOUND) and base is not None:
+            schema, cost = a.total("search_schema_cost"), a.total("effective_cost")
+            before = base.total("effective_cost")
             print(
-                f"{a.name}: search_history's schema, sent once something is archived, adds"
-                f" {fmt_int(round(added))} to its eff. cost (+{share:.2f}%;"
-                " the call that binds it pays it whole and loses its cached prefix)"
+                f"{a.name}: search_history bound once something is archived, as the middleware"
+                f" does: {fmt_int(round(cost + schema))} with its schema"
+                f" (+{100 * (cost + schema - before) / before:.2f}% over {base.name}); the"
+                f" excerpts' and the summary's line naming it, with the schema's room in the"
+                f" budget: {100 * (cost - before) / before:+.2f}%; the schema:"
+                f" {fmt_int(round(schema))} (the call that binds it pays it whole and loses"
+                " its cached prefix)"
             )
     if len(runs) > 1:
         _halves(spec, aggs)
@@ -405,6 +419,7 @@ def run_workload(
 
 
 _OURS = "langgraph-ctx defaults"
+_SEARCH_BOUND = ", search bound"
 
 
 def _is_ours(name: str) -> bool:

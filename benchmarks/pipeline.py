@@ -141,8 +141,10 @@ class Ours:
         remove_summarized: bool = False,
         model: FactEchoModel | None = None,
         budget: ContextBudget = BUDGET,
+        bind_search: bool = False,
     ) -> None:
         self.name = name
+        self.bind_search = bind_search
         if model is None and summarize:
             model = make_model(WINDOW)
         self.model: FactEchoModel | None = model
@@ -165,12 +167,17 @@ class Ours:
         self.last: Any = None
         self._search_cache = EntryCache()
         self._schema_tokens: int | None = None
+        self._tool: Any = None
 
     def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
         """Build the prompt and carry the ledger (the timed part)."""
         self.history.extend(new)
         try:
-            result = self.manager.build(self.history, state=self.ledger)
+            # As the middleware binds it: once something is archived, counted in the budget,
+            # and named by the excerpts' and the summary's last lines.
+            bound = self.bind_search and self.archive is not None and has_archived(self.ledger)
+            tools = [self._search_tool()] if bound else None
+            result = self.manager.build(self.history, state=self.ledger, tools=tools)
         except ContextWindowExceededError as exc:
             self.ledger = dict(self.ledger or {}, last_report=exc.report.to_dict())
             self.last = None
@@ -184,9 +191,15 @@ class Ours:
         if self.archive is None or not has_archived(self.ledger):
             return 0
         if self._schema_tokens is None:
-            tool = make_search_tool(self.archive)
+            tool = self._search_tool()
             self._schema_tokens = count_tool_tokens(self.manager.token_counter, [tool])
         return self._schema_tokens
+
+    def _search_tool(self) -> Any:
+        assert self.archive is not None
+        if self._tool is None:
+            self._tool = make_search_tool(self.archive)
+        return self._tool
 
     def search(self, query: str) -> str:
         """What the agent's `search_history` answers for `query` (3 hits), on this archive."""

@@ -53,6 +53,7 @@ from langgraph_ctx.errors import (
     shorten,
 )
 from langgraph_ctx.messages.content import RECALLED_KEY
+from langgraph_ctx.prompt.assembly import SEARCH_TOOL_MARK
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -369,6 +370,7 @@ def make_search_tool(
         args_schema=SearchArgs,
         handle_tool_error=True,
         response_format="content_and_artifact",
+        metadata={SEARCH_TOOL_MARK: True},
         handle_validation_error=lambda exc: bounded(
             f"{name}: bad arguments: {shorten(str(exc), 300)}", max_chars
         ),

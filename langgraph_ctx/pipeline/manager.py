@@ -24,10 +24,7 @@ from langchain_core.messages import BaseMessage
 from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
 from langgraph_ctx.archive.dumps import plan_spill_dump_refs
 from langgraph_ctx.checks import check_bool, check_callable, check_int, check_list
-from langgraph_ctx.errors import (
-    ConfigError,
-    InvalidMessagesError,
-)
+from langgraph_ctx.errors import ConfigError, InvalidMessagesError
 from langgraph_ctx.ledger.repair import repair_ledger
 from langgraph_ctx.ledger.summary import adopt_summary, spill_now
 from langgraph_ctx.messages.base import split_base
@@ -54,6 +51,7 @@ from langgraph_ctx.prompt.assembly import (
     coerce_skills,
     filter_tools,
     render_skills,
+    search_tool_name,
 )
 from langgraph_ctx.prompt.render import RenderCache, split_summary_body
 from langgraph_ctx.prompt.report import ContextBudget
@@ -370,6 +368,7 @@ class ContextManager:
             memory_items=items[: self.memory_search_limit],
             resources=resources,
             summary_placement=self.summary_placement,
+            search_tool=search_tool_name(tools_out),
             strategies=self.strategies,
             repairs=repairs,
         )

@@ -110,6 +110,24 @@ def coerce_skills(skills: Sequence[Skill | Mapping[str, Any]] | None) -> tuple[S
     return tuple(out)
 
 
+SEARCH_TOOL_MARK = "langgraph_ctx.search"
+"""The metadata key of the package's search tool (`make_search_tool`), so a build knows it is
+bound whatever name it was given."""
+
+
+def search_tool_name(tools: Sequence[Any] | None) -> str | None:
+    """The name of the package's search tool among `tools`, or None when it is not bound.
+
+    Excerpt footers and the summary's archive note name it only then: a prompt of ours never
+    names a tool the call does not bind.
+    """
+    for tool in tools or ():
+        metadata = getattr(tool, "metadata", None)
+        if isinstance(metadata, Mapping) and metadata.get(SEARCH_TOOL_MARK):
+            return tool_name(tool)
+    return None
+
+
 def tool_name(tool: Any) -> str:
     """Name of a tool given as a BaseTool, dict schema, function or pydantic model."""
     if isinstance(tool, Mapping):

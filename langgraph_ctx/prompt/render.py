@@ -134,14 +134,15 @@ def summary_message_for(
     *,
     dump_index: str | None = None,
     quotes: Sequence[str] = (),
+    search: str | None = None,
 ) -> SystemMessage:
     """The `<summary>` system message, its id derived from what it says.
 
     The body is `summary_body` (escaped). After the wrapper, `recall_note` tells the agent how
-    to read back what the summary replaced.
+    to read back what the summary replaced (and, with the `search` tool bound, find a line).
     """
     text = summary_body(text, quotes)
-    note = recall_note(dump_refs, dump_index)
+    note = recall_note(dump_refs, dump_index, search)
     return SystemMessage(
         content=f"<summary>\n{text}\n</summary>" + (f"\n{note}" if note else ""),
         id=summary_id(text),
@@ -156,11 +157,12 @@ def summary_message_for(
     )
 
 
-def recall_note(dump_refs: Sequence[str], dump_index: str | None) -> str:
+def recall_note(dump_refs: Sequence[str], dump_index: str | None, search: str | None = None) -> str:
     """One line naming the archive entries that hold what a summary replaced ("" if none).
 
     The newest dumps are named one by one; the dump index (older dumps) when there is one.
-    Every message a summary replaced is in one of them, so the agent can read any of it back.
+    Every message a summary replaced is in one of them, so the agent can read any of it back;
+    with the `search` tool bound, the line ends saying it finds any line of them.
     """
     if not dump_refs and not dump_index:
         return ""
@@ -170,6 +172,8 @@ def recall_note(dump_refs: Sequence[str], dump_index: str | None) -> str:
         parts.append(f"the summarized messages, oldest first: {listed}")
     if dump_index:
         parts.append(f'a list of older archived messages: {RECALL_CALL}{dump_index}")')
+    if search:
+        parts.append(f"{search} finds any line of them")
     return "[archived: " + "; ".join(parts) + "]"
 
 
@@ -246,11 +250,18 @@ def pruned_text(message_id: str, entry: Mapping[str, Any], original: str | None 
     return f"[pruned: output of {tool} ({chars:,} chars) removed to save context; {how}]"
 
 
-def compacted_text(message_id: str, entry: Mapping[str, Any], original: str | None = None) -> str:
+def compacted_text(
+    message_id: str,
+    entry: Mapping[str, Any],
+    original: str | None = None,
+    search: str | None = None,
+) -> str:
     """The deterministic text a compacted tool output shows (see `pruned_text` on the ref).
 
     With `lines` in the entry and the `original` text at hand, the output shows those whole
-    lines (`langgraph_ctx.prompt.excerpt`) under a one-line header instead of the character preview.
+    lines (`langgraph_ctx.prompt.excerpt`) under a one-line header instead of the character
+    preview; its last line names the full output and, with the `search` tool bound, the tool
+    that finds one of its hidden lines.
     """
     lines = entry.get("lines")
     if lines is not None and original is not None:
@@ -259,7 +270,8 @@ def compacted_text(message_id: str, entry: Mapping[str, Any], original: str | No
             f"[compacted tool output: {entry.get('tool', 'tool')}, {entry.get('chars', 0)} chars,"
             f" {len(lines)} of {total} lines shown; input: {str(entry.get('input', ''))[:100]}]\n"
             f"{render_excerpt(original, lines)}\n"
-            f'[full output: {RECALL_CALL}{message_id}")]'
+            f'[full output: {RECALL_CALL}{message_id}")'
+            + (f"; hidden lines: {search}]" if search else "]")
         )
     return (
         "[compacted tool output]\n"

@@ -54,6 +54,9 @@ class ViewData:
     """The I/O a strategy may ask for (archive writes, summaries, extraction), as plans."""
     summary_placement: SummaryPlacement = "separate"
     """Where the running summary goes: its own system message, or merged into the base."""
+    search_tool: str | None = None
+    """The bound search tool's name (`search_tool_name`): excerpt footers and the summary's
+    archive note say it finds their hidden lines. None when the call binds none."""
     strategies: Sequence[Any] = ()
     """The build's strategies, in order (a strategy may look for another one in the list)."""
     repairs: list[str] = field(default_factory=list)

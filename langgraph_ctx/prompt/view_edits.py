@@ -139,7 +139,7 @@ class ViewEdits(ViewRendering):
         }
         if lines is not None:
             entry["lines"] = lines
-        stand_in = compacted_text(message.id or "", entry, text)
+        stand_in = compacted_text(message.id or "", entry, text, self.search_tool)
         return self.cost(replace_text(message, stand_in)) + 40
 
     def shrink_recorded(self, **detail: Any) -> list[BaseMessage] | None:

@@ -56,7 +56,8 @@ class ViewRendering(ViewData):
         summary = self.ledger.get("summary")
         if summary and summary.get("text") and self.summary_placement == "merged" and not hint:
             text = summary_body(summary["text"], summary.get("quotes") or ())
-            note = recall_note(listed_dump_refs(summary), summary.get("dump_index"))
+            refs = listed_dump_refs(summary)
+            note = recall_note(refs, summary.get("dump_index"), self.search_tool)
             fragments.append(f"<summary>\n{text}\n</summary>" + (f"\n{note}" if note else ""))
         if self.memory_items and not self.memory_dropped:
             fragments.append(render_memory(self.memory_items))
@@ -78,9 +79,12 @@ class ViewRendering(ViewData):
         refs = tuple(listed_dump_refs(summary))
         index = summary.get("dump_index")
         quotes = tuple(summary.get("quotes") or ())
+        search = self.search_tool
         message: SystemMessage = self.render_cache.get(
-            ("summary", text, covered, refs, index, quotes),
-            lambda: summary_message_for(text, covered, refs, dump_index=index, quotes=quotes),
+            ("summary", text, covered, refs, index, quotes, search),
+            lambda: summary_message_for(
+                text, covered, refs, dump_index=index, quotes=quotes, search=search
+            ),
         )
         return message
 
@@ -95,7 +99,8 @@ class ViewRendering(ViewData):
         message = self.reshown.get(mid, message)
         shown = message
         # A compacted entry wins over a pruned one (compaction replaces an earlier pruning).
-        for kind, text_for in (("compacted", compacted_text), ("pruned", pruned_text)):
+        excerpt = partial(compacted_text, search=self.search_tool)
+        for kind, text_for in (("compacted", excerpt), ("pruned", pruned_text)):
             entry = self.ledger[kind].get(mid)  # type: ignore[literal-required]
             if entry is not None:
                 # The text is made only when the cache has no placeholder for this entry.
@@ -104,7 +109,8 @@ class ViewRendering(ViewData):
                 )
                 if isinstance(message, AIMessage):  # a model turn is shortened, not replaced
                     make = partial(shortened_turn, message, mid, entry)
-                shown = self.render_cache.placeholder((kind, mid), entry, message, make)
+                key = (kind, mid, self.search_tool)
+                shown = self.render_cache.placeholder(key, entry, message, make)
                 break
         if not needs_conversation_form(shown):
             return shown

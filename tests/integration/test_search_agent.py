@@ -106,6 +106,15 @@ def check_found(found: dict[str, Any], model: ScriptedChatModel, answer: str) ->
         not any("search_history" in t["function"]["name"] for t in bound)
         for bound in model.prompt_tools[:1]
     ), "the search tool is bound only once something left the prompt"
+    # Excerpts and the summary's archive note say the tool finds their hidden lines, in the
+    # calls that bind it and only there.
+    for prompt, tools in zip(model.prompts, model.prompt_tools, strict=True):
+        bound = any(t["function"]["name"] == "search_history" for t in tools)
+        said = "\n".join(text_of(m) for m in prompt)
+        assert ("hidden lines: search_history]" in said) <= bound
+        assert ("search_history finds any line of them]" in said) <= bound
+    last = "\n".join(text_of(m) for m in model.prompts[-1])
+    assert "hidden lines: search_history]" in last, "no excerpt names the tool"
 
 
 def test_the_agent_searches_recalls_and_answers() -> None:
@@ -190,3 +199,4 @@ def test_a_tiny_window_gets_recall_alone() -> None:
     bound = [{t["function"]["name"] for t in tools} for tools in model.prompt_tools]
     assert all("recall" in names for names in bound)
     assert not any("search_history" in names for names in bound)
+    assert not any("search_history" in text_of(m) for p in model.prompts for m in p)
