@@ -168,6 +168,12 @@ def run(args: argparse.Namespace) -> None:
                     ]
                 )
     print_table(
+        "hostile queries: each answers with one line (a 100,000-character line in the archive)",
+        ["query", "answer", "ms (max of 5)"],
+        _hostile(),
+        notes=["Goal: a one-line tool error or a bounded answer within 100 ms, never a hang."],
+    )
+    print_table(
         "search_archive latency (warm: the process cache holds every decoded entry)",
         ["backend", "outputs", "MB", "fill s", "first ms", "p50 ms", "p95 ms", "max ms"],
         rows,
@@ -176,3 +182,30 @@ def run(args: argparse.Namespace) -> None:
             "Goal: p95 < 100 ms at 5,000 on directory and SQLite, < 300 ms on Postgres.",
         ],
     )
+
+
+def _hostile() -> list[list[object]]:
+    """Each hostile query's answer (cut) and its slowest time of 5, on an in-process archive."""
+    from langgraph.store.memory import InMemoryStore
+
+    archive = Archive(InMemoryStore(), thread_id="hostile")
+    _fill(archive, 200)
+    line = "a" * 100_000 + "b"
+    archive.put_message(ToolMessage(line, tool_call_id="call-long", name="python", id="long"))
+    cases: list[tuple[str, str, dict[str, Any]]] = [
+        ("(a+)+$ against the long line", "(a+)+$", {"regex": True}),
+        ("a bad pattern", "(unclosed", {"regex": True}),
+        ("an empty query", "", {}),
+        ("a 1 MB query", "x" * 1_000_000, {}),
+    ]
+    cache = EntryCache()
+    search_archive(archive, "warm", cache=cache)
+    rows: list[list[object]] = []
+    for name, query, options in cases:
+        times, answer = [], ""
+        for _ in range(5):
+            started = time.perf_counter()
+            answer = search_archive(archive, query, cache=cache, **options)
+            times.append(time.perf_counter() - started)
+        rows.append([name, answer[:70], _ms(max(times))])
+    return rows
