@@ -404,10 +404,16 @@ def run_workload(
         if a.name.endswith(_SEARCH_BOUND) and base is not None:
             schema, cost = a.total("search_schema_cost"), a.total("effective_cost")
             before = base.total("effective_cost")
+            said = a.total("mention_tokens")
+            print(
+                f"{a.name}: the excerpts' and the summary's lines naming search_history:"
+                f" {fmt_int(int(said))} prompt tokens, at most {100 * said / cost:.2f}% of its"
+                " eff. cost (each counted at the full price)"
+            )
             print(
                 f"{a.name}: search_history bound once something is archived, as the middleware"
                 f" does: {fmt_int(round(cost + schema))} with its schema"
-                f" (+{100 * (cost + schema - before) / before:.2f}% over {base.name}); the"
+                f" ({100 * (cost + schema - before) / before:+.2f}% over {base.name}); the"
                 f" excerpts' and the summary's line naming it, with the schema's room in the"
                 f" budget: {100 * (cost - before) / before:+.2f}%; the schema:"
                 f" {fmt_int(round(schema))} (the call that binds it pays it whole and loses"

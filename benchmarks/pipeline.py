@@ -195,6 +195,20 @@ class Ours:
             self._schema_tokens = count_tool_tokens(self.manager.token_counter, [tool])
         return self._schema_tokens
 
+    def mention_tokens(self, prompt: Sequence[BaseMessage]) -> int:
+        """Tokens of what the prompt's excerpts and summary note add to name the search tool
+        (each added piece counted alone: about what it adds)."""
+        if not self.bind_search:
+            return 0
+        name = self._search_tool().name
+        pieces = (f"; hidden lines: {name}", f"; {name} finds any line of them")
+        count = self.manager.token_counter
+        return sum(
+            text_of(m).count(piece) * count.count_text(piece)  # type: ignore[attr-defined]
+            for m in prompt
+            for piece in pieces
+        )
+
     def _search_tool(self) -> Any:
         assert self.archive is not None
         if self._tool is None:

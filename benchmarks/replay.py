@@ -172,6 +172,8 @@ class CallRecord:
     error: str | None = None
     schema: int = 0
     """Tokens of the `search_history` schema sent with the call (0: not bound)."""
+    mentions: int = 0
+    """Tokens of the prompt's lines naming `search_history` (excerpts, the summary's note)."""
 
 
 @dataclass(slots=True)
@@ -244,6 +246,11 @@ class ReplayResult:
         """Uncached + 0.1 x cache-reusable + every token the summarizer reads and writes."""
         summarizer = self.summarizer_input_tokens + self.summarizer_output_tokens
         return effective_cost(self.total_tokens, self.reusable_tokens, summarizer)
+
+    @property
+    def mention_tokens(self) -> int:
+        """Prompt tokens of the lines naming `search_history`, summed over calls."""
+        return sum(c.mentions for c in self.calls)
 
     @property
     def search_schema_cost(self) -> float:
@@ -322,6 +329,8 @@ def replay(
         record = CallRecord(i, ms)
         schema = getattr(system, "search_schema", None)
         record.schema = schema() if schema is not None else 0
+        mentions = getattr(system, "mention_tokens", None)
+        record.mentions = mentions(prompt) if mentions is not None else 0
         if recall is not None and strict is not None:
             recall.score(i, prompt)
             strict.score(i, prompt)
