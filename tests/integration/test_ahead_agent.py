@@ -76,7 +76,8 @@ async def _run(prepare: bool, mode: str) -> tuple[list[float], list[dict[str, An
 async def test_the_model_call_no_longer_waits_for_the_summarizer(mode: str) -> None:
     waits, summaries = await _run(True, mode)
     assert summaries and all(d["detail"].get("ahead") == "prepared" for d in summaries)
-    assert max(waits) < DELAY / 2, max(waits)
+    # Never a whole summarizer call (a loaded machine adds build time, not a summary's).
+    assert max(waits) < DELAY, max(waits)
     # Without preparing, the call that reaches the trigger waits for the summarizer.
     waits_off, summaries_off = await _run(False, mode)
     assert summaries_off and max(waits_off) >= DELAY

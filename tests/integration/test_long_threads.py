@@ -124,14 +124,21 @@ def test_the_agent_recalls_summarized_messages_through_the_references_it_sees() 
     missing = [(m.type, text_of(m)[:40]) for m in removed if m.id not in reachable]
     assert not missing, missing
     # Between summaries the summary message stays the same bytes (removal dumps are not
-    # listed, older refs move to the index only when a summary lands): the prefix caches.
+    # listed, older refs move to the index only when a summary lands): the prefix caches. The
+    # one other change is the call that first binds search_history (its tools change too, so
+    # nothing is cached across it), from which the note names the tool.
     notes = [
-        text_of(m) for prompt in model.prompts for m in prompt if text_of(m).startswith("<summary>")
+        (text_of(m), tuple(t["function"]["name"] for t in tools))
+        for prompt, tools in zip(model.prompts, model.prompt_tools, strict=True)
+        for m in prompt
+        if text_of(m).startswith("<summary>")
     ]
-    for before, after in itertools.pairwise(notes):
-        if before.partition("</summary>")[0] == after.partition("</summary>")[0]:
+    for (before, tools_before), (after, tools_after) in itertools.pairwise(notes):
+        same_body = before.partition("</summary>")[0] == after.partition("</summary>")[0]
+        if same_body and tools_before == tools_after:
             assert before == after
-    assert len(set(notes)) > 1, "one summary only: the test proves little"
+    assert len({note for note, _ in notes}) > 1, "one summary only: the test proves little"
+    assert any("search_history finds any line of them" in note for note, _ in notes)
     ledger = agent.get_state(config).values["context_ledger"]
     dumps_seen = {r for r in seen_refs if not isinstance(archive.read(r), str)}  # not indexes
     assert set(all_dump_refs(ledger, archive)) >= dumps_seen
