@@ -1023,9 +1023,10 @@ FRONTIER: list[Cell] = [
         row; **recall** the next-step recall; **over budget** prompts over the window less the
         reserve (or calls that could not be fitted), **invalid** prompts a provider would
         reject; **restorable** the share of what left the prompt that comes back byte for
-        byte. The `*` marks the recommendation: the cheapest setting within one point of the
-        best recall with every prompt within the budget. `--json` has the same rows, each with
-        the strategies as configs and one line of Python that applies it.
+        byte. The `*` marks the recommendation: the best recall among the settings that cost at
+        most `--max-cost` times the defaults (1.0 unless you say more), ties to the cheaper, with
+        every prompt within the budget. `--json` has the same rows, each with the strategies as
+        configs and one line of Python that applies it.
         """
     ),
     code(
@@ -1040,10 +1041,11 @@ FRONTIER: list[Cell] = [
         """
         ## 4. Apply the recommendation
 
-        The rule favours what the agent sees: within one point of the best recall, the cheapest.
-        On a short thread a point is less than one name (the line says how many names the
-        recall counts), so read the cost column too, and run `frontier` on a day of threads
-        before you change a setting. The last line of the output says how to apply it; the JSON
+        The rule favours what the agent sees within what you pay now: the best recall at no more
+        than the defaults' cost (`--max-cost 1.2` allows 20% more, and the line then says what a
+        point of recall costs). On a short thread a point is less than one name (the line says
+        how many names the recall counts), so run `frontier` on a day of threads before you
+        change a setting. The last line of the output says how to apply it; the JSON
         row holds the same setting as data.
         `strategies_from_config` builds the strategies back, `ContextBudget` the budget, and the
         next run of the agent uses them.
@@ -1068,10 +1070,12 @@ FRONTIER: list[Cell] = [
     ),
     code(
         """
-        fitting = [r for r in rows if r["over_budget"] == 0 and r["invalid"] == 0]
-        top = max(r["recall"] for r in fitting)
-        assert best in fitting and best["recall"] >= top - 0.01
-        assert best["cost"] == min(r["cost"] for r in fitting if r["recall"] >= top - 0.01)
+        defaults = next(r for r in rows if r["defaults"])
+        within = [r for r in rows if r["over_budget"] == 0 and r["invalid"] == 0
+                  and r["cost"] <= defaults["cost"] + 1e-6]
+        top = max(r["recall"] for r in within)
+        assert best in within and best["recall"] == top
+        assert best["cost"] == min(r["cost"] for r in within if r["recall"] == top)
         assert any("default" in r["setting"] for r in rows)
         assert all(r.tokens <= r.limit for r in reports), "the tuned agent stays in its budget"
         conn.close()

@@ -249,6 +249,16 @@ def _price(text: str) -> float:
     return value
 
 
+def _ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {shorten(text)}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a ratio over 0 such as 1.2, got {value}")
+    return value
+
+
 def _frontier_parser(sub: Any) -> None:
     frontier = sub.add_parser(
         "frontier",
@@ -258,8 +268,9 @@ def _frontier_parser(sub: Any) -> None:
         "neighbouring settings and any --setting, and print per setting: effective cost and its "
         "ratio to the defaults, next-step recall, prompts over the budget, invalid prompts, "
         "share restorable. No model is called unless --summarizer names one. The last line "
-        "recommends the cheapest setting within one point of the best recall with every prompt "
-        "within the budget, and how to apply it.",
+        "recommends the setting with the best recall that costs at most --max-cost times the "
+        "defaults (ties to the cheaper), with every prompt within the budget, and how to apply "
+        "it.",
     )
     frontier.add_argument(
         "inputs", nargs="*", type=Path, metavar="PATH", help="message JSON files or folders"
@@ -287,6 +298,10 @@ def _frontier_parser(sub: Any) -> None:
     frontier.add_argument(
         "--cache-price", type=_price, default=0.1, help="a cached token's price, share of one"
     )
+    frontier.add_argument(
+        "--max-cost", type=_ratio, default=1.0, metavar="RATIO",
+        help="the most the recommended setting may cost, times the defaults' cost",
+    )  # fmt: skip
     frontier.add_argument("--summarizer", help="provider:model that writes real summaries")
     frontier.add_argument("--system-prompt", help="system prompt for threads without one")
     frontier.add_argument("--json", type=Path, metavar="OUT", help="write the rows as JSON")

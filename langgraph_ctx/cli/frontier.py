@@ -308,16 +308,28 @@ def _restorable(
     return lost, len(left)
 
 
-def recommend(tallies: Sequence[Tally], cache_price: float) -> Tally | None:
-    """The cheapest setting within one point of the best recall, with every prompt fitting.
+DEFAULT_MAX_COST = 1.0
+"""The most a recommended setting may cost, as a ratio to the defaults' cost (`--max-cost`)."""
 
-    Only settings with no prompt over the budget, none refused and none invalid qualify; the
-    best recall is the best among them. None when no setting qualifies.
+
+def recommend(
+    tallies: Sequence[Tally], cache_price: float, max_cost: float = DEFAULT_MAX_COST
+) -> Tally | None:
+    """The setting with the best recall that costs at most `max_cost` times the defaults.
+
+    Only settings with no prompt over the budget, none refused and none invalid qualify; among
+    those within the cost, the best next-step recall wins, ties to the cheaper (the defaults
+    on an equal cost). Without a defaults row the cost is not capped. None when no setting
+    qualifies.
     """
     fitting = [t for t in tallies if t.within_budget]
+    base = next((t for t in tallies if t.setting.is_defaults), None)
+    if base is not None:
+        cap = max_cost * base.cost(cache_price) + 1e-9
+        fitting = [t for t in fitting if t.cost(cache_price) <= cap]
     if not fitting:
         return None
-    recalls = [t.recall for t in fitting if t.recall is not None]
-    best = max(recalls, default=None)
-    close = [t for t in fitting if best is None or (t.recall or 0.0) >= best - 0.01 - 1e-12]
-    return min(close, key=lambda t: (t.cost(cache_price), not t.setting.is_defaults))
+    return min(
+        fitting,
+        key=lambda t: (-(t.recall or 0.0), t.cost(cache_price), not t.setting.is_defaults),
+    )

@@ -115,7 +115,7 @@ def run_frontier(args: argparse.Namespace) -> int:
             for thread, need in zip(threads, needs, strict=True):
                 replay_setting(tally, thread.messages, terms, needs=need, on_call=advance)
             advance(0, f"setting {n}/{len(tallies)} done: {tally.setting.label}")
-    best = recommend(tallies, terms.cache_price)
+    best = recommend(tallies, terms.cache_price, args.max_cost)
     model = f"{args.model}'s" if args.model else "the gpt-4o"
     summary = args.summarizer or "the deterministic summarizer (no model called)"
     out = Output()
@@ -241,12 +241,17 @@ def _cells(row: dict[str, Any]) -> list[str]:
 def _recommendation(
     best: Tally | None, tallies: Sequence[Tally], terms: Terms, args: argparse.Namespace
 ) -> str:
+    base = next((t for t in tallies if t.setting.is_defaults), None)
+    if best is None and base is not None and base.within_budget:
+        return (
+            f"recommended: none within --max-cost {args.max_cost:g}x the defaults' cost "
+            "(see the table); raise --max-cost"
+        )
     if best is None:
         return (
             "recommended: none: every setting sent prompts over the budget or invalid ones "
             "(see the table); give the agent a larger --window or a smaller --reserved"
         )
-    base = next((t for t in tallies if t.setting.is_defaults), None)
     recall = (
         "-" if best.recall is None else f"{100 * best.recall:.1f}% of {best.recall_total:,} names"
     )
@@ -260,8 +265,21 @@ def _recommendation(
     code = apply_code(best.setting, window=terms.window, reserved=terms.reserved, model=args.model)
     return (
         f"recommended: {best.setting.label}: cost {_tokens(best.cost(terms.cache_price))}"
-        f"{ratio}, next-step recall {recall}{top}, no prompt over the budget; apply it: {code}"
+        f"{ratio}, next-step recall {recall}{top}, no prompt over the budget"
+        f"{_per_point(best, base, terms.cache_price, args.max_cost)}; apply it: {code}"
     )
+
+
+def _per_point(best: Tally, base: Tally | None, price: float, max_cost: float) -> str:
+    """What a point of recall costs between the defaults and the pick (within --max-cost)."""
+    within = f" (the best recall within {max_cost:g}x the defaults' cost)"
+    if base is None or best is base or best.recall is None or base.recall is None:
+        return within
+    points = 100 * (best.recall - base.recall)
+    extra = best.cost(price) - base.cost(price)
+    if points <= 0:
+        return within
+    return f"{within}; a point of recall over the defaults costs {_tokens(extra / points)}"
 
 
 def _say(line: str) -> None:

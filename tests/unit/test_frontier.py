@@ -76,13 +76,16 @@ def test_every_setting_on_a_folder_of_runs(
     assert "default" in defaults["setting"] and defaults["cost_ratio"] == 1.0
     assert defaults["recall"] > 0
     assert plot.stat().st_size > 10_000
-    # The recommendation: the last line, the cheapest within one point of the best recall.
+    # The recommendation: the last line, the best recall within the defaults' cost (the
+    # default --max-cost 1.0), ties to the cheaper.
     last = table.strip().splitlines()[-1]
     (best,) = [r for r in rows if r["recommended"]]
-    top = max(r["recall"] for r in rows)
-    assert best["recall"] >= top - 0.01
-    assert all(r["cost"] >= best["cost"] for r in rows if r["recall"] >= top - 0.01)
+    within = [r for r in rows if r["cost"] <= defaults["cost"] + 1e-6]
+    top = max(r["recall"] for r in within)
+    assert best in within and best["recall"] == top
+    assert best["cost"] == min(r["cost"] for r in within if r["recall"] == top)
     assert last.startswith(f"recommended: {best['setting']}: cost ")
+    assert "(the best recall within 1x the defaults' cost)" in last
     assert "apply it: ContextMemory(context_window_tokens=8000, reserved_output_tokens=1000" in last
     n = len(SETTINGS)
     assert f"frontier: setting {n}/{n} done" in captured.err  # progress on stderr
@@ -363,3 +366,25 @@ def test_load_setting_reads_a_plain_list(tmp_path: Path) -> None:
     setting = load_setting(path)
     assert setting.label == "setting s.json" and not setting.is_defaults
     assert setting.strategy_list()[0].summarize is False
+
+
+def test_max_cost_caps_what_the_recommendation_may_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--max-cost` is the most the pick may cost, times the defaults': a loose cap picks the
+    best recall of all; the line says what a point of recall costs over the defaults."""
+    runs = write_runs(tmp_path / "runs")
+    out = tmp_path / "rows.json"
+    argv = ["frontier", str(runs), "--window", "8000", "--reserved", "1000", "--json", str(out)]
+    assert main([*argv, "--max-cost", "100"]) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    rows = json.loads(out.read_text())
+    (best,) = [r for r in rows if r["recommended"]]
+    fitting = [r for r in rows if r["over_budget"] == 0 and r["invalid"] == 0]
+    assert best["recall"] == max(r["recall"] for r in fitting)
+    assert "(the best recall within 100x the defaults' cost)" in last
+    (defaults,) = [r for r in rows if r["defaults"]]
+    if best["recall"] > defaults["recall"]:
+        assert "a point of recall over the defaults costs " in last
+    assert main([*argv, "--max-cost", "0"]) == 2
+    assert "expected a ratio over 0" in capsys.readouterr().err
