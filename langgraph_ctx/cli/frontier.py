@@ -333,3 +333,22 @@ def recommend(
         fitting,
         key=lambda t: (-(t.recall or 0.0), t.cost(cache_price), not t.setting.is_defaults),
     )
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
+    """The indexes of the points no other point beats, cheapest first.
+
+    A point `(cost, recall)` is beaten by one that costs no more and shows no less, and is
+    better in one of the two. Of equal points the first is on the front (one label for them).
+    """
+    front: list[int] = []
+    for i, (cost, recall) in enumerate(points):
+        beaten = any(
+            (c <= cost and r >= recall and (c < cost or r > recall))
+            or ((c, r) == (cost, recall) and j < i)
+            for j, (c, r) in enumerate(points)
+            if j != i
+        )
+        if not beaten:
+            front.append(i)
+    return sorted(front, key=lambda i: points[i])

@@ -20,7 +20,7 @@ from typing import Any
 
 from langchain_core.messages import SystemMessage
 
-from langgraph_ctx.cli.frontier import Tally, Terms, recommend, replay_setting
+from langgraph_ctx.cli.frontier import Tally, Terms, pareto_front, recommend, replay_setting
 from langgraph_ctx.cli.inputs import load_setting, read_text
 from langgraph_ctx.cli.output import Output
 from langgraph_ctx.cli.sources import (
@@ -338,11 +338,19 @@ def _plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(9, 6))
-    for row in rows:
-        if row["recall"] is None:
-            continue
+    shown = [r for r in rows if r["recall"] is not None]
+    valid = [r for r in shown if r["over_budget"] == 0 and r["invalid"] == 0]
+    xy = [(r["cost"] / 1e3, 100 * r["recall"]) for r in valid]
+    front = [valid[i] for i in pareto_front(xy)]
+    if front:  # the settings nothing beats on both cost and recall
+        ax.step(*zip(*[xy[valid.index(r)] for r in front], strict=True), where="post",
+                color="tab:green", alpha=0.4, zorder=2)  # fmt: skip
+    legend: list[str] = []
+    xs = [r["cost"] / 1e3 for r in shown] or [0.0]
+    middle = (min(xs) + max(xs)) / 2
+    for row in shown:
         x, y = row["cost"] / 1e3, 100 * row["recall"]
-        ok = row["over_budget"] == 0 and row["invalid"] == 0
+        ok = row in valid
         marker, color, size = ("o", "tab:blue", 60) if ok else ("x", "tab:gray", 60)
         if row["defaults"]:
             marker, color, size = "*", "tab:red", 220
@@ -350,11 +358,25 @@ def _plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> None:
         if row["recommended"]:
             ax.scatter(x, y, marker="o", s=400, facecolors="none", edgecolors="tab:green", lw=2)
         label = row["setting"] + (" (recommended)" if row["recommended"] else "")
-        ax.annotate(label, (x, y), fontsize=7, xytext=(4, 3), textcoords="offset points")
+        at = next(
+            (f for f in front if (f["cost"], f["recall"]) == (row["cost"], row["recall"])), None
+        )
+        right = x > middle  # labels stay inside the axes
+        if row in front:  # the front is labelled; the rest is numbered, named in the legend
+            ax.annotate(label, (x, y), fontsize=7, xytext=(-4 if right else 4, 3),
+                        textcoords="offset points", ha="right" if right else "left")  # fmt: skip
+        elif at is not None:  # the same cost and recall as a labelled point
+            legend.append(f"{len(legend) + 1}: {label} (= {at['setting']})")
+        else:
+            legend.append(f"{len(legend) + 1}: {label}")
+            ax.annotate(str(len(legend)), (x, y), fontsize=6, xytext=(3, -8),
+                        textcoords="offset points", color="dimgray")  # fmt: skip
+    if legend:
+        ax.text(0.0, -0.16, "\n".join(legend), transform=ax.transAxes, fontsize=6, va="top")
     ax.set_xlabel("effective cost (thousand tokens), lower is better")
     ax.set_ylabel("next-step recall (%), higher is better")
     ax.set_title(title, fontsize=8, wrap=True)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)

@@ -19,6 +19,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from benchmarks.workload import generate_workload
 from langgraph_ctx import ContextMemory, ScriptedChatModel
 from langgraph_ctx.cli import main
+from langgraph_ctx.cli.frontier import pareto_front
 from langgraph_ctx.cli.inputs import load_setting
 from langgraph_ctx.replay.settings import SETTINGS, apply_code
 
@@ -388,3 +389,12 @@ def test_max_cost_caps_what_the_recommendation_may_cost(
         assert "a point of recall over the defaults costs " in last
     assert main([*argv, "--max-cost", "0"]) == 2
     assert "expected a ratio over 0" in capsys.readouterr().err
+
+
+def test_the_pareto_front_is_what_nothing_beats() -> None:
+    """The plot labels the front only: cheaper or better than every other point, equal points
+    once; the rest are numbered in a legend."""
+    points = [(1.0, 50.0), (1.0, 50.0), (2.0, 60.0), (3.0, 55.0), (0.5, 40.0), (2.0, 60.0)]
+    assert pareto_front(points) == [4, 0, 2]
+    assert pareto_front([]) == []
+    assert pareto_front([(1.0, 1.0)]) == [0]
