@@ -194,6 +194,7 @@ def _hostile() -> list[list[object]]:
     archive.put_message(ToolMessage(line, tool_call_id="call-long", name="python", id="long"))
     cases: list[tuple[str, str, dict[str, Any]]] = [
         ("(a+)+$ against the long line", "(a+)+$", {"regex": True}),
+        ("the word a against the long line", "a", {}),
         ("a bad pattern", "(unclosed", {"regex": True}),
         ("an empty query", "", {}),
         ("a 1 MB query", "x" * 1_000_000, {}),

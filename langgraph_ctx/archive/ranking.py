@@ -9,9 +9,9 @@ Pure: plain entries in (`matching.SearchableEntry`), hits out. The rule, fully d
    comes before one where it is part of a longer name (`app/flush_batch.py`,
    `jobs.flush_batch`), and a shorter such name before a longer one (`__init__` before
    `__init__.py` for `init__`): the agent asking for a name most often wants where it is
-   defined or set, not every path that contains it. Then lines of tool output before lines of other
-   messages (the agent's own turns): what a tool returned is what the agent lost; what it
-   wrote itself it mostly restates.
+   defined or set, not every path that contains it. Then lines of tool output before lines
+   of other messages (the agent's own turns): what a tool returned is what the agent lost;
+   what it wrote itself it mostly restates.
 2. Entry group: single archived messages (full tool outputs, shortened turns) before
    insurance dumps (a dump often holds the compacted stand-in of an output archived whole),
    then texts.
@@ -58,14 +58,14 @@ class Hit(NamedTuple):
     """Where the match starts in the casefolded line (0 for a pattern)."""
 
 
-def _name_extra(text: str, at: int, end: int) -> int:
-    """How many characters the name holding `text[at:end]` adds to it (0: a name of its own).
+def _name_span(text: str, at: int, end: int) -> tuple[int, int]:
+    """Where the name holding `text[at:end]` begins and ends (`at, end` for a name of its own).
 
     A name continues with a letter, digit, `_`, `/`, `-`, or a `.` between two of those (a
     dotted name, a file's extension); a `.` ending a sentence does not, nor a leading `./`
     (the same path, relative to the working directory; `../` is another path), nor the `/` of
-    a closing tag (`</body>` names `body`). A line break
-    bounds a name like a space does, so a whole text answers as each of its lines would.
+    a closing tag (`</body>` names `body`). A line break bounds a name like a space does, so
+    a whole text answers as each of its lines would.
     """
     begin, stop = at, end
     while begin:
@@ -86,19 +86,25 @@ def _name_extra(text: str, at: int, end: int) -> int:
         if after not in _NAME_CHARS and not dotted:
             break
         stop += 1
-    return (stop - begin) - (end - at)
+    return begin, stop
 
 
 def _closest(text: str, term: str, begin: int, stop: int) -> int:
-    """The least `_name_extra` of the occurrences of `term` in `text[begin:stop]`."""
+    """How many characters the shortest name holding `term` in `text[begin:stop]` adds to it.
+
+    0 when an occurrence stands as a name of its own. An occurrence inside the name an earlier
+    one was found in is not looked at again: the same name, so the work stays linear in the
+    line however often the term repeats in it (`a` in a line of 100,000 `a`s).
+    """
     best = -1
     at = text.find(term, begin, stop)
     while at >= 0:
-        extra = _name_extra(text, at, at + len(term))
+        first, last = _name_span(text, at, at + len(term))
+        extra = (last - first) - len(term)
         if extra == 0:
             return 0
         best = extra if best < 0 else min(best, extra)
-        at = text.find(term, at + 1, stop)
+        at = text.find(term, max(at + 1, last), stop)
     return max(best, 0)
 
 
@@ -115,7 +121,7 @@ def _term_lines(entry: SearchableEntry, terms: Sequence[str]) -> dict[int, _Line
     """What each line holding a term holds: which terms, and where the first one starts.
 
     Bits of `mask` follow `terms` order; `at` and `extra` are those of the line's first term
-    (`extra`: the least `_name_extra` of its occurrences there).
+    (`extra`: `_closest` there).
     """
     folded, starts = entry.folded, entry.folded_starts
     last, size = len(starts) - 1, len(folded)

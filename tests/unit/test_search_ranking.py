@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langgraph_ctx.archive import ranking
 from langgraph_ctx.archive.matching import SearchableEntry, parse_query, searchable_entry
 from langgraph_ctx.archive.ranking import find_hits
 
@@ -23,10 +25,13 @@ NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_/-"
 
 
 def _extra(line: str, term: str) -> int:
-    """The least number of characters a name holding `term` adds to it, over its occurrences."""
-    extras = []
+    """The least number of characters a name holding `term` adds to it, over its occurrences
+    (one not looked at again inside the name an earlier one was found in)."""
+    extras, seen_to = [], 0
     for found in re.finditer(f"(?={re.escape(term)})", line):
         at = found.start()
+        if at < seen_to:
+            continue
         begin, end = at, at + len(term)
         while begin and (
             line[begin - 1] in NAME_CHARS
@@ -45,6 +50,7 @@ def _extra(line: str, term: str) -> int:
         ):
             end += 1
         extras.append(end - begin - len(term))
+        seen_to = end
     return min(extras)
 
 
@@ -139,3 +145,24 @@ def test_a_pattern_matches_the_lines_a_line_alone_search_matches(
     }
     assert {(h.entry.ref, h.line_index) for h in hits} == expected
     assert len(hits) == len(expected)  # each line once
+
+
+def test_a_term_repeated_along_one_long_name_is_looked_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`a` against a line of 20,000 `a`s: each occurrence expanded to its whole name made the
+    search quadratic (12 s at 8,000 characters); an occurrence inside a name already measured
+    is skipped, so the name is walked once."""
+    calls: list[int] = []
+    span = ranking._name_span
+
+    def counted(text: str, at: int, end: int) -> tuple[int, int]:
+        calls.append(at)
+        return span(text, at, end)
+
+    monkeypatch.setattr(ranking, "_name_span", counted)
+    line = "a" * 20_000 + "b"
+    entries = _entries(["x", line], [])
+    [hit] = find_hits(entries, parse_query("a"))
+    assert hit.key[2] == 20_000 and hit.line_index == 0 and hit.entry.ref == "ref-1"
+    assert len(calls) == 1
