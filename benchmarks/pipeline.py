@@ -63,6 +63,7 @@ from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.ledger import has_archived
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.pipeline import ContextManager
+from langgraph_ctx.prompt.render import search_notes
 from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.replay.measure import same_for_provider
 from langgraph_ctx.strategies import (
@@ -200,8 +201,7 @@ class Ours:
         (each added piece counted alone: about what it adds)."""
         if not self.bind_search:
             return 0
-        name = self._search_tool().name
-        pieces = (f"; hidden lines: {name}", f"; {name} finds any line of them")
+        pieces = search_notes(self._search_tool().name)
         count = self.manager.token_counter
         return sum(
             text_of(m).count(piece) * count.count_text(piece)  # type: ignore[attr-defined]

@@ -15,7 +15,8 @@ its messages it came from.
 
 Which lines match, and in what order, is `ranking`'s rule (`find_hits`).
 
-A line repeated verbatim within one source message is shown once, with its repeat count.
+A line repeated verbatim (in one output, or in outputs that read the same file again) is
+shown once in an answer, with its count (`search_answer`).
 """
 
 from __future__ import annotations

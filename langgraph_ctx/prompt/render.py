@@ -157,6 +157,14 @@ def summary_message_for(
     )
 
 
+def search_notes(search: str) -> tuple[str, str]:
+    """What an excerpt's last line and the summary's note add to name the bound search tool.
+
+    `(excerpt, summary)`: each is added just before the closing `]` of its line.
+    """
+    return f"; hidden lines: {search}", f"; {search} finds any line of them"
+
+
 def recall_note(dump_refs: Sequence[str], dump_index: str | None, search: str | None = None) -> str:
     """One line naming the archive entries that hold what a summary replaced ("" if none).
 
@@ -172,9 +180,8 @@ def recall_note(dump_refs: Sequence[str], dump_index: str | None, search: str | 
         parts.append(f"the summarized messages, oldest first: {listed}")
     if dump_index:
         parts.append(f'a list of older archived messages: {RECALL_CALL}{dump_index}")')
-    if search:
-        parts.append(f"{search} finds any line of them")
-    return "[archived: " + "; ".join(parts) + "]"
+    said = search_notes(search)[1] if search else ""
+    return "[archived: " + "; ".join(parts) + said + "]"
 
 
 RECALL_CALL = 'recall(ref="'
@@ -271,7 +278,8 @@ def compacted_text(
             f" {len(lines)} of {total} lines shown; input: {str(entry.get('input', ''))[:100]}]\n"
             f"{render_excerpt(original, lines)}\n"
             f'[full output: {RECALL_CALL}{message_id}")'
-            + (f"; hidden lines: {search}]" if search else "]")
+            + (search_notes(search)[0] if search else "")
+            + "]"
         )
     return (
         "[compacted tool output]\n"

@@ -11,7 +11,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_ctx.archive import Archive, StoreBackend
+from langgraph_ctx.archive import Archive, StoreBackend, make_search_tool
 from langgraph_ctx.archive.recall import make_recall_tool
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages import text_of, validate_messages
@@ -169,6 +169,28 @@ def test_compaction_excerpt_shows_used_lines_and_restores_byte_for_byte() -> Non
         assert store.restore(entry["ref"]) == original
     again = cm.build(messages, state=result.state)
     assert [m.model_dump() for m in again.messages] == [m.model_dump() for m in result.messages]
+
+
+def test_excerpts_name_the_search_tool_only_when_the_build_counts_it() -> None:
+    """A prompt of ours never names a tool its call does not bind: the excerpts' last line
+    names the search tool (by the name it was given) when it is among the build's tools, and
+    nothing when it is not; the placeholder cache keeps the two apart."""
+    messages = run_with_big_outputs(8)
+    store = archive()
+    cm = ContextManager(
+        context_window_tokens=6_000,
+        strategies=[DropMemory(), Compaction(excerpt=True, keep_last=1, min_chars=200)],
+        archive=store,
+    )
+    grep = make_search_tool(store, name="grep_history")
+    bound = cm.build(messages, tools=[grep])
+    unbound = cm.build(messages)
+    again = cm.build(messages, tools=[grep])
+    excerpts = [text_of(m) for m in bound.messages if m.id in bound.state["compacted"]]
+    assert excerpts and all(t.endswith('"); hidden lines: grep_history]') for t in excerpts)
+    assert not any("grep_history" in text_of(m) for m in unbound.messages)
+    assert [text_of(m) for m in again.messages] == [text_of(m) for m in bound.messages]
+    assert bound.report.ok and bound.report.tokens <= bound.report.limit  # counted, with them
 
 
 def test_an_output_read_back_with_recall_arrives_whole() -> None:

@@ -24,10 +24,12 @@ land in the server's store (`ContextMemory` is given no `archive=`).
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import itertools
 import re
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 from langchain.agents import create_agent
@@ -85,24 +87,23 @@ class Model(ScriptedChatModel):
     """A `ScriptedChatModel` that tells `step` which tools the call binds (`BOUND`)."""
 
     def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
-        token = BOUND.set(_names(kw.get("tools")))
-        try:
+        with _bound(kw.get("tools")):
             return super()._generate(messages, stop, run_manager, **kw)
-        finally:
-            BOUND.reset(token)
 
     async def _agenerate(
         self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
     ) -> Any:
-        token = BOUND.set(_names(kw.get("tools")))
-        try:
+        with _bound(kw.get("tools")):
             return await super()._agenerate(messages, stop, run_manager, **kw)
-        finally:
-            BOUND.reset(token)
 
 
-def _names(tools: Any) -> frozenset[str]:
-    return frozenset(t["function"]["name"] for t in tools or ())
+@contextlib.contextmanager
+def _bound(tools: Any) -> Iterator[None]:
+    token = BOUND.set(frozenset(t["function"]["name"] for t in tools or ()))
+    try:
+        yield
+    finally:
+        BOUND.reset(token)
 
 
 def model() -> ScriptedChatModel:
