@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage
 from langgraph.store.memory import InMemoryStore
 
 from benchmarks._table import fmt_int, print_table
@@ -56,24 +56,15 @@ from benchmarks.replay import (
     time_at,
 )
 from benchmarks.synthetic import SyntheticRun, generate_run
-from langgraph_ctx.archive import Archive, StoreBackend, encode_message
-from langgraph_ctx.archive.dumps import all_dump_refs
-from langgraph_ctx.archive.search import EntryCache, make_search_tool, search_archive
-from langgraph_ctx.errors import ContextWindowExceededError
-from langgraph_ctx.ledger import has_archived
-from langgraph_ctx.messages import text_of
-from langgraph_ctx.pipeline import ContextManager
-from langgraph_ctx.prompt.render import search_notes
+from langgraph_ctx.archive import StoreBackend
 from langgraph_ctx.prompt.report import ContextBudget
-from langgraph_ctx.replay.measure import same_for_provider
+from langgraph_ctx.replay.pipeline_system import PipelineSystem
 from langgraph_ctx.strategies import (
     DropMemory,
     PruneToolOutputs,
     SlidingWindow,
     default_strategies,
 )
-from langgraph_ctx.summaries.summarizer import Summarizer
-from langgraph_ctx.tokens.counter import count_tool_tokens
 
 WINDOW = 32_000
 LIMIT = WINDOW  # no output reserve
@@ -124,12 +115,12 @@ class CountingBackend:
         return await self.inner.akeys(namespace)  # type: ignore[no-any-return]
 
 
-class Ours:
-    """`ContextManager.build` each call, the ledger carried forward as the graph would.
+class Ours(PipelineSystem):
+    """Our pipeline as the benchmarks replay it (`langgraph_ctx.replay.PipelineSystem`) on the
+    exact gpt-4o counter, its archive's bytes counted (`finish` adds `archive_bytes`).
 
-    With `remove_summarized`, messages a summary covers (and that are in the archive's
-    insurance dump) leave the kept history by id after the build, as `ContextMemory(...,
-    remove_summarized=True)` does with `RemoveMessage`.
+    With `remove_summarized`, messages a summary covers leave the kept history by the memory's
+    own rule (their span dumped first), as `ContextMemory(..., remove_summarized=True)` does.
     """
 
     def __init__(
@@ -144,151 +135,29 @@ class Ours:
         budget: ContextBudget = BUDGET,
         bind_search: bool = False,
     ) -> None:
-        self.name = name
-        self.bind_search = bind_search
         if model is None and summarize:
             model = make_model(WINDOW)
-        self.model: FactEchoModel | None = model
         self.backend = CountingBackend(StoreBackend(InMemoryStore())) if archive else None
-        self.archive = Archive(self.backend, thread_id="bench") if self.backend else None
-        self.manager = ContextManager(
+        super().__init__(
+            name,
             budget=budget,
-            strategies=strategies
-            if strategies is not None
-            else default_strategies(summarize=False),
-            token_counter=counter(),
-            archive=self.archive,
-            summarizer=Summarizer(model=model, timeout_seconds=None) if model else None,
+            counter=counter(),
+            strategies=strategies,
+            archive=archive,
+            model=model,
+            remove_summarized=remove_summarized,
+            bind_search=bind_search,
+            backend=self.backend,  # type: ignore[arg-type]
+            thread_id="bench",
         )
-        self.remove_summarized = remove_summarized
-        self.history: list[BaseMessage] = []
-        self.ledger: dict[str, Any] | None = None
-        self.removed: dict[str, BaseMessage] = {}  # left live state, by id
-        self.refs: dict[str, str] = {}  # every message ever pruned or compacted -> its ref
-        self.last: Any = None
-        self._search_cache = EntryCache()
-        self._schema_tokens: int | None = None
-        self._tool: Any = None
-
-    def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
-        """Build the prompt and carry the ledger (the timed part)."""
-        self.history.extend(new)
-        try:
-            # As the middleware binds it: once something is archived, counted in the budget,
-            # and named by the excerpts' and the summary's last lines.
-            bound = self.bind_search and self.archive is not None and has_archived(self.ledger)
-            tools = [self._search_tool()] if bound else None
-            result = self.manager.build(self.history, state=self.ledger, tools=tools)
-        except ContextWindowExceededError as exc:
-            self.ledger = dict(self.ledger or {}, last_report=exc.report.to_dict())
-            self.last = None
-            raise
-        self.ledger, self.last = result.state, result
-        return result.messages
-
-    def search_schema(self) -> int:
-        """Tokens of the `search_history` schema the middleware sends with this call: 0 until
-        something has left the prompt for the archive (`has_archived`), as it binds it."""
-        if self.archive is None or not has_archived(self.ledger):
-            return 0
-        if self._schema_tokens is None:
-            tool = self._search_tool()
-            self._schema_tokens = count_tool_tokens(self.manager.token_counter, [tool])
-        return self._schema_tokens
-
-    def mention_tokens(self, prompt: Sequence[BaseMessage]) -> int:
-        """Tokens of what the prompt's excerpts and summary note add to name the search tool
-        (each added piece counted alone: about what it adds)."""
-        if not self.bind_search:
-            return 0
-        pieces = search_notes(self._search_tool().name)
-        count = self.manager.token_counter
-        return sum(
-            text_of(m).count(piece) * count.count_text(piece)  # type: ignore[attr-defined]
-            for m in prompt
-            for piece in pieces
-        )
-
-    def _search_tool(self) -> Any:
-        assert self.archive is not None
-        if self._tool is None:
-            self._tool = make_search_tool(self.archive)
-        return self._tool
-
-    def search(self, query: str) -> str:
-        """What the agent's `search_history` answers for `query` (3 hits), on this archive."""
-        if self.archive is None:
-            return ""
-        return search_archive(self.archive, query, limit=3, cache=self._search_cache)
-
-    def observe(self) -> None:
-        """Record archive refs; remove summarized messages by id as the graph's reducer would."""
-        if self.ledger is None or self.last is None:
-            return
-        for kind in ("pruned", "compacted"):
-            for mid, entry in (self.ledger.get(kind) or {}).items():
-                if entry.get("ref"):
-                    self.refs[mid] = entry["ref"]
-        if self.remove_summarized and self.last.removable_ids:
-            gone = set(self.last.removable_ids)
-            for m in self.history:
-                if m.id in gone:
-                    self.removed[m.id or ""] = m
-            self.history = [m for m in self.history if m.id not in gone]
-
-    def _dumped(self) -> dict[str, BaseMessage]:
-        out: dict[str, BaseMessage] = {}
-        if self.archive is None:
-            return out
-        for ref in all_dump_refs(self.ledger, self.archive):  # the dump index's too
-            for m in self.archive.read(ref):
-                out.setdefault(m.id or "", m)
-        return out
-
-    def recoverable_texts(self) -> Iterable[str]:
-        """Live history, insurance dumps and archived tool outputs."""
-        yield from (text_of(m) for m in self.history)
-        yield from (text_of(m) for m in self._dumped().values())
-        if self.archive is not None:
-            for ref in self.refs.values():
-                yield text_of(self.archive.restore(ref))
 
     def finish(
         self, original: Sequence[BaseMessage], final_prompt: Sequence[BaseMessage]
     ) -> dict[str, Any]:
-        """Removed content and whether each piece restores byte for byte."""
-        seen = {m.id for m in self.history} | set(self.removed)
-        shown = {m.id for m in final_prompt}
-        by_id = {m.id: m for m in original}
-        verbatim = {
-            m.id for m in final_prompt if m.id in by_id and same_for_provider(m, by_id[m.id])
-        }
-        removed = [
-            m
-            for m in original
-            if m.id in seen
-            and not isinstance(m, SystemMessage)
-            and (m.id not in verbatim or m.id in self.refs)
-        ]
-        dumped = self._dumped()
-        live = {m.id: m for m in self.history}
-        restorable = 0
-        for m in removed:
-            want = encode_message(m)
-            mid = m.id or ""
-            if mid in self.refs and self.archive is not None:
-                got = self.archive.restore(self.refs[mid])
-            elif mid in self.removed:
-                got = dumped.get(mid)  # type: ignore[assignment]
-            else:
-                got = live.get(mid)  # type: ignore[assignment]
-            restorable += got is not None and encode_message(got) == want
-        return {
-            "removed": len(removed),
-            "restorable": restorable,
-            "archive_bytes": self.backend.bytes_written if self.backend else 0,
-            "out_of_prompt": sum(m.id not in shown for m in removed),
-        }
+        """`PipelineSystem.finish`, and the archive bytes written."""
+        out = super().finish(original, final_prompt)
+        out["archive_bytes"] = self.backend.bytes_written if self.backend else 0
+        return out
 
 
 # --- running ---------------------------------------------------------------------------------
@@ -680,15 +549,23 @@ def _summarization_entries() -> list[Entry]:
         ),
         Entry(
             "LC SummarizationMiddleware",
-            lambda: LCSummarizationAnchor(limit=LIMIT, trigger=TRIGGER, keep=TARGET),
+            lambda: LCSummarizationAnchor(
+                limit=LIMIT, trigger=TRIGGER, keep=TARGET, model=make_model(LIMIT)
+            ),
         ),
         Entry(
             "langmem summarize_messages",
             lambda: LangmemAnchor(
-                limit=LIMIT, before_summary=TARGET, max_summary_tokens=LANGMEM_SUMMARY_TOKENS
+                limit=LIMIT,
+                before_summary=TARGET,
+                max_summary_tokens=LANGMEM_SUMMARY_TOKENS,
+                model=make_model(LIMIT),
             ),
         ),
-        Entry("deepagents summarization", lambda: DeepagentsSummarizationAnchor(limit=LIMIT)),
+        Entry(
+            "deepagents summarization",
+            lambda: DeepagentsSummarizationAnchor(limit=LIMIT, model=make_model(LIMIT)),
+        ),
     ]
 
 

@@ -265,12 +265,14 @@ def _frontier_parser(sub: Any) -> None:
         help="what context management costs and hides on your own threads, per setting",
         description="Replay recorded threads (message JSON files, folders of them, or the "
         "threads of a checkpoint database) through the pipeline under the defaults, their "
-        "neighbouring settings and any --setting, and print per setting: effective cost and its "
-        "ratio to the defaults, next-step recall, prompts over the budget, invalid prompts, "
-        "share restorable. No model is called unless --summarizer names one. The last line "
-        "recommends the setting with the best recall that costs at most --max-cost times the "
-        "defaults (ties to the cheaper), with every prompt within the budget, and how to apply "
-        "it.",
+        "neighbouring settings and any --setting, and what a team would pick instead (tool-safe "
+        "trim_messages, LangChain's SummarizationMiddleware, deepagents), and print per row: "
+        "effective cost and its ratio to the defaults, next-step recall, prompts over the "
+        "budget, invalid prompts, share restorable. No model is called unless --summarizer "
+        "names one (the alternatives that need one get a stand-in that writes nothing). The "
+        "last line recommends the setting of ours with the best recall that costs at most "
+        "--max-cost times the defaults (ties to the cheaper), with every prompt within the "
+        "budget, and how to apply it.",
     )
     frontier.add_argument(
         "inputs", nargs="*", type=Path, metavar="PATH", help="message JSON files or folders"
@@ -295,6 +297,10 @@ def _frontier_parser(sub: Any) -> None:
     frontier.add_argument(
         "--no-neighbours", action="store_true", help="only the defaults and the --setting files"
     )
+    frontier.add_argument(
+        "--no-alternatives", action="store_true",
+        help="leave out the rows of trim_messages, SummarizationMiddleware and deepagents",
+    )  # fmt: skip
     frontier.add_argument(
         "--cache-price", type=_price, default=0.1, help="a cached token's price, share of one"
     )

@@ -20,7 +20,6 @@ from typing import Any
 
 from langchain_core.messages import SystemMessage
 
-from langgraph_ctx.cli.frontier import Tally, Terms, pareto_front, recommend, replay_setting
 from langgraph_ctx.cli.inputs import load_setting, read_text
 from langgraph_ctx.cli.output import Output
 from langgraph_ctx.cli.sources import (
@@ -37,6 +36,14 @@ from langgraph_ctx.replay.settings import (
     Setting,
     apply_code,
     strategy_config,
+)
+from langgraph_ctx.replay.tally import (
+    ALTERNATIVES,
+    Tally,
+    Terms,
+    pareto_front,
+    recommend,
+    replay_row,
 )
 
 __all__ = ["run_frontier", "rows_of"]
@@ -104,17 +111,23 @@ def run_frontier(args: argparse.Namespace) -> int:
     for setting in settings:  # a budget field of a user's setting that this window refuses
         setting.budget_for(window, args.reserved)
     calls = sum(t.calls for t in threads)
+    tallies = [Tally(s) for s in settings]
+    if not args.no_alternatives:
+        tallies += [Tally(None, alternative=a) for a in ALTERNATIVES]
+    ready = [t for t in tallies if t.alternative is None or t.alternative.missing is None]
+    others = (
+        f" and {len(ready) - len(settings)} alternative(s)" if len(ready) > len(settings) else ""
+    )
     _say(  # after every check of the input: an error is still the only line
         f"{len(threads)} thread(s), {calls:,} model calls; finding the names each next step "
-        f"uses, then replaying {len(settings)} setting(s)"
+        f"uses, then replaying {len(settings)} setting(s){others}"
     )
     needs = [NextStepRecall.of(t.messages) for t in threads]
-    tallies = [Tally(s) for s in settings]
-    with _progress(len(settings) * calls) as advance:
-        for n, tally in enumerate(tallies, 1):
+    with _progress(len(ready) * calls) as advance:
+        for n, tally in enumerate(ready, 1):
             for thread, need in zip(threads, needs, strict=True):
-                replay_setting(tally, thread.messages, terms, needs=need, on_call=advance)
-            advance(0, f"setting {n}/{len(tallies)} done: {tally.setting.label}")
+                replay_row(tally, thread.messages, terms, needs=need, on_call=advance)
+            advance(0, f"setting {n}/{len(ready)} done: {tally.label}")
     best = recommend(tallies, terms.cache_price, args.max_cost)
     model = f"{args.model}'s" if args.model else "the gpt-4o"
     summary = args.summarizer or "the deterministic summarizer (no model called)"
@@ -136,7 +149,7 @@ def run_frontier(args: argparse.Namespace) -> int:
     raised: dict[str, list[str]] = {}  # the first error of each setting, settings grouped
     for tally in tallies:
         for error, times in tally.errors.most_common(1):
-            raised.setdefault(error, []).append(f"{tally.setting.label} ({times} call(s))")
+            raised.setdefault(error, []).append(f"{tally.label} ({times} call(s))")
     for error, labels in raised.items():
         more = f" and {len(labels) - 1} more setting(s)" if len(labels) > 1 else ""
         notes.append(f"{labels[0]}{more} raised {error}")
@@ -178,14 +191,17 @@ def rows_of(
     tallies: Sequence[Tally], best: Tally | None, terms: Terms, model: str | None
 ) -> list[dict[str, Any]]:
     """The `--json` rows: one per setting, with how to apply it."""
-    base = next((t for t in tallies if t.setting.is_defaults), tallies[0])
+    base = next((t for t in tallies if t.is_defaults), tallies[0])
     base_cost = base.cost(terms.cache_price)
     rows = []
     for tally in tallies:
         setting, cost = tally.setting, tally.cost(terms.cache_price)
+        missing = tally.alternative.missing if tally.alternative is not None else None
         rows.append(
             {
-                "setting": setting.label,
+                "setting": tally.label,
+                "alternative": tally.alternative is not None,
+                "missing": missing,
                 "cost": round(cost, 1),
                 "cost_ratio": round(cost / base_cost, 4) if base_cost else None,
                 "recall": None if tally.recall is None else round(tally.recall, 4),
@@ -204,13 +220,16 @@ def rows_of(
                 "summarizer_calls": tally.summarizer_calls,
                 "recall_hits": tally.recall_hits,
                 "recall_total": tally.recall_total,
-                "defaults": setting.is_defaults,
+                "strict_recall": None
+                if not tally.strict_total
+                else round(tally.strict_hits / tally.strict_total, 4),
+                "defaults": tally.is_defaults,
                 "recommended": tally is best,
-                "budget": setting.budget_changes(),
-                "strategies": strategy_config(setting.strategy_list()),
-                "apply": apply_code(
-                    setting, window=terms.window, reserved=terms.reserved, model=model
-                ),
+                "budget": None if setting is None else setting.budget_changes(),
+                "strategies": None if setting is None else strategy_config(setting.strategy_list()),
+                "apply": None
+                if setting is None
+                else apply_code(setting, window=terms.window, reserved=terms.reserved, model=model),
             }
         )
     return rows
@@ -226,6 +245,8 @@ def _tokens(value: float) -> str:
 
 def _cells(row: dict[str, Any]) -> list[str]:
     recall = row["recall"]
+    if row["missing"]:
+        return [row["setting"], row["missing"], *[""] * (len(_HEADER) - 2)]
     return [
         ("* " if row["recommended"] else "") + row["setting"],
         _tokens(row["cost"]),
@@ -241,7 +262,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
 def _recommendation(
     best: Tally | None, tallies: Sequence[Tally], terms: Terms, args: argparse.Namespace
 ) -> str:
-    base = next((t for t in tallies if t.setting.is_defaults), None)
+    base = next((t for t in tallies if t.is_defaults), None)
     if best is None and base is not None and base.within_budget:
         return (
             f"recommended: none within --max-cost {args.max_cost:g}x the defaults' cost "
@@ -255,16 +276,17 @@ def _recommendation(
     recall = (
         "-" if best.recall is None else f"{100 * best.recall:.1f}% of {best.recall_total:,} names"
     )
-    fitting = [t.recall for t in tallies if t.within_budget and t.recall is not None]
+    fitting = [t.recall for t in tallies if t.within_budget and t.recall is not None and t.setting]
     top = f" (best {100 * max(fitting):.1f}%)" if fitting else ""
     ratio = ""
     if base is not None and base.cost(terms.cache_price):
         ratio = (
             f" ({best.cost(terms.cache_price) / base.cost(terms.cache_price):.2f}x the defaults)"
         )
+    assert best.setting is not None  # only a setting of ours is recommended
     code = apply_code(best.setting, window=terms.window, reserved=terms.reserved, model=args.model)
     return (
-        f"recommended: {best.setting.label}: cost {_tokens(best.cost(terms.cache_price))}"
+        f"recommended: {best.label}: cost {_tokens(best.cost(terms.cache_price))}"
         f"{ratio}, next-step recall {recall}{top}, no prompt over the budget"
         f"{_per_point(best, base, terms.cache_price, args.max_cost)}; apply it: {code}"
     )
@@ -352,6 +374,8 @@ def _plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> None:
         x, y = row["cost"] / 1e3, 100 * row["recall"]
         ok = row in valid
         marker, color, size = ("o", "tab:blue", 60) if ok else ("x", "tab:gray", 60)
+        if row["alternative"]:  # what a team would pick instead: marked apart
+            marker, color, size = ("D", "tab:orange", 70) if ok else ("x", "tab:orange", 70)
         if row["defaults"]:
             marker, color, size = "*", "tab:red", 220
         ax.scatter(x, y, marker=marker, color=color, s=size, zorder=3)
@@ -371,8 +395,9 @@ def _plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> None:
             legend.append(f"{len(legend) + 1}: {label}")
             ax.annotate(str(len(legend)), (x, y), fontsize=6, xytext=(3, -8),
                         textcoords="offset points", color="dimgray")  # fmt: skip
-    if legend:
-        ax.text(0.0, -0.16, "\n".join(legend), transform=ax.transAxes, fontsize=6, va="top")
+    key = "red star: the defaults; blue dots: our settings; orange diamonds: the alternatives"
+    key += "; x: a prompt over the budget or invalid; green line: the Pareto front"
+    ax.text(0.0, -0.16, "\n".join([key, *legend]), transform=ax.transAxes, fontsize=6, va="top")
     ax.set_xlabel("effective cost (thousand tokens), lower is better")
     ax.set_ylabel("next-step recall (%), higher is better")
     ax.set_title(title, fontsize=8, wrap=True)

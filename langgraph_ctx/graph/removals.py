@@ -22,9 +22,9 @@ from langgraph_ctx._effects import Plan
 from langgraph_ctx.archive._backends import ArchiveBackend
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.graph.persistence import _persistence
-from langgraph_ctx.ledger.edits import forget_entries, set_last_report
-from langgraph_ctx.ledger.summary import add_dump_ref
+from langgraph_ctx.ledger.edits import set_last_report
 from langgraph_ctx.pipeline.manager import ContextManager
+from langgraph_ctx.pipeline.removal import summarized_removal
 from langgraph_ctx.pipeline.result import BuildResult
 
 
@@ -63,20 +63,16 @@ class Removals:
         """
         if not self._removes(config) or not result.removable_ids:
             return [], result.state
-        covered = set(result.removable_ids)
-        at = [i for i, m in enumerate(messages) if m.id and m.id in covered]
-        if not at:
+        removal = summarized_removal(messages, result.removable_ids)
+        if removal is None:
             return [], result.state
-        # One kept neighbour on each side anchors the span in the live history.
-        span = list(messages[max(0, at[0] - 1) : at[-1] + 2])
         try:
-            ref = yield from self.manager.plan_dump(self.archive_for(config), span)
+            ref = yield from self.manager.plan_dump(self.archive_for(config), removal.span)
         except Exception as exc:  # nothing leaves the state without its archive copy
-            return [], _skip_removals(result, [messages[i].id or "" for i in at], exc)
-        state = dict(result.state)
-        add_dump_ref(state, ref, listed=False)
-        forget_entries(state, {messages[i].id or "" for i in at})
-        return [RemoveMessage(id=messages[i].id or "") for i in at], state
+            return [], _skip_removals(result, removal.ids, exc)
+        return [RemoveMessage(id=mid) for mid in removal.ids], removal.ledger_after(
+            result.state, ref
+        )
 
     def _removes(self: _Removing, config: RunnableConfig | None) -> bool:
         """Whether summarized messages leave the live state in this run (`remove_summarized`)."""

@@ -19,9 +19,9 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from benchmarks.workload import generate_workload
 from langgraph_ctx import ContextMemory, ScriptedChatModel
 from langgraph_ctx.cli import main
-from langgraph_ctx.cli.frontier import pareto_front
 from langgraph_ctx.cli.inputs import load_setting
 from langgraph_ctx.replay.settings import SETTINGS, apply_code
+from langgraph_ctx.replay.tally import ALTERNATIVES, pareto_front
 
 REQUIRED = {"setting", "cost", "recall", "over_budget", "invalid"}
 
@@ -66,8 +66,14 @@ def test_every_setting_on_a_folder_of_runs(
     captured = capsys.readouterr()
     table = captured.out
     assert "2 thread(s)" in table and "window 8,000" in table
-    rows = json.loads(out.read_text())
+    every = json.loads(out.read_text())
+    rows = [r for r in every if not r["alternative"]]
     assert [r["setting"] for r in rows] == [s.label for s in SETTINGS]
+    alternatives = {r["setting"]: r for r in every if r["alternative"]}
+    assert set(alternatives) == {a.label for a in ALTERNATIVES}
+    for row in alternatives.values():  # replayed under the same measures, never recommended
+        assert row["calls"] == rows[0]["calls"] and not row["recommended"], row
+        assert row["missing"] is None and row["cost"] > 0 and row["apply"] is None
     for row in rows:
         assert set(row) >= REQUIRED
         assert row["recall"] is None or 0 <= row["recall"] <= 1
@@ -88,14 +94,17 @@ def test_every_setting_on_a_folder_of_runs(
     assert last.startswith(f"recommended: {best['setting']}: cost ")
     assert "(the best recall within 1x the defaults' cost)" in last
     assert "apply it: ContextMemory(context_window_tokens=8000, reserved_output_tokens=1000" in last
-    n = len(SETTINGS)
+    n = len(SETTINGS) + len(ALTERNATIVES)
     assert f"frontier: setting {n}/{n} done" in captured.err  # progress on stderr
 
 
 def test_the_same_input_gives_the_same_rows(tmp_path: Path) -> None:
     runs = write_runs(tmp_path / "runs", seeds=(3,))
     for name in ("a.json", "b.json"):
+        # deepagents' own row moves by a few tokens between runs (its offloads are named by
+        # a uuid and stamped with the clock): ours are compared.
         argv = ["frontier", str(runs / "run3.json"), "--window", "6000", "--no-neighbours"]
+        argv.append("--no-alternatives")
         assert main([*argv, "--json", name]) == 0
     assert Path("a.json").read_text() == Path("b.json").read_text()
 
@@ -113,7 +122,8 @@ def test_a_setting_of_ones_own(tmp_path: Path, capsys: pytest.CaptureFixture[str
     rich.write_text(json.dumps(config))
     argv = ["frontier", str(runs), "--window", "8000", "--no-neighbours", "--json", "rows.json"]
     assert main([*argv, "--setting", str(plain), "--setting", str(rich)]) == 0
-    rows = {r["setting"]: r for r in json.loads(Path("rows.json").read_text())}
+    every = json.loads(Path("rows.json").read_text())
+    rows = {r["setting"]: r for r in every if not r["alternative"]}
     assert set(rows) == {"defaults", "setting window-only.json", "tuned"}
     assert rows["tuned"]["budget"] == {"target": 0.3}
     assert rows["tuned"]["strategies"] == [{"type": "drop_memory"}, {"type": "sliding_window"}]
@@ -174,8 +184,12 @@ def test_a_real_summarizer_is_counted_and_priced(
     runs = write_runs(tmp_path / "runs", seeds=(1,))
     argv = ["frontier", str(runs), "--window", "6000", "--no-neighbours", "--json", "r.json"]
     assert main([*argv, "--summarizer", "fake:summarizer"]) == 0
-    (row,) = json.loads(Path("r.json").read_text())
+    rows = json.loads(Path("r.json").read_text())
+    (row,) = [r for r in rows if not r["alternative"]]
     assert row["summarizer_calls"] > 0 and row["summarizer_tokens"] > 0
+    # The alternatives that summarize get the same model, metered the same way.
+    (lc,) = [r for r in rows if "SummarizationMiddleware" in r["setting"]]
+    assert lc["summarizer_calls"] > 0 and lc["summarizer_tokens"] > 0
     assert row["cost"] > row["tokens"] - row["reusable_tokens"] + 0.1 * row["reusable_tokens"]
 
 
@@ -183,7 +197,7 @@ def test_cache_price_prices_the_reusable_tokens(tmp_path: Path) -> None:
     runs = write_runs(tmp_path / "runs", seeds=(1,), steps=8)
     base = ["frontier", str(runs), "--window", "6000", "--no-neighbours"]
     assert main([*base, "--json", "a.json", "--cache-price", "0.5"]) == 0
-    (row,) = json.loads(Path("a.json").read_text())
+    (row, *_) = json.loads(Path("a.json").read_text())
     expected = row["tokens"] - row["reusable_tokens"] + 0.5 * row["reusable_tokens"]
     assert row["cost"] == pytest.approx(expected, abs=0.1)
 
@@ -252,7 +266,7 @@ def test_every_thread_of_a_sqlite_database(
     # Every model call of both threads (19 + 4), those whose messages ContextMemory removed
     # from live state included: the full history is read back from the database's archive.
     assert "2 thread(s), 23 model calls" in out
-    (row,) = json.loads(Path("rows.json").read_text())
+    (row, *_) = json.loads(Path("rows.json").read_text())
     assert row["calls"] == 23 and row["recall"] is not None and row["recall"] > 0
     assert db.read_bytes() == before  # read-only
     assert main([*argv, "--no-neighbours", "--thread", "beta"]) == 0
@@ -381,7 +395,8 @@ def test_max_cost_caps_what_the_recommendation_may_cost(
     last = capsys.readouterr().out.strip().splitlines()[-1]
     rows = json.loads(out.read_text())
     (best,) = [r for r in rows if r["recommended"]]
-    fitting = [r for r in rows if r["over_budget"] == 0 and r["invalid"] == 0]
+    ours = [r for r in rows if not r["alternative"]]
+    fitting = [r for r in ours if r["over_budget"] == 0 and r["invalid"] == 0]
     assert best["recall"] == max(r["recall"] for r in fitting)
     assert "(the best recall within 100x the defaults' cost)" in last
     (defaults,) = [r for r in rows if r["defaults"]]

@@ -1,0 +1,311 @@
+"""The frontier's rows: each setting of ours, and each alternative, replayed on the same threads.
+
+Recorded threads are replayed call by call through the one engine
+(`langgraph_ctx.replay.engine.replay`): each setting of ours as a `PipelineSystem` (as
+`ContextMemory` runs it: the ledger carried from call to call, an in-process archive, the
+messages a summary covers removed once they are in an insurance dump), and each alternative a
+team would pick instead (`ALTERNATIVES`: tool-safe `trim_messages` filling the budget,
+LangChain's `SummarizationMiddleware`, deepagents' stack) through its own code, at its best
+documented setting. A `Tally` adds up one row's `ReplayResult`s over the threads. No model is
+called unless one is named: our summaries are then the deterministic ones, and the
+alternatives that need a model get a stand-in that writes nothing (`replay.models`).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from langgraph_ctx.errors import ContextWindowExceededError
+from langgraph_ctx.replay.anchors import LCSummarizationAnchor, TrimMessagesAnchor, stand_in
+from langgraph_ctx.replay.engine import ReplayResult, System, replay
+from langgraph_ctx.replay.measure import DEFAULT_CACHE_PRICE, NextStepRecall, effective_cost
+from langgraph_ctx.replay.models import metered
+from langgraph_ctx.replay.pipeline_system import PipelineSystem
+from langgraph_ctx.replay.settings import Setting
+
+__all__ = [
+    "ALTERNATIVES",
+    "Alternative",
+    "Tally",
+    "Terms",
+    "pareto_front",
+    "recommend",
+    "replay_row",
+    "system_for",
+]
+
+
+@dataclass
+class Terms:
+    """What every setting is replayed with: the window, the counter, the summarizer."""
+
+    window: int
+    reserved: int
+    counter: Callable[[Sequence[BaseMessage]], int]
+    summarizer: Any = None
+    """A chat model writing the summaries; None for the deterministic summary."""
+    cache_price: float = DEFAULT_CACHE_PRICE
+
+    @property
+    def limit(self) -> int:
+        """The prompt budget: the window less the reserved output, never below 0."""
+        return max(0, self.window - self.reserved)
+
+
+@dataclass
+class Tally:
+    """One row's totals over every thread replayed: a setting of ours, or an alternative."""
+
+    setting: Setting | None
+    """The setting of ours (None: an alternative)."""
+    alternative: Alternative | None = None
+    """The alternative this row replays (None: a setting of ours)."""
+    calls: int = 0
+    tokens: int = 0
+    reusable: int = 0
+    summarizer_tokens: int = 0
+    summarizer_calls: int = 0
+    over_budget: int = 0
+    """Prompts over the budget, and calls the system could not fit (it raised)."""
+    refused: int = 0
+    """Calls the pipeline could not fit into the budget (`ContextWindowExceededError`)."""
+    invalid: int = 0
+    recall_hits: int = 0
+    recall_total: int = 0
+    strict_hits: int = 0
+    """As `recall_hits`, paths and dotted names only (`measure.path_names_in`)."""
+    strict_total: int = 0
+    search_hits: int = 0
+    """Names used but no longer shown that one search found (`measure.one_search`)."""
+    search_total: int = 0
+    """Names used whose lines the prompt no longer showed."""
+    removed: int = 0
+    """Messages whose content left the prompt (shortened, excerpted, pruned, summarized)."""
+    restorable: int = 0
+    """Of those, how many the archive or the history gives back byte for byte."""
+    errors: Counter[str] = field(default_factory=Counter)
+    """First line of each error the system raised, and how often."""
+
+    @property
+    def label(self) -> str:
+        """The row's name."""
+        if self.setting is not None:
+            return self.setting.label
+        assert self.alternative is not None
+        return self.alternative.label
+
+    @property
+    def is_defaults(self) -> bool:
+        """Whether this row is our defaults."""
+        return self.setting is not None and self.setting.is_defaults
+
+    def add(self, result: ReplayResult) -> None:
+        """Add one thread's replay to the row."""
+        refused = result.error_kinds.get(ContextWindowExceededError.__name__, 0)
+        self.calls += len(result.calls)
+        self.tokens += result.total_tokens
+        self.reusable += result.reusable_tokens
+        self.summarizer_calls += result.summarizer_calls
+        self.summarizer_tokens += result.summarizer_tokens
+        self.refused += refused
+        self.over_budget += result.overruns + refused
+        self.invalid += result.invalid
+        self.recall_hits += result.recall_hits
+        self.recall_total += result.recall_total
+        self.strict_hits += result.strict_hits
+        self.strict_total += result.strict_total
+        self.search_hits += result.search_hits
+        self.search_total += result.search_total
+        self.removed += int(result.extra.get("removed", 0))
+        self.restorable += int(result.extra.get("restorable", 0))
+        self.errors.update(result.error_lines)
+
+    def cost(self, cache_price: float = DEFAULT_CACHE_PRICE) -> float:
+        """Effective cost: uncached + `cache_price` x reusable + the summarizer's tokens."""
+        return effective_cost(
+            self.tokens, self.reusable, self.summarizer_tokens, cache_price=cache_price
+        )
+
+    @property
+    def recall(self) -> float | None:
+        """Next-step recall, 0-1 (None: the next steps used no name from a tool output)."""
+        return self.recall_hits / self.recall_total if self.recall_total else None
+
+    @property
+    def one_search(self) -> float | None:
+        """One-search recall, 0-1 (None: every name used was still shown)."""
+        return self.search_hits / self.search_total if self.search_total else None
+
+    @property
+    def restorable_share(self) -> float:
+        """Share of what left the prompt that restores byte for byte (1 when nothing left)."""
+        return self.restorable / self.removed if self.removed else 1.0
+
+    @property
+    def within_budget(self) -> bool:
+        """No prompt over the budget, none refused, none a provider would reject."""
+        return self.over_budget == 0 and self.invalid == 0
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """What a team would pick instead of us, at its best documented setting."""
+
+    label: str
+    make: Callable[[Terms, Any], System]
+    """Builds a fresh system for one thread from the terms and the summarizer model."""
+    needs: str | None = None
+    """The package it needs, when it is optional (a row says how to install it)."""
+
+    @property
+    def missing(self) -> str | None:
+        """How to install what it needs, when that is not installed (None: ready)."""
+        if self.needs is None or importlib.util.find_spec(self.needs) is not None:
+            return None
+        return f"not installed: pip install {self.needs}"
+
+
+ANCHOR_TRIGGER = 0.9
+"""The share of the limit at which the summarizing and editing alternatives act."""
+ANCHOR_KEEP = 0.25
+"""The share of the limit LangChain's `SummarizationMiddleware` keeps after a summary."""
+DEEPAGENTS_EVICT_TOKENS = 20_000
+"""deepagents' default `tool_token_limit_before_evict`."""
+
+
+def _lc_summarization(terms: Terms, model: Any) -> System:
+    limit = terms.limit
+    return LCSummarizationAnchor(
+        limit=limit,
+        trigger=int(ANCHOR_TRIGGER * limit),
+        keep=int(ANCHOR_KEEP * limit),
+        model=model or stand_in(limit),
+        trim_tokens_to_summarize=None,  # its 4,000 finds no user turn to cut at in a tool loop
+        counter=terms.counter,
+    )
+
+
+def _deepagents(terms: Terms, model: Any) -> System:
+    from langgraph_ctx.replay.anchors_deepagents import DeepagentsAgentAnchor
+
+    limit = terms.limit
+    return DeepagentsAgentAnchor(
+        limit=limit,
+        evict_tokens=DEEPAGENTS_EVICT_TOKENS,
+        model=model or stand_in(limit),
+        counter=terms.counter,
+    )
+
+
+ALTERNATIVES: tuple[Alternative, ...] = (
+    Alternative(
+        "alt: trim_messages, tool-safe",
+        lambda terms, model: TrimMessagesAnchor(
+            limit=terms.limit, tool_safe=True, counter=terms.counter
+        ),
+    ),
+    Alternative("alt: LC SummarizationMiddleware", _lc_summarization),
+    Alternative("alt: deepagents", _deepagents, needs="deepagents"),
+)
+"""The alternatives `langgraph-ctx frontier` replays beside our settings (the settings of
+`python -m benchmarks cost`: trim fills the budget; LangChain's middleware summarizes at 0.9
+of the limit and keeps 0.25 of it; deepagents evicts at its default 20,000 tokens, then
+summarizes at its own defaults)."""
+
+
+def system_for(tally: Tally, terms: Terms) -> System:
+    """A fresh system replaying `tally`'s row on one thread."""
+    model = metered(terms.summarizer, terms.counter)
+    setting = tally.setting
+    if setting is None:
+        assert tally.alternative is not None
+        return tally.alternative.make(terms, model)
+    return PipelineSystem(
+        setting.label,
+        budget=setting.budget_for(terms.window, terms.reserved),
+        counter=terms.counter,
+        strategies=setting.strategy_list(),
+        model=model,
+        remove_summarized=True,  # as ContextMemory does with a durable archive
+        thread_id="frontier",
+    )
+
+
+def replay_row(
+    tally: Tally,
+    messages: Sequence[BaseMessage],
+    terms: Terms,
+    *,
+    needs: NextStepRecall,
+    on_call: Callable[[], None] | None = None,
+) -> None:
+    """Replay one thread under `tally`'s row and add what it measured to `tally`.
+
+    Args:
+        tally: The row's totals, added to.
+        messages: The recorded thread (every message with an id).
+        terms: Window, counter, summarizer, cache price.
+        needs: `NextStepRecall.of(messages)`, computed once for every row.
+        on_call: Called after each model call (progress).
+    """
+    result = replay(
+        system_for(tally, terms),
+        messages,
+        limit=terms.limit,
+        counter=terms.counter,
+        needs=needs,
+        on_call=None if on_call is None else lambda _i: on_call(),
+    )
+    tally.add(result)
+
+
+DEFAULT_MAX_COST = 1.0
+"""The most a recommended setting may cost, as a ratio to the defaults' cost (`--max-cost`)."""
+
+
+def recommend(
+    tallies: Sequence[Tally], cache_price: float, max_cost: float = DEFAULT_MAX_COST
+) -> Tally | None:
+    """The setting with the best recall that costs at most `max_cost` times the defaults.
+
+    Only settings with no prompt over the budget, none refused and none invalid qualify; among
+    those within the cost, the best next-step recall wins, ties to the cheaper (the defaults
+    on an equal cost). Without a defaults row the cost is not capped. The alternatives are
+    not ours to apply: never recommended. None when no setting qualifies.
+    """
+    fitting = [t for t in tallies if t.within_budget and t.setting is not None]
+    base = next((t for t in tallies if t.is_defaults), None)
+    if base is not None:
+        cap = max_cost * base.cost(cache_price) + 1e-9
+        fitting = [t for t in fitting if t.cost(cache_price) <= cap]
+    if not fitting:
+        return None
+    return min(
+        fitting,
+        key=lambda t: (-(t.recall or 0.0), t.cost(cache_price), not t.is_defaults),
+    )
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
+    """The indexes of the points no other point beats, cheapest first.
+
+    A point `(cost, recall)` is beaten by one that costs no more and shows no less, and is
+    better in one of the two. Of equal points the first is on the front (one label for them).
+    """
+    front: list[int] = []
+    for i, (cost, recall) in enumerate(points):
+        beaten = any(
+            (c <= cost and r >= recall and (c < cost or r > recall))
+            or ((c, r) == (cost, recall) and j < i)
+            for j, (c, r) in enumerate(points)
+            if j != i
+        )
+        if not beaten:
+            front.append(i)
+    return sorted(front, key=lambda i: points[i])
