@@ -7,7 +7,6 @@ received (`_PromptRecorder`) and the rebuilds after a turn.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -20,8 +19,8 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_ctx._ids import message_fingerprint
 from langgraph_ctx.cli.runs import MODEL_NODE, CallStat, RunLog
+from langgraph_ctx.replay.measure import reusable_tokens
 from langgraph_ctx.tokens.exact import TiktokenCounter, get_counter
 
 
@@ -93,7 +92,15 @@ def run_turns(
                             before = base + [log.produced[i] for i in history]
                             stat = CallStat(len(log.calls) + 1, dict(report))
                             stat.unmanaged = counter.count(before, tools=prompt[1] or None)
-                            stat.cached = _shared_prefix(counter, previous, prompt)
+                            stat.cached = 0
+                            if previous is not None:  # the one rule of the replays' measure
+                                stat.cached = reusable_tokens(
+                                    previous[0],
+                                    prompt[0],
+                                    counter=counter,
+                                    previous_tools=previous[1],
+                                    tools=prompt[1],
+                                )
                             previous = list(prompt)
                             log.calls.append(stat)
                             if on_call is not None:
@@ -162,24 +169,3 @@ def _after_turn(log: RunLog, node: str, values: Mapping[str, Any]) -> None:
                     "detail": decision.get("detail") or {},
                 }
             )
-
-
-def _shared_prefix(
-    counter: TiktokenCounter,
-    previous: list[Any] | None,
-    prompt: tuple[list[BaseMessage], list[Any]],
-) -> int:
-    """Tokens of the longest common prefix (tools, then messages) of two prompts."""
-    if previous is None:
-        return 0
-    old_messages, old_tools = previous
-    messages, tools = prompt
-    if json.dumps(old_tools, sort_keys=True) != json.dumps(tools, sort_keys=True):
-        return 0
-    same = 0
-    for old, new in zip(old_messages, messages, strict=False):
-        if message_fingerprint(old) != message_fingerprint(new):
-            break
-        same += 1
-    shared = counter.count_tools(tools) if tools else 0
-    return shared + sum(counter.count_message(m) for m in messages[:same])

@@ -20,6 +20,7 @@ One measure for `langgraph-ctx frontier` and the benchmarks (`benchmarks.replay`
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langgraph_ctx.messages import text_of, validate_messages
+from langgraph_ctx.tokens.counter import count_tool_tokens
 
 __all__ = [
     "DEFAULT_CACHE_PRICE",
@@ -38,6 +40,7 @@ __all__ = [
     "measure_prompt",
     "names_in",
     "path_names_in",
+    "reusable_tokens",
     "per_message",
     "same_for_provider",
 ]
@@ -93,6 +96,33 @@ class PromptMeasure:
     """`validate_messages(prompt)`: the provider rules the prompt breaks."""
 
 
+def reusable_tokens(
+    previous: Sequence[BaseMessage],
+    prompt: Sequence[BaseMessage],
+    *,
+    counter: Callable[[Sequence[BaseMessage]], int],
+    previous_tools: Sequence[Any] = (),
+    tools: Sequence[Any] = (),
+) -> int:
+    """Tokens of `prompt` a provider's prompt cache can reuse after `previous`.
+
+    The tools come first in the cached prefix: a changed tool list (compared as JSON) breaks
+    it; then the longest run of leading messages equal as the provider sees them
+    (`same_for_provider`), counted message by message.
+    """
+    if json.dumps(list(previous_tools), sort_keys=True, default=str) != json.dumps(
+        list(tools), sort_keys=True, default=str
+    ):
+        return 0
+    count = per_message(counter)
+    reusable = count_tool_tokens(counter, tools) if tools and previous else 0
+    for a, b in zip(previous, prompt, strict=False):
+        if not same_for_provider(a, b):
+            break
+        reusable += count(b)
+    return reusable
+
+
 def measure_prompt(
     previous: Sequence[BaseMessage],
     prompt: Sequence[BaseMessage],
@@ -110,11 +140,7 @@ def measure_prompt(
     """
     count = per_message(counter)
     tokens = counter(prompt)
-    reusable = 0
-    for a, b in zip(previous, prompt, strict=False):
-        if not same_for_provider(a, b):
-            break
-        reusable += count(b)
+    reusable = reusable_tokens(previous, prompt, counter=counter)
     before = {m.id for m in previous if m.id}
     fresh = sum(count(m) for m in prompt if m.id not in before or not m.id)
     return PromptMeasure(tokens, reusable, fresh, tokens > limit, list(validate_messages(prompt)))
