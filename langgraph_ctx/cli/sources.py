@@ -10,7 +10,6 @@ problem with the input is an `InputError` with one line saying what to pass inst
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -156,34 +155,6 @@ def threads_from_db(
 
 # --- window and counter ------------------------------------------------------------------------
 
-_PROVIDERS = {
-    "openai": "langchain_openai",
-    "azure_openai": "langchain_openai",
-    "anthropic": "langchain_anthropic",
-    "google_genai": "langchain_google_genai",
-}
-
-
-def _offline_profile(spec: str) -> dict[str, Any] | None:
-    """The model's profile from its provider package's table, without a key or a network."""
-    provider, _, name = spec.partition(":") if ":" in spec else ("", "", spec)
-    if not provider:
-        lowered = name.lower()
-        provider = (
-            "anthropic"
-            if lowered.startswith("claude")
-            else "google_genai"
-            if lowered.startswith("gemini")
-            else "openai"
-        )
-    package = _PROVIDERS.get(provider, f"langchain_{provider}")
-    try:
-        table = importlib.import_module(f"{package}.data._profiles")._PROFILES
-    except (ImportError, AttributeError):
-        return None
-    profile = table.get(name) if isinstance(table, dict) else None
-    return dict(profile) if isinstance(profile, dict) else None
-
 
 def model_terms(
     spec: str | None, window: int | None
@@ -193,7 +164,7 @@ def model_terms(
     Without a model, the exact gpt-4o counter, as the benchmarks count.
     """
     from langgraph_ctx.tokens.exact import TiktokenCounter
-    from langgraph_ctx.tokens.models import counter_for_model
+    from langgraph_ctx.tokens.models import counter_for_model, offline_profile
 
     if spec is None:
         if window is None:
@@ -204,7 +175,7 @@ def model_terms(
     counter = counter_for_model(name)
     if window is not None:
         return window, counter
-    profile = _offline_profile(spec)
+    profile = offline_profile(spec)
     if profile is None:
         from langgraph_ctx.cli.playback import init_model
 

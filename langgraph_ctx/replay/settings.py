@@ -28,7 +28,7 @@ from langgraph_ctx.strategies import (
     default_strategies,
     strategies_from_config,
 )
-from langgraph_ctx.strategies import base as _strategy_base
+from langgraph_ctx.strategies.base import registered_types
 
 __all__ = [
     "PREVIOUS_RELEASE_BUDGET",
@@ -219,7 +219,7 @@ def strategy_config(strategies: list[Any]) -> list[dict[str, Any]]:
     Each lists its registered `type` and the fields that differ from the class's defaults; a
     strategy of an unregistered class is named by its class.
     """
-    names = {cls: name for name, cls in _strategy_base._REGISTRY.items()}
+    names = registered_types()
     out = []
     for strategy in strategies:
         config: dict[str, Any] = {"type": names.get(type(strategy), type(strategy).__name__)}

@@ -133,6 +133,11 @@ def register_strategy(name: str, cls: type[Any]) -> None:
     _REGISTRY[name] = cls
 
 
+def registered_types() -> dict[type[Any], str]:
+    """Each registered strategy class and the config `type` that builds it."""
+    return {cls: name for name, cls in _REGISTRY.items()}
+
+
 def strategy_from_config(config: Mapping[str, Any]) -> Strategy:
     """Build one strategy from `{"type": ..., **fields}`."""
     if "type" not in config:

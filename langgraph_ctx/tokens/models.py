@@ -9,6 +9,8 @@
 - `CallCounters`: what one call of a `ContextMemory` gets (counter and window) when it goes
   to another model than the configured one (a fallback, a model chosen at run time), read
   off each model object once (`terms_of`).
+- `offline_profile`: a `provider:model` name's profile (its window) from the provider
+  package's table, with no key and no network (the command line's `--model`).
 
 The pipeline, the summarizer, the memory, its middleware and the call guard all ask here.
 """
@@ -16,6 +18,7 @@ The pipeline, the summarizer, the memory, its middleware and the call guard all 
 from __future__ import annotations
 
 import functools
+import importlib
 import threading
 import weakref
 from collections.abc import Mapping
@@ -216,3 +219,40 @@ class CallCounters:
             return configured
         own = self.terms(model).window
         return own if own is not None and own < configured else configured
+
+
+# --- profiles without a model ------------------------------------------------------------------
+
+_PROVIDERS = {
+    "openai": "langchain_openai",
+    "azure_openai": "langchain_openai",
+    "anthropic": "langchain_anthropic",
+    "google_genai": "langchain_google_genai",
+}
+
+
+def offline_profile(spec: str) -> dict[str, Any] | None:
+    """The profile of `provider:model` from its provider package's table, with no key or network.
+
+    The one place that reads a provider package's profile table (`<package>.data._profiles`,
+    what `init_chat_model(spec).profile` would give without constructing the model, which may
+    want a key). A name without a provider is guessed from its prefix (claude, gemini, else
+    OpenAI). None when the package or the model is not in the table.
+    """
+    provider, _, name = spec.partition(":") if ":" in spec else ("", "", spec)
+    if not provider:
+        lowered = name.lower()
+        provider = (
+            "anthropic"
+            if lowered.startswith("claude")
+            else "google_genai"
+            if lowered.startswith("gemini")
+            else "openai"
+        )
+    package = _PROVIDERS.get(provider, f"langchain_{provider}")
+    try:
+        table = importlib.import_module(f"{package}.data._profiles")._PROFILES
+    except (ImportError, AttributeError):
+        return None
+    profile = table.get(name) if isinstance(table, dict) else None
+    return dict(profile) if isinstance(profile, dict) else None
