@@ -153,6 +153,7 @@ def run_frontier(args: argparse.Namespace) -> int:
     for error, labels in raised.items():
         more = f" and {len(labels) - 1} more setting(s)" if len(labels) > 1 else ""
         notes.append(f"{labels[0]}{more} raised {error}")
+    notes += [f"{r['setting']}: {r['missing']}" for r in rows if r["missing"]]
     for note in notes:
         out.note(note)
     if args.json is not None:
@@ -245,8 +246,8 @@ def _tokens(value: float) -> str:
 
 def _cells(row: dict[str, Any]) -> list[str]:
     recall = row["recall"]
-    if row["missing"]:
-        return [row["setting"], row["missing"], *[""] * (len(_HEADER) - 2)]
+    if row["missing"]:  # the note under the table says how to install it
+        return [row["setting"], "not installed", *["-"] * (len(_HEADER) - 2)]
     return [
         ("* " if row["recommended"] else "") + row["setting"],
         _tokens(row["cost"]),

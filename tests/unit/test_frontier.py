@@ -413,3 +413,22 @@ def test_the_pareto_front_is_what_nothing_beats() -> None:
     assert pareto_front(points) == [4, 0, 2]
     assert pareto_front([]) == []
     assert pareto_front([(1.0, 1.0)]) == [0]
+
+
+def test_an_alternative_not_installed_says_how_to_install_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "deepagents" else found(name)
+    )
+    runs = write_runs(tmp_path / "runs", seeds=(1,), steps=6)
+    argv = ["frontier", str(runs), "--window", "6000", "--no-neighbours", "--json", "r.json"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "alt: deepagents: not installed: pip install deepagents" in captured.err
+    assert "not installed" in captured.out  # its row in the table
+    (row,) = [r for r in json.loads(Path("r.json").read_text()) if "deepagents" in r["setting"]]
+    assert row["missing"] == "not installed: pip install deepagents" and row["calls"] == 0
