@@ -212,7 +212,9 @@ def rows_of(
                 "over_budget": tally.over_budget,
                 "refused": tally.refused,
                 "invalid": tally.invalid,
-                "restorable": round(tally.restorable_share, 4),
+                "restorable": None
+                if tally.restorable_share is None
+                else round(tally.restorable_share, 4),
                 "removed": tally.removed,
                 "calls": tally.calls,
                 "tokens": tally.tokens,
@@ -256,7 +258,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
         "-" if row["one_search"] is None else f"{100 * row['one_search']:.1f}%",
         str(row["over_budget"]),
         str(row["invalid"]),
-        f"{100 * row['restorable']:.0f}%",
+        "-" if row["restorable"] is None else f"{100 * row['restorable']:.0f}%",
     ]
 
 
@@ -302,6 +304,8 @@ def _per_point(best: Tally, base: Tally | None, price: float, max_cost: float) -
     extra = best.cost(price) - base.cost(price)
     if points <= 0:
         return within
+    if extra <= 0:
+        return f"{within}; it shows {points:.1f} points more than the defaults for less"
     return f"{within}; a point of recall over the defaults costs {_tokens(extra / points)}"
 
 

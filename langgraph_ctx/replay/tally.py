@@ -89,6 +89,9 @@ class Tally:
     """Messages whose content left the prompt (shortened, excerpted, pruned, summarized)."""
     restorable: int = 0
     """Of those, how many the archive or the history gives back byte for byte."""
+    restorable_measured: bool = False
+    """Whether the system says what left its prompt and what comes back (ours, deepagents'
+    eviction); the others' rows show no share."""
     errors: Counter[str] = field(default_factory=Counter)
     """First line of each error the system raised, and how often."""
 
@@ -122,6 +125,8 @@ class Tally:
         self.strict_total += result.strict_total
         self.search_hits += result.search_hits
         self.search_total += result.search_total
+        if "removed" in result.extra:
+            self.restorable_measured = True
         self.removed += int(result.extra.get("removed", 0))
         self.restorable += int(result.extra.get("restorable", 0))
         self.errors.update(result.error_lines)
@@ -143,8 +148,13 @@ class Tally:
         return self.search_hits / self.search_total if self.search_total else None
 
     @property
-    def restorable_share(self) -> float:
-        """Share of what left the prompt that restores byte for byte (1 when nothing left)."""
+    def restorable_share(self) -> float | None:
+        """Share of what left the prompt that restores byte for byte.
+
+        1 when nothing left; None when the system does not say what left.
+        """
+        if not self.restorable_measured:
+            return None
         return self.restorable / self.removed if self.removed else 1.0
 
     @property
