@@ -373,8 +373,7 @@ def _plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> None:
         ax.step(*zip(*[xy[valid.index(r)] for r in front], strict=True), where="post",
                 color="tab:green", alpha=0.4, zorder=2)  # fmt: skip
     legend: list[str] = []
-    xs = [r["cost"] / 1e3 for r in shown] or [0.0]
-    middle = (min(xs) + max(xs)) / 2
+    labelled: list[tuple[float, float, str, bool]] = []
     for row in shown:
         x, y = row["cost"] / 1e3, 100 * row["recall"]
         ok = row in valid
@@ -390,10 +389,8 @@ def _plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> None:
         at = next(
             (f for f in front if (f["cost"], f["recall"]) == (row["cost"], row["recall"])), None
         )
-        right = x > middle  # labels stay inside the axes
-        if row in front:  # the front is labelled; the rest is numbered, named in the legend
-            ax.annotate(label, (x, y), fontsize=7, xytext=(-4 if right else 4, 3),
-                        textcoords="offset points", ha="right" if right else "left")  # fmt: skip
+        if row in front or row["defaults"] or row["alternative"]:  # the rest: in the legend
+            labelled.append((x, y, label, row["alternative"]))
         elif at is not None:  # the same cost and recall as a labelled point
             legend.append(f"{len(legend) + 1}: {label} (= {at['setting']})")
         else:
@@ -408,5 +405,30 @@ def _plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> None:
     ax.set_title(title, fontsize=8, wrap=True)
     ax.grid(alpha=0.3)
     fig.tight_layout()
+    _label(ax, labelled)  # after the layout: labels are placed where they will be drawn
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+def _label(ax: Any, labelled: Sequence[tuple[float, float, str, bool]]) -> None:
+    """Name each point beside it; a label that would cover one placed before moves down."""
+    ax.autoscale_view()
+    to_screen = ax.transData.transform
+    middle = sum(ax.get_xlim()) / 2
+    placed: list[tuple[float, float, float]] = []  # (left, right, y) in points on the figure
+    scale = 72 / ax.figure.dpi
+    for x, y, label, alternative in sorted(labelled, key=lambda p: (-p[1], p[0])):
+        sx, sy = (v * scale for v in to_screen((x, y)))
+        width = 4.2 * len(label)  # about 7-point text
+        right = x > middle  # labels stay inside the axes
+        left_edge = sx - 6 - width if right else sx + 6
+        dy = 3.0
+        while any(
+            a < left_edge + width and left_edge < b and abs(py - (sy + dy)) < 9
+            for a, b, py in placed
+        ):
+            dy -= 9
+        placed.append((left_edge, left_edge + width, sy + dy))
+        ax.annotate(label, (x, y), fontsize=7, xytext=(-6 if right else 6, dy),
+                    textcoords="offset points", ha="right" if right else "left",
+                    color="tab:orange" if alternative else "black")  # fmt: skip
