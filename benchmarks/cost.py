@@ -32,11 +32,8 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import PrivateAttr
 
 from benchmarks._table import fmt_int, print_table
@@ -77,14 +74,8 @@ class SummaryModel(FactEchoModel):
     def _llm_type(self) -> str:
         return "fake-summary"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self._calls.append(list(messages))
+    def reply_text(self, messages: Sequence[BaseMessage]) -> str:
+        """The four sections, from the input."""
         text = "\n".join(text_of(m) for m in messages)
         tools = Counter(
             re.findall(
@@ -101,7 +92,7 @@ class SummaryModel(FactEchoModel):
             "<current_state>\n- Investigating the code paths named in the request.\n"
             f"</current_state>\n<notes>\n{chr(10).join(facts) or '- none'}\n</notes>"
         )
-        return self._on_reply(ChatResult(generations=[ChatGeneration(message=AIMessage(body))]))
+        return body
 
 
 @dataclass(frozen=True)
