@@ -271,7 +271,9 @@ def replay(
     if measure:
         recall = NextStepRecall(needs=needs.needs) if needs else NextStepRecall.of(messages)
         strict = NextStepRecall.of(messages, names=path_names_in)
-    search = system.search if isinstance(system, Searchable) else None
+    # Checked once: a runtime protocol check is slow.
+    searchable = system if isinstance(system, Searchable) else None
+    search = searchable.search if searchable is not None else None
     previous: list[BaseMessage] = []
     last = 0
     prompt: list[BaseMessage] = []
@@ -297,9 +299,9 @@ def replay(
         ms = (time.perf_counter() - start) * 1000
         system.observe()  # the harness's own bookkeeping, outside the timed step
         record = CallRecord(i, ms)
-        if isinstance(system, Searchable):
-            record.schema = system.search_schema()
-            record.mentions = system.mention_tokens(prompt)
+        if searchable is not None:
+            record.schema = searchable.search_schema()
+            record.mentions = searchable.mention_tokens(prompt)
         if recall is not None and strict is not None:
             recall.score(i, prompt)
             strict.score(i, prompt)
