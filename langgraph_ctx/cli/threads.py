@@ -125,17 +125,29 @@ def readable_entry(data: bytes) -> str:
     text entry is shown as it is.
     """
     from langgraph_ctx.archive.codec import decode_message, decode_messages
-    from langgraph_ctx.archive.recall import entry_text
 
+    entry: BaseMessage | list[BaseMessage] | str
     try:
-        messages = [decode_message(data)]
+        entry = decode_message(data)
     except Exception:
         try:
-            messages = decode_messages(data)
+            entry = decode_messages(data)
         except Exception:
-            return data.decode("utf-8", "surrogatepass")
+            entry = data.decode("utf-8", "surrogatepass")
+    return "\n".join(entry_parts(entry))
+
+
+def entry_parts(entry: BaseMessage | Sequence[BaseMessage] | str) -> list[str]:
+    """The lines `readable_entry` joins: per message its header line, then its text.
+
+    `langgraph-ctx view` keeps these parts apart, so a text shared by many entries is stored once.
+    """
+    from langgraph_ctx.archive.recall import entry_text
+
+    if isinstance(entry, str):
+        return [entry]
     parts = []
-    for message in messages:
+    for message in [entry] if isinstance(entry, BaseMessage) else entry:
         head = [f"[{message.type}"]
         for key in ("name", "tool_call_id", "id"):
             value = getattr(message, key, None)
@@ -147,7 +159,7 @@ def readable_entry(data: bytes) -> str:
         )
         parts.append(" ".join(head) + "]" + (f" calls {called}" if called else ""))
         parts.append(entry_text(message))
-    return "\n".join(parts)
+    return parts
 
 
 def restore_entry(ref_or_id: str, *, thread: str, archive_dir: Path) -> bytes:
