@@ -44,7 +44,10 @@ def prompt_parts(
     *,
     search: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Each message of a rendered prompt as `{kind, id, tokens, text, ref}`, in prompt order.
+    """Each message of a rendered prompt as `{kind, id, tokens, lines, ref}`, in prompt order.
+
+    `lines` are the message as shown, as `entry_parts` splits it (joined by newlines it reads
+    as `langgraph-ctx restore` prints a message).
 
     Kinds: `system` (the base system prompt, with the priming every prompt pays), `summary`
     (the running summary, or the compression hint that carries it), `quoted` (the summary's
@@ -53,7 +56,6 @@ def prompt_parts(
     `message` (a message shown whole). Tokens are the project's counter's, message by
     message (`counter([m]) - counter([])`).
     """
-    from langgraph_ctx.archive.recall import entry_text
     from langgraph_ctx.messages.content import get_tag
     from langgraph_ctx.ledger.summary import listed_dump_refs
     from langgraph_ctx.prompt.render import summary_message_for
@@ -67,8 +69,8 @@ def prompt_parts(
         return counter([message]) - empty
 
     def item(kind: str, message: BaseMessage, count: int, ref: Any = None) -> dict[str, Any]:
-        text = "\n".join(entry_parts(message))
-        return {"kind": kind, "id": message.id, "tokens": count, "text": text, "ref": ref}
+        lines = entry_parts(message)
+        return {"kind": kind, "id": message.id, "tokens": count, "lines": lines, "ref": ref}
 
     parts = []
     for n, message in enumerate(prompt):
@@ -87,14 +89,14 @@ def prompt_parts(
             newest = refs[-1] if refs else None
             parts.append(item("summary", message, count - quoted, newest))
             if quoted:
-                lines = "\n".join(summary.get("quotes") or [])
-                parts.append({**item("quoted", message, quoted, newest), "text": lines})
+                lines = ["\n".join(summary.get("quotes") or [])]
+                parts.append({**item("quoted", message, quoted, newest), "lines": lines})
         elif n == 0 and isinstance(message, SystemMessage):
             text = str(hint.get("text") or "")
             carried = tokens(SystemMessage(text)) - tokens(SystemMessage("")) if text else 0
             parts.append(item("system", message, count - carried + empty))
             if carried:
-                hinted = {"kind": "summary", "id": mid, "tokens": carried, "text": text}
+                hinted = {"kind": "summary", "id": mid, "tokens": carried, "lines": [text]}
                 parts.append({**hinted, "ref": hint.get("dump_ref")})
         elif mid in compacted:
             kind = "shortened" if isinstance(message, AIMessage) else "excerpt"
@@ -103,9 +105,8 @@ def prompt_parts(
             parts.append(item("pruned", message, count, pruned[mid].get("ref")))
         else:
             parts.append(item("message", message, count))
-        parts[-1]["text"] = parts[-1]["text"] or entry_text(message)
     if prompt and not isinstance(prompt[0], SystemMessage):  # the priming, with no system prompt
-        parts.insert(0, {"kind": "system", "id": None, "tokens": empty, "text": "", "ref": None})
+        parts.insert(0, {"kind": "system", "id": None, "tokens": empty, "lines": [], "ref": None})
     return parts
 
 
@@ -275,14 +276,19 @@ def _thread(
 
 
 def write_page(data: Mapping[str, Any], out: Path) -> Path:
-    """Write the page: the template of `view_page.html` with `data` (JSON) inside it."""
+    """Write the page: the template of `view_page.html` with `data` inside it.
+
+    The JSON goes in gzip-compressed and base64-encoded (the page inflates it with the
+    browser's own `DecompressionStream`): a thread's text is most of the page, and text
+    compresses several times over.
+    """
+    import base64
+    import gzip
     import json
     from importlib.resources import files
 
     template = files("langgraph_ctx.cli").joinpath("view_page.html").read_text("utf-8")
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    # Inside <script>, `</` could close the element; `<\/` reads the same to JSON.
-    payload = payload.replace("</", "<\\/").replace("\u2028", "\\u2028")
-    payload = payload.replace("\u2029", "\\u2029")
-    out.write_text(template.replace("/*DATA*/null", payload, 1), encoding="utf-8")
+    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    packed = base64.b64encode(gzip.compress(payload, compresslevel=9, mtime=0)).decode("ascii")
+    out.write_text(template.replace("/*DATA*/", packed, 1), encoding="utf-8")
     return out

@@ -11,7 +11,8 @@ item); calls list item numbers. The format:
 
 - `strings`: every text; other fields hold indices into it (-1: none);
 - `kinds`: `[key, label]` per part kind, in stacking order;
-- `items`: `[kind, tokens, message, text, ref]` (`message`: index into `messages`);
+- `items`: `[kind, tokens, message, [text, ...], ref]` (`message`: index into `messages`;
+  the texts joined by newlines are the part as the prompt showed it);
 - `calls`: `[tokens, limit, trigger, [tokens per kind], [item, ...], [[edit, line, [message,
   ...]], ...], ok]`;
 - `messages`: the full history, `[id, type, name, text, ref]`;
@@ -84,7 +85,7 @@ def page_data(thread: Mapping[str, Any]) -> dict[str, Any]:
         "title": thread.get("title", ""),
         "kinds": [list(k) for k in KINDS],
         "strings": strings.texts,
-        "items": [list(key) for key in items],
+        "items": [[*key[:3], list(key[3]), key[4]] for key in items],
         "calls": calls,
         "messages": rows,
         "entries": entries,
@@ -108,7 +109,7 @@ def _call(
             kind,
             int(part["tokens"]),
             position.get(part.get("id") or "", -1),
-            strings(part.get("text") or ""),
+            tuple(strings(line) for line in part.get("lines") or ()),
             strings(part.get("ref")),
         )
         shown.append(items.setdefault(key, len(items)))
