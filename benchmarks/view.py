@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> None:
         median = statistics.median(ready)
         search_ms = statistics.median(s[0] for s in searched)
         print_table(
-            f"langgraph-ctx view: a synthetic thread of {count:,} messages, {WINDOW:,}-token window",
+            f"langgraph-ctx view: a synthetic thread of {count:,} messages, window {WINDOW:,}",
             ["what", "measured", "goal"],
             [
                 ["model calls (bars)", f"{calls:,}", ""],

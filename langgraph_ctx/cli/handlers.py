@@ -66,7 +66,12 @@ def _demo_page(args: argparse.Namespace, result: Any) -> None:
     thread = args.thread or "demo"
     tools = make_tools(result.files["explored"])
     data = thread_from_db(
-        str(args.db), thread, args.archive, model=args.model, system_prompt=SYSTEM_PROMPT, tools=tools
+        str(args.db),
+        thread,
+        args.archive,
+        model=args.model,
+        system_prompt=SYSTEM_PROMPT,
+        tools=tools,
     )
     result.files["page"] = str(write_page(page_data(data), args.db.with_name(f"{thread}.html")))
 

@@ -56,8 +56,8 @@ def prompt_parts(
     `message` (a message shown whole). Tokens are the project's counter's, message by
     message (`counter([m]) - counter([])`).
     """
-    from langgraph_ctx.messages.content import get_tag
     from langgraph_ctx.ledger.summary import listed_dump_refs
+    from langgraph_ctx.messages.content import get_tag
     from langgraph_ctx.prompt.render import summary_message_for
 
     empty = counter([])
@@ -152,23 +152,21 @@ def thread_from_db(
         config: RunnableConfig = {"configurable": {"thread_id": thread}}
         items = list(opened.saver.list(config))
         by_id = {item.config["configurable"]["checkpoint_id"]: item for item in items}
-        base = [SystemMessage(system_prompt)] if system_prompt else []
+        base: list[BaseMessage] = [SystemMessage(system_prompt)] if system_prompt else []
         own = [memory.recall_tool(), memory.search_tool()]
         seen: set[str] = set()
         for item in reversed(items):  # oldest first
             values = item.checkpoint.get("channel_values") or {}
-            parent = by_id.get(((item.parent_config or {}).get("configurable") or {}).get(
-                "checkpoint_id", ""
-            ))
+            parent = by_id.get(
+                ((item.parent_config or {}).get("configurable") or {}).get("checkpoint_id", "")
+            )
             for message in values.get("messages") or []:
                 report = message.response_metadata.get("context_cost")
                 if not isinstance(message, AIMessage) or not report or message.id in seen:
                     continue
                 seen.add(message.id or "")
                 before = (parent.checkpoint.get("channel_values") or {}) if parent else {}
-                calls.append(
-                    _db_call(before, values, report, counter, base, [*tools, *own])
-                )
+                calls.append(_db_call(before, values, report, counter, base, [*tools, *own]))
         full = memory.get_full_history(CheckpointView(opened.saver), config)
         archive = Archive(backend, thread_id=thread)
         return _thread(f"thread {thread} of {db}", calls, list(full), archive)

@@ -18,7 +18,9 @@ from langgraph_ctx.archive.matching import parse_query
 from langgraph_ctx.cli import main
 from langgraph_ctx.cli.checkpoints import read_checkpoints
 from langgraph_ctx.cli.threads import readable_entry, restore_entry
-from tests.unit.test_demo import tree  # noqa: F401  (the demo's small project, a fixture)
+from tests.unit import test_demo
+
+tree = test_demo.tree  # the demo's small project (a fixture)
 
 pytestmark = pytest.mark.slow
 
@@ -52,7 +54,7 @@ def text_of(driver: Any, selector: str) -> str:
 
 
 def test_the_demo_page_in_chromium(
-    tree: Path,  # noqa: F811
+    tree: Path,
     browser: Any,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -96,7 +98,8 @@ def test_the_demo_page_in_chromium(
     browser.find_element("css selector", "#q").send_keys("archive")
     browser.execute_script("runSearch()")
     hits = browser.execute_script(
-        "return [...document.querySelectorAll('.hit')].map(h => [+h.dataset.message, +h.dataset.line])"
+        "return [...document.querySelectorAll('.hit')]"
+        ".map(h => [+h.dataset.message, +h.dataset.line])"
     )
     data_lines = browser.execute_script("return lines()")
     query = parse_query("archive")

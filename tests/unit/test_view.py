@@ -22,7 +22,9 @@ from langgraph_ctx.cli.view_data import KINDS, page_data
 from langgraph_ctx.pipeline import ContextManager
 from langgraph_ctx.tokens.exact import get_counter
 from tests.conftest import make_conversation
-from tests.unit.test_demo import tree  # noqa: F401  (the demo's small project, a fixture)
+from tests.unit import test_demo
+
+tree = test_demo.tree  # the demo's small project (a fixture)
 
 KIND = [key for key, _ in KINDS]
 
@@ -46,19 +48,34 @@ def test_page_data_sums_each_kind_and_names_the_rest_of_the_recorded_total() -> 
         "calls": [
             {
                 "report": {"tokens": 100, "limit": 200, "trigger": 180, "decisions": []},
-                "parts": [part("system", 10, None, "sys"), part("message", 20, "h1", "[human]", "hi")],
+                "parts": [
+                    part("system", 10, None, "sys"),
+                    part("message", 20, "h1", "[human]", "hi"),
+                ],
                 "tools": 30,
             },
             {
                 "report": {
-                    "tokens": 90, "limit": 200, "trigger": 180,
+                    "tokens": 90,
+                    "limit": 200,
+                    "trigger": 180,
                     "decisions": [
-                        {"kind": "compact", "tokens_before": 120, "tokens_after": 90,
-                         "message_ids": ["t1"], "detail": {}},
-                        {"kind": "prune", "tokens_before": 90, "tokens_after": 90,
-                         "message_ids": [], "detail": {}},
+                        {
+                            "kind": "compact",
+                            "tokens_before": 120,
+                            "tokens_after": 90,
+                            "message_ids": ["t1"],
+                            "detail": {},
+                        },
+                        {
+                            "kind": "prune",
+                            "tokens_before": 90,
+                            "tokens_after": 90,
+                            "message_ids": [],
+                            "detail": {},
+                        },
                     ],
-                },  # fmt: skip
+                },
                 "parts": [
                     part("system", 10, None, "sys"),
                     part("message", 20, "h1", "[human]", "hi"),
@@ -107,11 +124,13 @@ def test_parts_of_each_built_prompt_add_up_to_its_report_exactly(tmp_path: Path)
     assert sum(p["tokens"] for p in parts) == built.report.tokens
 
 
-def test_a_demo_thread_read_back_call_by_call(tree: Path) -> None:  # noqa: F811
+def test_a_demo_thread_read_back_call_by_call(tree: Path) -> None:
     result = run_demo(root=tree, window=3_000)
     assert result.log.calls and result.log.error is None
     db, archive = ".langgraph_ctx/demo.sqlite", Path(".langgraph_ctx/archive")
-    thread = thread_from_db(db, "demo", archive, system_prompt=SYSTEM_PROMPT, tools=make_tools(tree))
+    thread = thread_from_db(
+        db, "demo", archive, system_prompt=SYSTEM_PROMPT, tools=make_tools(tree)
+    )
     # One bar per model call the run made, with the report the pipeline recorded for it.
     assert [c["report"]["tokens"] for c in thread["calls"]] == [s.tokens for s in result.log.calls]
     page = page_data(thread)
@@ -176,14 +195,16 @@ def test_view_errors_are_one_line(
     assert said in err and len(err.splitlines()) == 1
 
 
-def test_view_names_the_threads_of_a_database(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+def test_view_names_the_threads_of_a_database(
+    tree: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run_demo(root=tree, window=3_000)
     db = ".langgraph_ctx/demo.sqlite"
     assert main(["view", "--db", db, "--thread", "nope", "--html", "o.html"]) == 2
     assert "threads there: demo" in capsys.readouterr().err
 
 
-def test_demo_writes_its_page(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:  # noqa: F811
+def test_demo_writes_its_page(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", str(tree), "--window", "3000"]) == 0
     assert ".langgraph_ctx/demo.html" in capsys.readouterr().out
     data = unpack(Path(".langgraph_ctx/demo.html").read_text(encoding="utf-8"))
