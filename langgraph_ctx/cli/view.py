@@ -26,11 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
-from langchain_core.runnables import RunnableConfig
 
-from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_archive, thread_ids
-from langgraph_ctx.cli.threads import entry_parts
-from langgraph_ctx.errors import InputError, shorten
+from langgraph_ctx.cli.threads import entry_parts, opened_thread
+from langgraph_ctx.errors import InputError
 
 __all__ = ["prompt_parts", "thread_from_db", "thread_from_file", "write_page"]
 
@@ -137,20 +135,11 @@ def thread_from_db(
     """
     from langgraph_ctx.archive.archive import Archive
     from langgraph_ctx.cli.replay import CheckpointView
-    from langgraph_ctx.graph.memory import ContextMemory
 
     counter = _counter(model)
     calls: list[dict[str, Any]] = []
-    with read_checkpoints(db) as opened:
-        known = thread_ids(opened.saver)
-        if thread not in known:
-            listed = ", ".join(known[:10]) or "none"
-            msg = f"no thread {shorten(thread)} in {db}; threads there: {listed}"
-            raise InputError(msg)
-        backend = thread_archive(archive_dir, opened)
-        memory = ContextMemory(context_window_tokens=1, archive=backend)
-        config: RunnableConfig = {"configurable": {"thread_id": thread}}
-        items = list(opened.saver.list(config))
+    with opened_thread(db, thread, archive_dir) as (saver, backend, memory, config):
+        items = list(saver.list(config))
         by_id = {item.config["configurable"]["checkpoint_id"]: item for item in items}
         base: list[BaseMessage] = [SystemMessage(system_prompt)] if system_prompt else []
         own = [memory.recall_tool(), memory.search_tool()]
@@ -167,7 +156,7 @@ def thread_from_db(
                 seen.add(message.id or "")
                 before = (parent.checkpoint.get("channel_values") or {}) if parent else {}
                 calls.append(_db_call(before, values, report, counter, base, [*tools, *own]))
-        full = memory.get_full_history(CheckpointView(opened.saver), config)
+        full = memory.get_full_history(CheckpointView(saver), config)
         archive = Archive(backend, thread_id=thread)
         return _thread(f"thread {thread} of {db}", calls, list(full), archive)
 
