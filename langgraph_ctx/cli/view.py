@@ -156,9 +156,22 @@ def thread_from_db(
                 seen.add(message.id or "")
                 before = (parent.checkpoint.get("channel_values") or {}) if parent else {}
                 calls.append(_db_call(before, values, report, counter, base, [*tools, *own]))
+            if calls:  # a step after the call (a rebuild, a removal) adds to its report
+                _extend(calls[-1], (values.get("context_ledger") or {}).get("last_report"))
         full = memory.get_full_history(CheckpointView(saver), config)
         archive = Archive(backend, thread_id=thread)
         return _thread(f"thread {thread} of {db}", calls, list(full), archive)
+
+
+def _extend(call: dict[str, Any], newer: Mapping[str, Any] | None) -> None:
+    """Take `newer` as the call's report when it is the same report with decisions added."""
+    report = call["report"]
+    if not newer or report.get("brief") or newer.get("tokens") != report.get("tokens"):
+        return
+    decisions = list(newer.get("decisions") or [])
+    known = list(report.get("decisions") or [])
+    if len(decisions) > len(known) and decisions[: len(known)] == known:
+        call["report"] = dict(newer)
 
 
 def _db_call(

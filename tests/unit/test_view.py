@@ -210,3 +210,15 @@ def test_demo_writes_its_page(tree: Path, capsys: pytest.CaptureFixture[str]) ->
     data = unpack(Path(".langgraph_ctx/demo.html").read_text(encoding="utf-8"))
     reports = json.loads(Path(".langgraph_ctx/demo.reports.json").read_text())
     assert [c[0] for c in data["calls"]] == [c["tokens"] for c in reports["calls"]]
+
+
+def test_a_rebuild_after_a_turn_is_an_edit_of_the_turns_last_call(tree: Path) -> None:
+    result = run_demo(root=tree, window=3_000)
+    assert result.log.events, "a finished turn over the hint threshold rebuilds"
+    thread = thread_from_db(".langgraph_ctx/demo.sqlite", "demo", Path(".langgraph_ctx/archive"))
+    page = page_data(thread)
+    words = [page["strings"][edit[0]] for call in page["calls"] for edit in call[5]]
+    assert "cleared by a rebuild" in words
+    after = [event["after_call"] for event in result.log.events if event["kind"] == "rebuild"]
+    for n in after:
+        assert "cleared by a rebuild" in [page["strings"][e[0]] for e in page["calls"][n - 1][5]]
