@@ -21,6 +21,7 @@ Everything comes out as plain data for `langgraph_ctx.cli.view_data.page_data`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -160,7 +161,10 @@ def thread_from_db(
                 _extend(calls[-1], (values.get("context_ledger") or {}).get("last_report"))
         full = memory.get_full_history(CheckpointView(saver), config)
         archive = Archive(backend, thread_id=thread)
-        return _thread(f"thread {thread} of {db}", calls, list(full), archive)
+        # The page names the database, never its password.
+        shown = re.sub(r"(://[^:/@]*):[^@/]*@", r"\1@", str(db))
+        shown = re.sub(r"(password=)[^&\s]*", r"\1***", shown)
+        return _thread(f"thread {thread} of {shown}", calls, list(full), archive)
 
 
 def _extend(call: dict[str, Any], newer: Mapping[str, Any] | None) -> None:
