@@ -104,9 +104,21 @@ def prompt_parts(
             parts.append(item("pruned", message, count, pruned[mid].get("ref")))
         else:
             parts.append(item("message", message, count))
-    if prompt and not isinstance(prompt[0], SystemMessage):  # the priming, with no system prompt
+    if prompt and not any(p["kind"] == "system" for p in parts):  # the priming, on its own
         parts.insert(0, {"kind": "system", "id": None, "tokens": empty, "lines": [], "ref": None})
     return parts
+
+
+def _calibrated(parts: list[dict[str, Any]], report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Parts counted by an approximate counter, scaled as the report's total was.
+
+    The report's `tokens` is the raw estimate times its learned `calibration_ratio`; the parts
+    are scaled by the same ratio (1.0 for an exact counter: unchanged).
+    """
+    ratio = float(report.get("calibration_ratio") or 1.0)
+    if ratio == 1.0:
+        return parts
+    return [{**p, "tokens": round(p["tokens"] * ratio)} for p in parts]
 
 
 def _counter(model: str | None) -> Counter:
@@ -210,8 +222,10 @@ def _db_call(
     search = bound[-1].name if bound and bound is tools else None
     return {
         "report": report,
-        "parts": prompt_parts(built.messages, ledger, counter, search=search),
-        "tools": count_tool_tokens(counter, built.tools),
+        "parts": _calibrated(prompt_parts(built.messages, ledger, counter, search=search), report),
+        "tools": round(
+            count_tool_tokens(counter, built.tools) * float(report.get("calibration_ratio") or 1)
+        ),
     }
 
 
@@ -246,8 +260,9 @@ def thread_from_file(
             continue
         built = manager.build(messages[:i], state=ledger)
         ledger = built.state
-        parts = prompt_parts(built.messages, ledger, counter)
-        calls.append({"report": built.report.to_dict(), "parts": parts, "tools": 0})
+        report = built.report.to_dict()
+        parts = _calibrated(prompt_parts(built.messages, ledger, counter), report)
+        calls.append({"report": report, "parts": parts, "tools": 0})
     return _thread(f"{path} replayed in a {window:,}-token window", calls, messages, archive)
 
 
