@@ -33,7 +33,6 @@ def browser() -> Any:
         if os.environ.get("CI"):
             pytest.fail(why)
         pytest.skip(why)
-    pytest.importorskip("selenium")
     with headless_chromium(1400, 1100) as driver:
         yield driver
 
