@@ -17,7 +17,7 @@ LLAMA_BIN_VENV ?= .venv-llama-bin
 LLAMA_BIN_STAMP := $(LLAMA_BIN_VENV)/.installed
 BOUNDS_STAMP := $(BOUNDS_VENV)/.installed
 
-.PHONY: help install test test_bounds test_integration llama_cpp llama_server fuzz lint format type notebooks bench bench_quick demo clean
+.PHONY: help install browser test test_bounds test_integration llama_cpp llama_server fuzz lint format type notebooks bench bench_quick demo clean
 
 help:  ## list the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -35,9 +35,18 @@ $(DEMO_STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[cli]"
 	touch $(DEMO_STAMP)
 
-install: $(STAMP)  ## create .venv and install the package with every extra the tests need
+install: $(STAMP) browser  ## create .venv and install the package with every extra the tests need
 
-test: $(STAMP)  ## lint, type-check and run the whole test suite (notebooks included)
+# The page of `langgraph-ctx view` is tested in Debian's Chromium, headless, through its own
+# chromedriver (tests/integration/test_view_browser.py): installed here when missing, as root
+# with apt-get (CI); elsewhere the line says what to install, and the test skips outside CI.
+browser:  ## Chromium and its driver for the browser test (apt-get, only when missing)
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && apt-get install -y -qq chromium chromium-driver; \
+	else echo "browser test: install chromium and chromium-driver (sudo apt-get install -y chromium chromium-driver)" >&2; fi
+
+test: $(STAMP) browser  ## lint, type-check and run the whole test suite (notebooks included)
 	$(BIN)/ruff check langgraph_ctx tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(TEST)

@@ -10,7 +10,7 @@ import argparse
 import time
 from collections.abc import Callable, Sequence
 
-from benchmarks import cost, cost_sweep, latency, load, pipeline, scale, search, tokens
+from benchmarks import cost, cost_sweep, latency, load, pipeline, scale, search, tokens, view
 from benchmarks._progress import progress
 
 Section = Callable[[argparse.Namespace], None]
@@ -26,6 +26,7 @@ SECTIONS: dict[str, Section] = {
     "latency": latency.run,
     "load": load.run,
     "search": search.run,
+    "view": view.run,
 }
 """Section name -> its `run(args)`; sections run in this order when none are named."""
 

@@ -8,6 +8,8 @@ Commands:
 * `restore`: one archived message, byte for byte.
 * `compact FILE`: a transcript built down to a budget, written to a new file.
 * `count FILE`: exact tokens of a transcript.
+* `view --db --thread --html OUT` (or `view FILE --html OUT`): a thread as one HTML page, each
+  model call's prompt by part against the budget, its edits, the originals from the archive.
 * `frontier PATH... | --db`: recorded threads replayed under the defaults and their neighbouring
   settings: effective cost, next-step recall, prompts over the budget; a recommended setting.
 
@@ -37,6 +39,7 @@ from langgraph_ctx.cli.handlers import (
     _inspect,
     _replay,
     _restore,
+    _view,
 )
 from langgraph_ctx.cli.inputs import DEFAULT_MAX_INPUT_MB
 from langgraph_ctx.errors import (
@@ -236,6 +239,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _input_arg(count)
     count.set_defaults(handler=_count)
     _frontier_parser(sub)
+    _view_parser(sub)
     return parser
 
 
@@ -314,6 +318,36 @@ def _frontier_parser(sub: Any) -> None:
     frontier.add_argument("--plot", type=Path, metavar="PNG", help="draw cost against recall")
     _input_arg(frontier)
     frontier.set_defaults(handler=_frontier)
+
+
+def _view_parser(sub: Any) -> None:
+    view = sub.add_parser(
+        "view",
+        help="a thread as one HTML page: each model call's prompt by part, its edits, originals",
+        description="Write one self-contained HTML page (no network) of a stored thread (--db "
+        "and --thread), or of a message file replayed through the default pipeline: a bar per "
+        "model call, its prompt by part (system, summary, quoted lines, excerpts, shortened "
+        "turns, whole messages, tool schemas) against the budget, the call's edits, each "
+        "part's text and the original restored from the archive, and a search over the thread.",
+    )
+    view.add_argument("file", nargs="?", type=Path, help="a message file (instead of --db)")
+    view.add_argument("--db", help="checkpoint database: a SQLite file or postgresql:// URI")
+    view.add_argument("--thread", help="thread id of --db")
+    view.add_argument(
+        "--archive", type=Path, default=HOME / "archive",
+        help="archive folder of --db's thread (entries not there: the database's own store)",
+    )  # fmt: skip
+    view.add_argument("--html", type=Path, required=True, metavar="OUT.html", help="page to write")
+    view.add_argument("--model", help="provider:model whose tokenizer counts (default: gpt-4o)")
+    view.add_argument(
+        "--system-prompt", help="the agent's system prompt, when the thread's state lacks it"
+    )
+    view.add_argument("--window", type=_positive, default=32_000, help="window of FILE's replay")
+    view.add_argument(
+        "--reserved", type=_non_negative, default=0, help="output tokens kept in FILE's replay"
+    )
+    _input_arg(view)
+    view.set_defaults(handler=_view)
 
 
 def _input_arg(parser: argparse.ArgumentParser) -> None:

@@ -51,8 +51,55 @@ def _demo(args: argparse.Namespace) -> int:
         )
     if result.answer:
         out.text("the agent's last answer", _clip_lines(result.answer, 14))
+    if result.log.calls:
+        _demo_page(args, result)
     title = f"{PROG} demo: {args.model or 'scripted explorer'}, window {args.window:,} tokens"
     return _finish(out, title, result, "demo")
+
+
+def _demo_page(args: argparse.Namespace, result: Any) -> None:
+    """The demo thread's page (`langgraph-ctx view`), beside its database."""
+    from langgraph_ctx.cli.demo import SYSTEM_PROMPT, make_tools
+    from langgraph_ctx.cli.view import thread_from_db, write_page
+    from langgraph_ctx.cli.view_data import page_data
+
+    thread = args.thread or "demo"
+    tools = make_tools(result.files["explored"])
+    data = thread_from_db(
+        str(args.db),
+        thread,
+        args.archive,
+        model=args.model,
+        system_prompt=SYSTEM_PROMPT,
+        tools=tools,
+    )
+    result.files["page"] = str(write_page(page_data(data), args.db.with_name(f"{thread}.html")))
+
+
+def _view(args: argparse.Namespace) -> int:
+    from langgraph_ctx.cli.view import thread_from_db, thread_from_file, write_page
+    from langgraph_ctx.cli.view_data import page_data
+    from langgraph_ctx.errors import InputError
+
+    if (args.file is None) == (args.db is None):
+        msg = "pass a message file or --db with --thread (one of them)"
+        raise InputError(msg)
+    if args.db is not None and not args.thread:
+        msg = "--db needs --thread ID (inspect lists a database's threads)"
+        raise InputError(msg)
+    _existing_folder(args.html, "--html")
+    if args.db is not None:
+        data = thread_from_db(
+            args.db, args.thread, args.archive, model=args.model, system_prompt=args.system_prompt
+        )
+    else:
+        window = {"window": args.window, "reserved": args.reserved}
+        data = thread_from_file(args.file, model=args.model, **window)
+    page = page_data(data)
+    write_page(page, args.html)
+    size = args.html.stat().st_size
+    print(f"wrote {args.html}: {len(page['calls'])} model calls, {size:,} bytes")
+    return 0
 
 
 def _clip_lines(text: str, lines: int) -> str:

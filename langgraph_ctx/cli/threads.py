@@ -8,8 +8,9 @@ builds a transcript down to a budget.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,22 +26,35 @@ from langgraph_ctx.cli.replay import CheckpointView
 from langgraph_ctx.errors import ArchiveError, InputError, shorten
 
 
-def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
-    """What a stored thread holds: ledger, summary, reports, live and full history, edits."""
-    from langgraph_ctx.archive.archive import Archive
+@contextlib.contextmanager
+def opened_thread(
+    db: str | Path, thread: str, archive_dir: Path
+) -> Iterator[tuple[Any, Any, Any, RunnableConfig]]:
+    """A thread of a checkpoint database, read only: `(saver, archive backend, memory, config)`.
+
+    The memory (`ContextMemory` on the thread's archive: the folder, then the database's
+    store) reads the thread's views; a thread the database lacks is an `InputError` naming
+    those it has.
+    """
     from langgraph_ctx.graph.memory import ContextMemory
 
     with read_checkpoints(db) as opened:
-        saver = opened.saver
-        known = thread_ids(saver)
+        known = thread_ids(opened.saver)
         if thread not in known:
             listed = ", ".join(known[:10]) or "none"
             msg = f"no thread {shorten(thread)} in {db}; threads there: {listed}"
             raise InputError(msg)
-        archive = thread_archive(archive_dir, opened)
-        memory = ContextMemory(context_window_tokens=1, archive=archive)
+        backend = thread_archive(archive_dir, opened)
+        memory = ContextMemory(context_window_tokens=1, archive=backend)
+        yield opened.saver, backend, memory, {"configurable": {"thread_id": thread}}
+
+
+def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
+    """What a stored thread holds: ledger, summary, reports, live and full history, edits."""
+    from langgraph_ctx.archive.archive import Archive
+
+    with opened_thread(db, thread, archive_dir) as (saver, archive, memory, config):
         view = CheckpointView(saver)
-        config: RunnableConfig = {"configurable": {"thread_id": thread}}
         values = view.get_state(config).values
         reports = memory.get_reports(view, config)
         # What the archive cannot give back is named; the rest of the history is still shown.
@@ -125,17 +139,29 @@ def readable_entry(data: bytes) -> str:
     text entry is shown as it is.
     """
     from langgraph_ctx.archive.codec import decode_message, decode_messages
-    from langgraph_ctx.archive.recall import entry_text
 
+    entry: BaseMessage | list[BaseMessage] | str
     try:
-        messages = [decode_message(data)]
+        entry = decode_message(data)
     except Exception:
         try:
-            messages = decode_messages(data)
+            entry = decode_messages(data)
         except Exception:
-            return data.decode("utf-8", "surrogatepass")
+            entry = data.decode("utf-8", "surrogatepass")
+    return "\n".join(entry_parts(entry))
+
+
+def entry_parts(entry: BaseMessage | Sequence[BaseMessage] | str) -> list[str]:
+    """The lines `readable_entry` joins: per message its header line, then its text.
+
+    `langgraph-ctx view` keeps these parts apart, so a text shared by many entries is stored once.
+    """
+    from langgraph_ctx.archive.recall import entry_text
+
+    if isinstance(entry, str):
+        return [entry]
     parts = []
-    for message in messages:
+    for message in [entry] if isinstance(entry, BaseMessage) else entry:
         head = [f"[{message.type}"]
         for key in ("name", "tool_call_id", "id"):
             value = getattr(message, key, None)
@@ -147,7 +173,7 @@ def readable_entry(data: bytes) -> str:
         )
         parts.append(" ".join(head) + "]" + (f" calls {called}" if called else ""))
         parts.append(entry_text(message))
-    return "\n".join(parts)
+    return parts
 
 
 def restore_entry(ref_or_id: str, *, thread: str, archive_dir: Path) -> bytes:

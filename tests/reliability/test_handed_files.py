@@ -415,38 +415,49 @@ def test_a_long_replay_says_how_far_it_got(
     assert "frontier: replayed 1 of" in err and "frontier: replayed" in err.splitlines()[-2]
 
 
+def record_postgres_thread(conninfo: str, thread: str) -> None:
+    """`run_agent` on a `PostgresSaver` of the database `conninfo` names."""
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    with PostgresSaver.from_conn_string(conninfo) as saver:
+        saver.setup()
+        run_agent(saver, thread, "Oslo")
+
+
+def typed_uri(conninfo: str) -> str:
+    """The `postgresql://` URI of a connection string, as a user types it to a command."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    parts = conninfo_to_dict(conninfo)
+    return (
+        f"postgresql://{parts.get('user', 'postgres')}@{parts.get('host', '127.0.0.1')}:"
+        f"{parts.get('port', 5432)}/{parts['dbname']}"
+    )
+
+
+def checkpoint_rows(conn: Any) -> tuple[Any, ...]:
+    """Rows of each checkpoint table: a command that only reads leaves them as they are."""
+    return tuple(
+        conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
+    )
+
+
 @pytest.mark.postgres
 def test_a_postgres_database_is_read_strictly_and_only_read(
     postgres_uri: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`frontier --db postgresql://...`: a real agent's thread reads; a planted blob is refused."""
     import psycopg
-    from langgraph.checkpoint.postgres import PostgresSaver
 
     thread = f"handed-{tmp_path.name}"
-    with PostgresSaver.from_conn_string(postgres_uri) as saver:
-        saver.setup()
-        run_agent(saver, thread, "Oslo")
-
-    def rows(conn: psycopg.Connection[Any]) -> tuple[Any, ...]:
-        return tuple(
-            conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
-            for table in ("checkpoints", "checkpoint_blobs", "checkpoint_writes")
-        )
-
-    from psycopg.conninfo import conninfo_to_dict
-
-    parts = conninfo_to_dict(postgres_uri)
-    uri = (  # the command takes a URI, as a user types it
-        f"postgresql://{parts.get('user', 'postgres')}@{parts.get('host', '127.0.0.1')}:"
-        f"{parts.get('port', 5432)}/{parts['dbname']}"
-    )
-    argv = ["frontier", "--db", uri, "--thread", thread, "--window", "4000"]
+    record_postgres_thread(postgres_uri, thread)
+    argv = ["frontier", "--db", typed_uri(postgres_uri), "--thread", thread, "--window", "4000"]
     with psycopg.connect(postgres_uri, autocommit=True) as conn:
-        before = rows(conn)
+        before = checkpoint_rows(conn)
         assert main([*argv, "--no-neighbours"]) == 0
         capsys.readouterr()
-        assert rows(conn) == before
+        assert checkpoint_rows(conn) == before
         target = tmp_path / "created-by-postgres"
         conn.execute(
             "UPDATE checkpoint_blobs SET type = 'msgpack', blob = %s "

@@ -27,7 +27,7 @@ from langgraph_ctx.cli.playback import load_transcript, replay_model, replay_too
 from langgraph_ctx.cli.threads import inspect_thread
 from tests.conftest import TRAJECTORY_DIR, make_conversation
 
-COMMANDS = ["demo", "replay", "inspect", "restore", "compact", "count"]
+COMMANDS = ["demo", "replay", "inspect", "restore", "compact", "count", "view"]
 
 
 @pytest.fixture(autouse=True)
