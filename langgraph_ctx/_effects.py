@@ -32,6 +32,7 @@ import contextvars
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Generator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -108,6 +109,9 @@ class CallHandler(Effect):
 
     handler: Callable[[Any], Any]
     request: Any
+    within: Callable[[], AbstractContextManager[Any]] | None = None
+    """A context entered around the call and, async, around its await too (the call guard
+    of `graph/guard.py` is active there); None: none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,9 +268,15 @@ async def _akeys(effect: BackendKeys) -> Any:
     return await akeys(effect.namespace)
 
 
+def _call_handler(effect: CallHandler) -> Any:
+    with effect.within() if effect.within is not None else nullcontext():
+        return effect.handler(effect.request)
+
+
 async def _acall_handler(effect: CallHandler) -> Any:
-    result = effect.handler(effect.request)
-    return await result if inspect.isawaitable(result) else result
+    with effect.within() if effect.within is not None else nullcontext():
+        result = effect.handler(effect.request)
+        return await result if inspect.isawaitable(result) else result
 
 
 _Sync = Callable[[Any], Any]
@@ -286,7 +296,7 @@ _DISPATCH: dict[type[Effect], tuple[_Sync, _Async]] = {
         lambda e: e.store.search(e.namespace, query=e.query, limit=e.limit),
         lambda e: e.store.asearch(e.namespace, query=e.query, limit=e.limit),
     ),
-    CallHandler: (lambda e: e.handler(e.request), _acall_handler),
+    CallHandler: (_call_handler, _acall_handler),
     PrepareSummary: (lambda e: e.preparer.start(e), lambda e: e.preparer.astart(e)),
     AwaitPrepared: (lambda e: e.preparer.wait(e), lambda e: e.preparer.await_prepared(e)),
 }

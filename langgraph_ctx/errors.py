@@ -80,7 +80,7 @@ class ContextWindowExceededError(LangGraphCtxError, ContextOverflowError):
 class ModelCallRefusedError(LangGraphCtxError, RuntimeError):
     """A model call refused for a cause other than the window that no rebuild could remove.
 
-    See `langgraph_ctx.graph._guard`: the call guard refused the call, and rebuilding for what
+    See `langgraph_ctx.graph.guard`: the call guard refused the call, and rebuilding for what
     the model receives did not change what it refused.
 
     Attributes:

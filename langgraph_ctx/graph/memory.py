@@ -32,6 +32,7 @@ from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.checks import check_bool, check_number, check_str
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.graph.durable import checkpointer_archive
+from langgraph_ctx.graph.middleware import AgentMemory
 from langgraph_ctx.graph.persistence import _backend, _config_of, _in_run, _persistence
 from langgraph_ctx.graph.removals import Removals
 from langgraph_ctx.graph.views import ThreadViews
@@ -54,7 +55,7 @@ _MANAGER_OPTIONS = frozenset(inspect.signature(ContextManager).parameters)
 """What `ContextMemory(**manager_options)` may pass on to `ContextManager`."""
 
 
-class ContextMemory(Removals, ThreadViews):
+class ContextMemory(Removals, ThreadViews, AgentMemory):
     """The checkpointer-aware context component.
 
     Args:
@@ -245,6 +246,7 @@ class ContextMemory(Removals, ThreadViews):
         harder: bool = False,
         model: Any = None,
         window: int | None = None,
+        counter: TokenCounter | None = None,
     ) -> Plan[BuildResult]:
         """The pipeline build for one model call of a thread.
 
@@ -262,10 +264,13 @@ class ContextMemory(Removals, ThreadViews):
             harder: After a provider overflow: assume a 30% smaller window.
             model: The model about to be called, when known (`window_for`, `counter_for`).
             window: The window to build for; None: `window_for(model)`. The middleware passes
-                less when what the model receives is more than the build (see `_guard`).
+                less when what the model receives is more than the build (see `graph/guard.py`).
+            counter: The counter to count with; None: `counter_for(model)` (the middleware
+                passes the one it looked up for the call).
         """
         window = self.window_for(model) if window is None else window
-        manager = self._manager_for(window, harder, self.counter_for(model))
+        counter = self.counter_for(model) if counter is None else counter
+        manager = self._manager_for(window, harder, counter)
         return manager.plan(messages, tools=tools, state=ledger, archive=self.archive_for(config))
 
     def counter_for(self, model: Any = None) -> TokenCounter:
@@ -414,12 +419,6 @@ class ContextMemory(Removals, ThreadViews):
             return await arun_plan(plan(state, config))
 
         return RunnableLambda(run, afunc=arun, name="context_after_turn")
-
-    def middleware(self) -> Any:
-        """A `ContextMiddleware` for `langchain.agents.create_agent`."""
-        from langgraph_ctx.graph.middleware import ContextMiddleware
-
-        return ContextMiddleware(self)
 
     # --- thread views (read through a compiled graph's checkpointer) -------------------
 

@@ -2,23 +2,21 @@
 
 Around every model call it builds the request from the pipeline (system prompt, summary,
 window, placeholders, tools), calls the model, writes the `context_cost` report onto the AI
-message's `response_metadata`, and persists the ledger in the agent state. When the provider
-still rejects the prompt as too long (`errors.is_context_overflow`: LangChain's
-`ContextOverflowError`, or a server's own error such as llama.cpp's), it rebuilds against a
-smaller window and retries once before raising `ContextWindowExceededError`. Middleware
-placed inside it (after it in `create_agent(middleware=[...])`) may change the request after
-the build; the call guard (`_guard`) counts what the model actually receives and refuses a
-call that cannot fit before the provider sees it; `_plan` rebuilds for what each refusal
-taught until the call fits or a refusal teaches nothing (then the error names the cause), and
-the next builds leave room for what those middleware add. After the agent finishes a turn it
-runs the hint rebuild (DESIGN part 7).
+message's `response_metadata`, and persists the ledger in the agent state. After the agent
+finishes a turn it runs the hint rebuild (DESIGN part 7).
+
+This module is the LangChain adapter; one model call reads top-down through the modules it
+names: the request it builds (`model_request`), what the ledger learned of the called model
+(`called_model`), the call guard that counts what the model actually receives and refuses a
+call that cannot fit (`guard`), the decision to rebuild after a refusal or a provider's
+overflow, or to raise (`retry`), and the recent builds a retried call reuses (`build_cache`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, NoReturn
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Protocol
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -26,49 +24,82 @@ from langchain.agents.middleware.types import (
     ModelRequest,
     ModelResponse,
 )
-from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
-from langgraph_ctx.errors import (
-    ConfigError,
-    ContextWindowExceededError,
-    ModelCallRefusedError,
-    is_context_overflow,
-    shorten,
-)
-from langgraph_ctx.graph._calls import (
-    MAX_REBUILDS,
-    BuildKey,
-    Builds,
-    Call,
-    KnownModels,
-    Target,
-    structured_output_tools,
-)
-from langgraph_ctx.graph._guard import (
-    NOTHING_LEARNED,
-    CallGuard,
-    CallRefused,
-    Received,
-    learned,
-    same_model,
-)
+from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, shorten
+from langgraph_ctx.graph.build_cache import BuildKey, Builds
+from langgraph_ctx.graph.called_model import CalledModel, KnownModels, ModelTerms, Target
+from langgraph_ctx.graph.guard import CallGuard, CallRefused, guarded
+from langgraph_ctx.graph.model_request import Call, bound_recall, sent_request
+from langgraph_ctx.graph.retry import Attempt, after_failure, too_little_left
 from langgraph_ctx.graph.state import ContextAgentState
 from langgraph_ctx.ledger.edits import set_called
-from langgraph_ctx.ledger.schema import has_archived
-from langgraph_ctx.prompt.assembly import tool_name
-from langgraph_ctx.prompt.render import references_recall, without_recall_calls
+from langgraph_ctx.pipeline.manager import ContextManager
+from langgraph_ctx.pipeline.result import BuildResult
 from langgraph_ctx.prompt.report import attach_report
 from langgraph_ctx.tokens._calibration import after_overflow, received_prompt
-from langgraph_ctx.tokens.counter import count_tool_tokens
 
 logger = logging.getLogger("langgraph_ctx.middleware")  # the name it always had
 """Warnings for what a run survives but an operator should see."""
 
-if TYPE_CHECKING:
-    from langgraph_ctx.graph.memory import ContextMemory
-    from langgraph_ctx.pipeline.result import BuildResult
+
+class CallMemory(ModelTerms, Protocol):
+    """What the middleware uses of a `ContextMemory`."""
+
+    expose_recall: bool
+    expose_search: bool
+
+    @property
+    def manager(self) -> ContextManager:
+        """The configured pipeline (its budget reserves the output tokens)."""
+        ...
+
+    def recall_tool(self) -> BaseTool:
+        """The `recall` tool."""
+        ...
+
+    def search_tool(self) -> BaseTool:
+        """The search tool."""
+        ...
+
+    def plan_build(
+        self,
+        messages: Sequence[BaseMessage],
+        ledger: Any,
+        config: RunnableConfig | None,
+        *,
+        tools: Sequence[Any] | None = None,
+        harder: bool = False,
+        model: Any = None,
+        window: int | None = None,
+        counter: Any = None,
+    ) -> Plan[BuildResult]:
+        """The pipeline build for one model call."""
+        ...
+
+    def plan_removals(
+        self, messages: Sequence[BaseMessage], result: BuildResult, config: RunnableConfig | None
+    ) -> Plan[tuple[list[RemoveMessage], dict[str, Any]]]:
+        """The summarized messages to remove, and the ledger to persist."""
+        ...
+
+    def plan_after_turn(
+        self, messages: Sequence[BaseMessage], ledger: Any, config: RunnableConfig | None
+    ) -> Plan[dict[str, Any]]:
+        """After a turn: the report onto the AI message, the hint rebuild."""
+        ...
+
+
+class AgentMemory:
+    """The part of `ContextMemory` that serves `create_agent`: its middleware."""
+
+    def middleware(self: CallMemory) -> ContextMiddleware:
+        """A `ContextMiddleware` for `langchain.agents.create_agent`."""
+        return ContextMiddleware(self)
 
 
 def _internal_call_transformers() -> tuple[Any, ...]:
@@ -97,10 +128,8 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
     transformers = _internal_call_transformers()
     """Keeps the summarizer's and extractor's calls out of the v3 stream's `run.messages`."""
 
-    def __init__(self, memory: ContextMemory) -> None:
-        # What the middleware calls on it (importing the class here would close an import
-        # circle: `ContextMemory.middleware()` imports this module).
-        if not all(hasattr(memory, a) for a in ("plan_build", "plan_after_turn", "recall_tool")):
+    def __init__(self, memory: CallMemory) -> None:
+        if not isinstance(memory, AgentMemory):
             msg = (
                 f"memory must be a ContextMemory, got {type(memory).__name__} {shorten(memory)}; "
                 "pass e.g. ContextMemory(model=model).middleware()"
@@ -122,139 +151,59 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
 
     # --- one plan, two drivers -------------------------------------------------------------
 
-    def _request(
-        self,
-        request: ModelRequest[Any],
-        result: BuildResult,
-        call: Call,
-        called: Mapping[str, Any],
-    ) -> ModelRequest[Any]:
-        messages: list[Any] = list(result.messages)
-        tools = [t for t in result.tools if tool_name(t) not in call.counted_only]
-        if called.get("recall_unbound"):
-            # A middleware inside drops `recall`: placeholders name the archive without
-            # telling the model to call it; `recall` is still offered, should it stay bound.
-            messages = without_recall_calls(messages)
-        elif call.added and not references_recall(result.messages):
-            tools = [t for t in tools if tool_name(t) not in call.added]
-        first = messages[0] if messages else None
-        system = messages.pop(0) if isinstance(first, SystemMessage) else None
-        return request.override(system_message=system, messages=messages, tools=tools)
-
-    def _call(self, request: ModelRequest[Any], ledger: Any) -> Call:
-        """What the model will receive, as far as the build must count it."""
-        tools = list(request.tools)
-        search = has_archived(ledger) and self._search_fits(request.model)
-        if not search:  # nothing to search yet, or too dear: `create_agent` binds it anyway
-            tools = [t for t in tools if t not in self.tools[1:]]
-        names = {tool_name(t) for t in tools}
-        # `recall` stays bound while a placeholder tells the model to call it, whatever an
-        # outer middleware (a tool selector) left in the request; the search tool with it,
-        # once something has left the prompt.
-        ours = self.tools if search else self.tools[:1]
-        added = [t for t in ours if t.name not in names]
-        tools.extend(added)
-        structured = structured_output_tools(request.response_format)
-        return Call(
-            tools=[*tools, *structured],
-            counted_only=frozenset(tool_name(t) for t in structured) - names,
-            added=frozenset(t.name for t in added),
-        )
-
-    def _search_fits(self, model: Any) -> bool:
-        """Whether the search tool's schema costs at most `SEARCH_SHARE` of the model's window.
-
-        In a tiny window the schema, sent with every call, would crowd out what it helps find
-        (a summary no longer fits); there `recall` alone is bound.
-        """
-        if len(self.tools) < 2:
-            return False
-        schema = count_tool_tokens(self.memory.counter_for(model), self.tools[1:])
-        return schema <= SEARCH_SHARE * self.memory.window_for(model)
-
     def _plan(self, request: ModelRequest[Any], handler: Callable[[Any], Any]) -> Plan[Any]:
         """One model call: build for what the called model receives, call, learn, rebuild.
 
         The build is made for a target: the model whose window and counter bound the call
         (the request's, or the fallback with the smallest window the ledger's `called` names),
-        less what middleware inside ours add, with `recall` named only while it is bound. The
-        call guard (`_guard`) refuses a call that does not fit what the model received; each
-        refusal must teach something (a smaller window, a larger addition, `recall` unbound,
-        another model's counter) and the call is rebuilt for it, at most `MAX_REBUILDS` times.
-        A refusal that teaches nothing proves the call cannot fit: the error names the cause.
-        A provider overflow is rebuilt once against a smaller window (`harder`).
+        less what middleware inside ours add, with `recall` named only while it is bound. A
+        call the guard refuses, or the provider's overflow, is rebuilt as `retry` decides.
         """
         history: list[BaseMessage] = list(request.messages)
         if request.system_message is not None:
             history.insert(0, request.system_message)
         ledger: Any = request.state.get("context_ledger") if request.state else None
-        call = self._call(request, ledger)
-        configured = self.memory.window_for(request.model)
-        called = learned((ledger or {}).get("called"), None, configured)
-        target = self._target(request.model, called)
-        key = BuildKey.of(request, history, call, target.window(called), target.counter)
+        requested = Target.of(request.model, self.memory)  # its window and counter, once
+        call = Call.of(request, ledger, self.tools, requested)
+        called = CalledModel.from_ledger((ledger or {}).get("called"))
+        attempt = Attempt(self._target(requested, called), called, requested.window)
+        key = BuildKey.of(request, history, call, attempt.window, attempt.target.counter)
         result = self._builds.get(key)
         if result is None:  # a retry or a fallback of this very request reuses its build
-            result = yield from self._build(history, ledger, call, target, called)
+            result = yield from self._build(history, ledger, call, attempt)
             self._builds.put(key, (request.state, history), result)
-        harder, rebuilds, failure = False, 0, None
         while True:
-            sent = self._request(request, result, call, called)
-            guard = CallGuard(
-                self.memory,
-                target.model,
-                result.messages,
-                result.tools,
-                result.report.tokens,
-                self._sent_recall(sent),
-                ratios=result.report.calibration_ratios,
-            )
+            sent = sent_request(request, result, call, attempt.called)
+            guard = self._guard(attempt, result, sent)
             try:
-                response = yield CallHandler(guard.around(handler), sent)
+                response = yield CallHandler(handler, guarded(sent), within=guard.active)
                 break
-            except ContextWindowExceededError:
-                raise
             except Exception as exc:
                 failure = exc
                 # A fallback middleware may raise another error after the guard's refusal.
                 refusal = exc if isinstance(exc, CallRefused) else guard.refusal
-                if refusal is not None:
-                    taught = learned(called, refusal.received, configured, refused=True)
-                    retarget = self._retarget(target, refusal.received)
-                    if (taught == called and retarget is target) or rebuilds >= MAX_REBUILDS:
-                        _cannot_fit(result, refusal, rebuilds, exc)
-                    called, target = taught, retarget
-                elif not is_context_overflow(exc):
+                retried = after_failure(attempt, exc, refusal, result.report)
+                if retried is exc:
                     raise
-                elif harder:
-                    _fail(result, f"the provider still overflowed: {exc}", exc)
-                else:
+                if isinstance(retried, Exception):
+                    raise retried from exc
+                if retried.harder and not attempt.harder:
                     logger.warning(
                         "the provider overflowed (%s); rebuilding for a smaller window", exc
                     )
-                    harder = True
                     ledger = after_overflow(ledger)  # a ratio under 1 was wrong for this call
+                attempt = retried
             finally:
                 self._known.update(guard.models)
-            rebuilds += 1
             try:
-                result = yield from self._build(history, ledger, call, target, called, harder)
+                result = yield from self._build(history, ledger, call, attempt)
             except ContextWindowExceededError as err:
-                raise _too_little_left(err, called, target) from failure
+                raise too_little_left(err, attempt) from failure
         self._builds.drop(key)
-        called = learned(called, guard.last, configured)
-        received = guard.last.tokens if guard.last is not None and guard.last.added else None
-        if received is not None:  # the request changed inside: the report says what was sent
-            result.report.received_tokens = received
-        state_messages = list((request.state or {}).get("messages") or [])
-        removals, ledger = yield from self.memory.plan_removals(state_messages, result, None)
-        if received is not None:  # the reply's usage is of what the model received
-            received_prompt(ledger, received, guard.last.parts if guard.last else None)
-        set_called(ledger, called if called != NOTHING_LEARNED else None)
-        return _with_report(response, result, ledger, removals)
+        return (yield from self._finish(request, response, result, guard, attempt))
 
-    def _target(self, model: Any, called: Mapping[str, Any]) -> Target:
-        """What to build for: `model`, or the smaller-window model `called` names, if known.
+    def _target(self, requested: Target, called: CalledModel) -> Target:
+        """What to build for: the requested model, or the smaller-window model `called` names.
 
         The ledger names the model with the smallest window seen (a fallback); when this
         process has seen it, the build counts with its counter from the first attempt, so a
@@ -262,40 +211,57 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         again from one refusal.
         """
         for seen in self._known.models():
-            if seen is not model and same_model(called, seen):
-                return Target(seen, self.memory)
-        return Target(model, self.memory)
-
-    def _retarget(self, target: Target, received: Received) -> Target:
-        """After a refusal: the model counted with a counter other than the build's, if any."""
-        model = received.model
-        if received.added is not None or model is None or model is target.model:
-            return target
-        return Target(model, self.memory)
+            if seen is not requested.model and called.names(seen):
+                return Target.of(seen, self.memory)
+        return requested
 
     def _build(
-        self,
-        history: list[BaseMessage],
-        ledger: Any,
-        call: Call,
-        target: Target,
-        called: Mapping[str, Any],
-        harder: bool = False,
+        self, history: list[BaseMessage], ledger: Any, call: Call, attempt: Attempt
     ) -> Plan[BuildResult]:
         return self.memory.plan_build(
             history,
             ledger,
             None,
             tools=call.tools,
-            harder=harder,
-            model=target.model,
-            window=target.window(called),
+            harder=attempt.harder,
+            model=attempt.target.model,
+            window=attempt.window,
+            counter=attempt.target.counter,
         )
 
-    def _sent_recall(self, sent: ModelRequest[Any]) -> str | None:
-        """The name of `recall` when `sent` binds it (the guard then checks it stays bound)."""
-        recall = self.tools[0] if self.tools else None
-        return recall.name if recall is not None and recall in sent.tools else None
+    def _guard(self, attempt: Attempt, result: BuildResult, sent: ModelRequest[Any]) -> CallGuard:
+        """The call guard for the request `sent`, built from `result` for `attempt`'s target."""
+        return CallGuard(
+            self.memory,
+            attempt.target,
+            self.memory.manager.budget.reserved_output_tokens,
+            result.messages,
+            result.tools,
+            result.report.tokens,
+            bound_recall(sent, self.tools[0] if self.tools else None),
+            ratios=result.report.calibration_ratios,
+        )
+
+    def _finish(
+        self,
+        request: ModelRequest[Any],
+        response: Any,
+        result: BuildResult,
+        guard: CallGuard,
+        attempt: Attempt,
+    ) -> Plan[ExtendedModelResponse[Any]]:
+        """After the call passed: learn from it, persist the ledger, attach the report."""
+        last = guard.last
+        called = attempt.called.after_pass(last, attempt.configured)
+        received = last.tokens if last is not None and last.added else None
+        if received is not None:  # the request changed inside: the report says what was sent
+            result.report.received_tokens = received
+        state_messages = list((request.state or {}).get("messages") or [])
+        removals, ledger = yield from self.memory.plan_removals(state_messages, result, None)
+        if received is not None:  # the reply's usage is of what the model received
+            received_prompt(ledger, received, last.parts if last else None)
+        set_called(ledger, called.to_ledger())
+        return _with_report(response, result, ledger, removals)
 
     def wrap_model_call(
         self,
@@ -322,60 +288,6 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         """Async twin of `after_agent`."""
         plan = self.memory.plan_after_turn(state["messages"], state.get("context_ledger"), None)
         return await arun_plan(plan) or None
-
-
-def _cannot_fit(
-    result: BuildResult, refusal: CallRefused, rebuilds: int, cause: BaseException
-) -> NoReturn:
-    """The call was rebuilt for everything the refusals taught and is still refused.
-
-    The error's type names the cause: `ContextWindowExceededError` only when the prompt is
-    over the called model's budget, `ModelCallRefusedError` otherwise.
-    """
-    received = refusal.received
-    if received.tokens > received.limit:
-        _fail(
-            result,
-            f"after {rebuilds} rebuild(s) for what the model receives, the called model still "
-            f"receives {received.tokens:,} tokens, over its budget of {received.limit:,} "
-            f"(window {received.window:,}); make the middleware inside ContextMiddleware add "
-            "less, or call a model with a larger window",
-            cause,
-        )
-    report = result.report
-    why = (
-        f"after {rebuilds} rebuild(s) the model call is still refused: {refusal}; the prompt "
-        "names recall(ref=...) in text langgraph_ctx does not own while the call binds no "
-        "recall tool. Bind the recall tool (memory.recall_tool()) or set expose_recall=False"
-    )
-    report.fail(why)
-    raise ModelCallRefusedError(why, report) from cause
-
-
-def _too_little_left(
-    err: ContextWindowExceededError, called: Mapping[str, Any], target: Target
-) -> ContextWindowExceededError:
-    """The build for what the model receives failed: say so when inner middleware are why."""
-    if not called.get("added"):
-        return err
-    window = target.window({**called, "added": 0})
-    msg = (
-        f"middleware inside ContextMiddleware adds {called['added']:,} tokens to each model "
-        f"call, which leaves too little of the called model's window ({window:,} tokens) for "
-        "the conversation; make it add less, or call a model with a larger window"
-    )
-    return ContextWindowExceededError(msg, err.report)
-
-
-def _fail(result: BuildResult, why: str, cause: BaseException) -> NoReturn:
-    """Fail the build: its report says why and travels on `ContextWindowExceededError`."""
-    report = result.report
-    report.fail(why)
-    raise ContextWindowExceededError(str(report.error), report) from cause
-
-
-SEARCH_SHARE = 0.05
-"""Most of the window the search tool's schema may cost for the middleware to bind it."""
 
 
 def _with_report(

@@ -118,7 +118,7 @@ class AheadEntry(TypedDict, total=False):
 
 
 class CalledEntry(TypedDict, total=False):
-    """What the calls the model actually received taught (see `langgraph_ctx.graph._guard`).
+    """What the calls the model actually received taught (see `langgraph_ctx.graph.guard`).
 
     Middleware inside `ContextMiddleware` may change a request after the build: add a system
     prompt or tools, drop tools, call another model. The guard counts what the model received;

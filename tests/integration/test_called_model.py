@@ -95,7 +95,7 @@ def run(
 
     Ours last, it sees the request the fallback middleware sends to each model; ours first,
     the fallback middleware swaps the model inside it and the call guard counts each call as
-    the called model receives it (`langgraph_ctx.graph._guard`).
+    the called model receives it (`langgraph_ctx.graph.guard`).
     """
     memory = ContextMemory(
         model=primary,

@@ -317,7 +317,7 @@ def baseline_summaries() -> int:
 CHANGES_THE_REQUEST = {"todo_list", "dynamic_prompt", "model_fallback_smaller", "tool_selector"}
 """Middleware that changes the request (system prompt, tools, model) after the build when it is
 placed inside ours. The build cannot count what it never sees; the call guard counts what the
-model receives and the next builds leave room for it (`langgraph_ctx.graph._guard`)."""
+model receives and the next builds leave room for it (`langgraph_ctx.graph.guard`)."""
 
 
 def orders(name: str) -> list[Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -89,6 +91,36 @@ async def test_every_effect_type_is_performed(mode: str) -> None:
     assert out["search"] == [{"text": "likes tea"}]
     assert out["handler"] == "handled req"
     assert out["awaited"].endswith("handled req2")
+
+
+async def test_a_handler_runs_within_its_context_through_its_await(mode: str) -> None:
+    """`CallHandler.within` is entered around the call and, async, around its await too (the
+    call guard is active while the inner handler runs, sync or async alike)."""
+    active = contextvars.ContextVar("active", default=False)
+    seen: list[tuple[str, bool]] = []
+
+    @contextmanager
+    def within() -> Iterator[None]:
+        token = active.set(True)
+        try:
+            yield
+        finally:
+            active.reset(token)
+
+    async def awaited(request: str) -> str:
+        seen.append(("awaited", active.get()))
+        return request
+
+    def called(request: str) -> Any:
+        seen.append(("called", active.get()))
+        return awaited(request) if mode == "async" else request
+
+    def plan() -> Plan[str]:
+        return (yield CallHandler(called, "req", within=within))
+
+    assert await drive(plan(), mode) == "req"
+    assert all(inside for _, inside in seen) and ("called", True) in seen
+    assert not active.get()
 
 
 async def test_an_effect_error_is_thrown_into_the_plan(mode: str) -> None:

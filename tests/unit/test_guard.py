@@ -1,4 +1,5 @@
-"""The call guard: what the model actually received, learned into the ledger (`_guard`)."""
+"""The call guard: what the model actually received (`graph/guard.py`), learned into the
+ledger (`graph/called_model.py`)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import ApproximateCounter, ContextMemory
 from langgraph_ctx.errors import ContextWindowExceededError
-from langgraph_ctx.graph._guard import CallGuard, CallRefused, effective_window, learned
+from langgraph_ctx.graph.called_model import CalledModel, Target
+from langgraph_ctx.graph.guard import CallGuard, CallRefused
 from langgraph_ctx.ledger import repair_ledger
 from langgraph_ctx.prompt.render import (
     compacted_text,
@@ -75,11 +77,14 @@ def test_untagged_tool_output_naming_recall_is_left_alone() -> None:
 
 
 def test_learning_from_calls() -> None:
-    assert learned(None, None, 8_000) == {"added": 0, "window": None, "recall_unbound": False}
-    assert effective_window(None, 8_000) == 8_000
+    nothing = CalledModel.from_ledger(None)
+    assert nothing.after_pass(None, 8_000) == nothing == CalledModel()
+    assert nothing.to_ledger() is None  # nothing learned: not stored
+    assert nothing.build_window(8_000) == 8_000
     entry = {"added": 300, "window": 5_000, "recall_unbound": False}
-    assert effective_window(entry, 8_000) == 4_700
-    assert effective_window({"added": 50_000}, 8_000) == 1  # never zero or negative
+    assert CalledModel.from_ledger(entry).build_window(8_000) == 4_700
+    assert CalledModel.from_ledger(entry).to_ledger() == entry  # the ledger's JSON, as it was
+    assert CalledModel(added=50_000).build_window(8_000) == 1  # never zero or negative
 
 
 def test_a_malformed_called_entry_is_dropped_with_a_note() -> None:
@@ -94,7 +99,8 @@ def guard(window: int = 1_000, recall: str | None = "recall") -> CallGuard:
     model = ScriptedChatModel(profile={"max_input_tokens": window})
     memory = ContextMemory(model=model, token_counter=COUNTER)
     sent = [SystemMessage("You help."), HumanMessage("hi")]
-    return CallGuard(memory, model, sent, [], COUNTER(sent), recall)
+    reserved = memory.manager.budget.reserved_output_tokens
+    return CallGuard(memory, Target.of(model, memory), reserved, sent, [], COUNTER(sent), recall)
 
 
 def test_the_guard_refuses_a_call_over_the_called_models_budget() -> None:
@@ -240,7 +246,8 @@ def test_what_a_middleware_inside_adds_is_measured_by_part() -> None:
     model = ScriptedChatModel(profile={"max_input_tokens": 100_000})
     memory = ContextMemory(model=model, token_counter=counter)
     sent = [SystemMessage("You help."), HumanMessage("hi")]
-    g = CallGuard(memory, model, sent, [], counter(sent), None)
+    reserved = memory.manager.budget.reserved_output_tokens
+    g = CallGuard(memory, Target.of(model, memory), reserved, sent, [], counter(sent), None)
     changed = [SystemMessage("You help. " + "rule " * 300), sent[1]]
     schema = {"type": "function", "function": {"name": "todo", "description": "Plan."}}
     received = g.measure([model], changed, [schema])

@@ -74,25 +74,28 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def _import_nodes(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
-    """Every import statement under `node`, functions included, `if TYPE_CHECKING:` left out."""
+def _import_nodes(
+    node: ast.AST, *, type_only: bool = False
+) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement under `node`, functions included, `if TYPE_CHECKING:` left out
+    unless `type_only`."""
     for child in ast.iter_child_nodes(node):
-        if isinstance(child, ast.If) and _is_type_checking(child):
+        if isinstance(child, ast.If) and _is_type_checking(child) and not type_only:
             for other in child.orelse:
                 yield from _import_nodes(ast.Module(body=[other], type_ignores=[]))
             continue
         if isinstance(child, (ast.Import, ast.ImportFrom)):
             yield child
-        yield from _import_nodes(child)
+        yield from _import_nodes(child, type_only=type_only)
 
 
-def _imports(module: str) -> set[str]:
+def _imports(module: str, *, type_only: bool = False) -> set[str]:
     """The package modules `module` imports (a name imported from a package that is a module
-    of it counts as that module)."""
+    of it counts as that module); with `type_only`, its `if TYPE_CHECKING:` imports too."""
     modules = _modules()
     is_package = modules[module].name == "__init__.py"
     found: set[str] = set()
-    for node in _import_nodes(_tree(module)):
+    for node in _import_nodes(_tree(module), type_only=type_only):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.split(".")[0] == "langgraph_ctx")
             continue
@@ -123,8 +126,8 @@ def _layer(module: str) -> int:
     return best
 
 
-def _graph() -> dict[str, set[str]]:
-    return {m: _imports(m) for m in _modules()}
+def _graph(*, type_only: bool = False) -> dict[str, set[str]]:
+    return {m: _imports(m, type_only=type_only) for m in _modules()}
 
 
 def test_every_module_has_a_layer() -> None:
@@ -138,15 +141,15 @@ def test_every_folder_of_the_package_is_a_package() -> None:
     assert sorted(str(f) for f in folders if not (f / "__init__.py").exists()) == []
 
 
-def test_no_import_cycle() -> None:
-    graph = _graph()
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of `graph` with more than one module (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     on_stack: set[str] = set()
     cycles: list[list[str]] = []
 
-    def visit(node: str) -> None:  # Tarjan's strongly connected components
+    def visit(node: str) -> None:
         index[node] = low[node] = len(index)
         stack.append(node)
         on_stack.add(node)
@@ -172,7 +175,18 @@ def test_no_import_cycle() -> None:
     for node in sorted(graph):
         if node not in index:
             visit(node)
-    assert cycles == [], f"modules importing each other, round a circle: {cycles}"
+    return cycles
+
+
+def test_no_import_cycle() -> None:
+    assert _cycles(_graph()) == [], "modules importing each other, round a circle"
+
+
+def test_no_import_cycle_in_the_shell_even_for_types() -> None:
+    """`graph/` reads top-down: its modules import no circle, `if TYPE_CHECKING:` imports and
+    imports inside functions included (issue 41)."""
+    shell = {m: t for m, t in _graph(type_only=True).items() if m.startswith("langgraph_ctx.graph")}
+    assert _cycles(shell) == [], "graph/ modules importing each other, round a circle"
 
 
 def test_each_layer_imports_only_its_own_layer_or_those_below() -> None:

@@ -6,7 +6,7 @@ from langchain.agents.structured_output import ProviderStrategy, ToolStrategy
 from pydantic import BaseModel
 
 from langgraph_ctx import ContextMemory
-from langgraph_ctx.graph._calls import structured_output_tools
+from langgraph_ctx.graph.model_request import structured_output_tools
 from langgraph_ctx.prompt.assembly import tool_name
 from tests.fakes import scripted
 

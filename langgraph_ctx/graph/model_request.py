@@ -1,0 +1,121 @@
+"""The request `ContextMiddleware` sends on: which tools the call counts, and the request built.
+
+`Call` is what the model will receive as far as the build must count it: the request's tools,
+our archive tools (`recall`, the search tool) while the prompt names the archive, the
+structured-output tool the agent adds. `sent_request` turns a build into the request handed to
+the inner handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from langchain.agents.middleware.types import ModelRequest
+from langchain_core.messages import SystemMessage
+
+from langgraph_ctx.graph.called_model import CalledModel, Target
+from langgraph_ctx.ledger.schema import has_archived
+from langgraph_ctx.prompt.assembly import tool_name
+from langgraph_ctx.prompt.render import references_recall, without_recall_calls
+from langgraph_ctx.tokens.counter import count_tool_tokens
+
+if TYPE_CHECKING:
+    from langgraph_ctx.pipeline.result import BuildResult
+
+
+SEARCH_SHARE = 0.05
+"""Most of the window the search tool's schema may cost for the middleware to bind it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """What the model will receive, as far as the build must count it."""
+
+    tools: list[Any]
+    """Every tool the model will receive: the request's, `recall`, the structured-output tool."""
+    counted_only: frozenset[str]
+    """Tools counted but added by the agent itself (structured output), not by the request."""
+    added: frozenset[str]
+    """Our archive tools (`recall`, the search tool) the request did not bind: they are bound
+    only while the prompt references the archive."""
+
+    @classmethod
+    def of(
+        cls, request: ModelRequest[Any], ledger: Any, ours: Sequence[Any], requested: Target
+    ) -> Call:
+        """The call `request` makes, with `ours` (`recall` first, then the search tool).
+
+        `recall` stays bound while a placeholder tells the model to call it, whatever an outer
+        middleware (a tool selector) left in the request; the search tool with it, once
+        something has left the prompt and when its schema fits the requested model's window.
+        """
+        tools = list(request.tools)
+        search = has_archived(ledger) and search_fits(ours[1:], requested)
+        if not search:  # nothing to search yet, or too dear: `create_agent` binds it anyway
+            tools = [t for t in tools if t not in ours[1:]]
+        names = {tool_name(t) for t in tools}
+        added = [t for t in (ours if search else ours[:1]) if t.name not in names]
+        tools.extend(added)
+        structured = structured_output_tools(request.response_format)
+        return cls(
+            tools=[*tools, *structured],
+            counted_only=frozenset(tool_name(t) for t in structured) - names,
+            added=frozenset(t.name for t in added),
+        )
+
+
+def search_fits(search: Sequence[Any], requested: Target) -> bool:
+    """Whether the search tool's schema costs at most `SEARCH_SHARE` of the model's window.
+
+    In a tiny window the schema, sent with every call, would crowd out what it helps find
+    (a summary no longer fits); there `recall` alone is bound.
+    """
+    if not search:
+        return False
+    return count_tool_tokens(requested.counter, search) <= SEARCH_SHARE * requested.window
+
+
+def sent_request(
+    request: ModelRequest[Any], result: BuildResult, call: Call, called: CalledModel
+) -> ModelRequest[Any]:
+    """`request` with the build's system message, messages and tools."""
+    messages: list[Any] = list(result.messages)
+    tools = [t for t in result.tools if tool_name(t) not in call.counted_only]
+    if called.recall_unbound:
+        # A middleware inside drops `recall`: placeholders name the archive without
+        # telling the model to call it; `recall` is still offered, should it stay bound.
+        messages = without_recall_calls(messages)
+    elif call.added and not references_recall(result.messages):
+        tools = [t for t in tools if tool_name(t) not in call.added]
+    first = messages[0] if messages else None
+    system = messages.pop(0) if isinstance(first, SystemMessage) else None
+    return request.override(system_message=system, messages=messages, tools=tools)
+
+
+def bound_recall(sent: ModelRequest[Any], recall: Any) -> str | None:
+    """The name of `recall` when `sent` binds it (the guard then checks it stays bound)."""
+    return recall.name if recall is not None and recall in sent.tools else None
+
+
+def structured_output_tools(response_format: Any) -> list[Any]:
+    """The tools the agent adds for `response_format` (counted: the model receives them).
+
+    A `ToolStrategy` binds one tool per schema; an `AutoStrategy` may become one, and a
+    `ProviderStrategy` sends the same JSON schema another way, so both are counted alike.
+    """
+    if response_format is None:
+        return []
+    from langchain.agents.structured_output import (
+        AutoStrategy,
+        OutputToolBinding,
+        ProviderStrategy,
+        ToolStrategy,
+    )
+
+    if isinstance(response_format, (AutoStrategy, ProviderStrategy)):
+        response_format = ToolStrategy(response_format.schema)
+    elif not isinstance(response_format, ToolStrategy):  # a bare schema: an AutoStrategy
+        response_format = ToolStrategy(response_format)
+    return [OutputToolBinding.from_schema_spec(spec).tool for spec in response_format.schema_specs]
