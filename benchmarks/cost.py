@@ -272,15 +272,24 @@ def _searched(a: Aggregate) -> str:
 
 
 def _halves(spec: WorkloadSpec, aggs: dict[str, Aggregate]) -> None:
-    """Each system on two halves of the runs (alternate runs in load order), apart.
+    """Each system on two halves of the runs (alternate runs in load order), and on the
+    longest third of them (the last third in load order, by message count), apart.
 
     A setting chosen on one half is judged on the other: the halves table shows whether a
-    system's cost ratio and recall hold on runs it was not chosen on.
+    system's cost ratio and recall hold on runs it was not chosen on; the longest third,
+    whether they hold where a run outlives many summaries.
     """
+    n = len(next(iter(aggs.values())).runs)
+    longest = n - -(-n // 3)  # the first of the longest third (a third rounded up)
+    groups: list[tuple[str, Callable[[int], bool]]] = [
+        ("A (runs 1, 3, 5, ...)", lambda i: i % 2 == 0),
+        ("B (runs 2, 4, 6, ...)", lambda i: i % 2 == 1),
+        (f"longest third (runs {longest + 1}-{n})", lambda i: i >= longest),
+    ]
     rows = []
-    for half, parity in (("A (runs 1, 3, 5, ...)", 0), ("B (runs 2, 4, 6, ...)", 1)):
+    for half, member in groups:
         parts = {
-            name: Aggregate(name, [r for i, r in enumerate(a.runs) if i % 2 == parity])
+            name: Aggregate(name, [r for i, r in enumerate(a.runs) if member(i)])
             for name, a in aggs.items()
         }
         cheapest = min(
@@ -304,12 +313,12 @@ def _halves(spec: WorkloadSpec, aggs: dict[str, Aggregate]) -> None:
                 ]
             )
     print_table(
-        f"{spec.name}: the same systems on each half of the runs",
+        f"{spec.name}: the same systems on each half of the runs and on the longest third",
         [
-            "half",
+            "runs",
             "system",
             "eff. cost",
-            "vs cheapest valid anchor of the half",
+            "vs cheapest valid anchor of these runs",
             "next-step recall",
             "recall, paths and dotted names",
         ],
