@@ -52,7 +52,7 @@ from benchmarks.replay import FactEchoModel, ReplayResult, System, load_trajecto
 from benchmarks.workload import generate_workload
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.prompt.report import ContextBudget
-from langgraph_ctx.strategies import default_strategies
+from langgraph_ctx.strategies import SlidingWindow, default_strategies
 
 __all__ = ["SummaryModel", "WORKLOADS", "our_budget", "run"]
 
@@ -169,10 +169,13 @@ def systems(
     *,
     our_trigger: float | None = None,
     with_search: bool = False,
+    with_facts_setting: bool = False,
 ) -> list[Callable[[], System]]:
     """Every system of the table, as fresh-instance factories.
 
-    `with_search` adds our row with `search_history` bound as the middleware binds it (second).
+    `with_search` adds our row with `search_history` bound as the middleware binds it (second);
+    `with_facts_setting`, on a workload with planted facts, our documented setting for facts
+    (the summarizer reads the originals) after it.
 
     `our_trigger` replaces our budget's `trigger` (a share of the limit) and names the row so;
     the anchors keep their own settings (`ANCHOR_TRIGGER`, `ANCHOR_KEEP`).
@@ -193,9 +196,25 @@ def systems(
             bind_search=bind_search,
         )
 
+    def facts_setting() -> System:
+        # The documented setting for facts deep in long outputs: the summarizer reads the
+        # originals (`SlidingWindow(summarize_shown=False)`), priced on the same run.
+        strategies = [
+            dataclasses.replace(s, summarize_shown=False) if isinstance(s, SlidingWindow) else s
+            for s in default_strategies()
+        ]
+        return Ours(
+            f"{_OURS}, {_READS_ORIGINALS}",
+            strategies=strategies,
+            archive=True,
+            model=_model(limit, facts),
+            budget=ours_budget,
+        )
+
     return [
         ours,
         *([lambda: ours(bind_search=True)] if with_search else []),
+        *([facts_setting] if with_facts_setting and facts and our_trigger is None else []),
         lambda: TrimMessagesAnchor(limit=limit),
         lambda: TrimMessagesAnchor(limit=limit, tool_safe=True),
         lambda: ContextEditingAnchor(limit=limit, trigger=trigger, keep=3),
@@ -345,7 +364,10 @@ def run_workload(
     facts_total = 0
     for label, messages, facts in runs:
         facts_total += len(facts)
-        for make in systems(spec, facts, our_trigger=our_trigger, with_search=True):
+        makers = systems(
+            spec, facts, our_trigger=our_trigger, with_search=True, with_facts_setting=True
+        )
+        for make in makers:
             started = time.perf_counter()
             system = make()
             result: ReplayResult = replay(
@@ -434,6 +456,7 @@ def run_workload(
 
 
 _OURS = "langgraph-ctx defaults"
+_READS_ORIGINALS = "summarizer reads originals"
 _SEARCH_BOUND = ", search bound"
 
 
