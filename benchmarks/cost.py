@@ -49,7 +49,7 @@ from benchmarks.replay import FactEchoModel, ReplayResult, System, load_trajecto
 from benchmarks.workload import generate_workload
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.prompt.report import ContextBudget
-from langgraph_ctx.strategies import default_strategies
+from langgraph_ctx.strategies import SlidingWindow, default_strategies
 
 __all__ = ["SummaryModel", "WORKLOADS", "our_budget", "run"]
 
@@ -160,10 +160,13 @@ def systems(
     *,
     our_trigger: float | None = None,
     with_search: bool = False,
+    with_facts_setting: bool = False,
 ) -> list[Callable[[], System]]:
     """Every system of the table, as fresh-instance factories.
 
-    `with_search` adds our row with `search_history` bound as the middleware binds it (second).
+    `with_search` adds our row with `search_history` bound as the middleware binds it (second);
+    `with_facts_setting`, on a workload with planted facts, our documented setting for facts
+    (the summarizer reads the originals) after it.
 
     `our_trigger` replaces our budget's `trigger` (a share of the limit) and names the row so;
     the anchors keep their own settings (`ANCHOR_TRIGGER`, `ANCHOR_KEEP`).
@@ -184,9 +187,25 @@ def systems(
             bind_search=bind_search,
         )
 
+    def facts_setting() -> System:
+        # The documented setting for facts deep in long outputs: the summarizer reads the
+        # originals (`SlidingWindow(summarize_shown=False)`), priced on the same run.
+        strategies = [
+            dataclasses.replace(s, summarize_shown=False) if isinstance(s, SlidingWindow) else s
+            for s in default_strategies()
+        ]
+        return Ours(
+            f"{_OURS}, {_READS_ORIGINALS}",
+            strategies=strategies,
+            archive=True,
+            model=_model(limit, facts),
+            budget=ours_budget,
+        )
+
     return [
         ours,
         *([lambda: ours(bind_search=True)] if with_search else []),
+        *([facts_setting] if with_facts_setting and facts and our_trigger is None else []),
         lambda: TrimMessagesAnchor(limit=limit),
         lambda: TrimMessagesAnchor(limit=limit, tool_safe=True),
         lambda: ContextEditingAnchor(limit=limit, trigger=trigger, keep=3),
@@ -263,15 +282,24 @@ def _searched(a: Aggregate) -> str:
 
 
 def _halves(spec: WorkloadSpec, aggs: dict[str, Aggregate]) -> None:
-    """Each system on two halves of the runs (alternate runs in load order), apart.
+    """Each system on two halves of the runs (alternate runs in load order), and on the
+    longest third of them (the last third in load order, by message count), apart.
 
     A setting chosen on one half is judged on the other: the halves table shows whether a
-    system's cost ratio and recall hold on runs it was not chosen on.
+    system's cost ratio and recall hold on runs it was not chosen on; the longest third,
+    whether they hold where a run outlives many summaries.
     """
+    n = len(next(iter(aggs.values())).runs)
+    longest = n - -(-n // 3)  # the first of the longest third (a third rounded up)
+    groups: list[tuple[str, Callable[[int], bool]]] = [
+        ("A (runs 1, 3, 5, ...)", lambda i: i % 2 == 0),
+        ("B (runs 2, 4, 6, ...)", lambda i: i % 2 == 1),
+        (f"longest third (runs {longest + 1}-{n})", lambda i: i >= longest),
+    ]
     rows = []
-    for half, parity in (("A (runs 1, 3, 5, ...)", 0), ("B (runs 2, 4, 6, ...)", 1)):
+    for half, member in groups:
         parts = {
-            name: Aggregate(name, [r for i, r in enumerate(a.runs) if i % 2 == parity])
+            name: Aggregate(name, [r for i, r in enumerate(a.runs) if member(i)])
             for name, a in aggs.items()
         }
         cheapest = min(
@@ -295,12 +323,12 @@ def _halves(spec: WorkloadSpec, aggs: dict[str, Aggregate]) -> None:
                 ]
             )
     print_table(
-        f"{spec.name}: the same systems on each half of the runs",
+        f"{spec.name}: the same systems on each half of the runs and on the longest third",
         [
-            "half",
+            "runs",
             "system",
             "eff. cost",
-            "vs cheapest valid anchor of the half",
+            "vs cheapest valid anchor of these runs",
             "next-step recall",
             "recall, paths and dotted names",
         ],
@@ -327,7 +355,10 @@ def run_workload(
     facts_total = 0
     for label, messages, facts in runs:
         facts_total += len(facts)
-        for make in systems(spec, facts, our_trigger=our_trigger, with_search=True):
+        makers = systems(
+            spec, facts, our_trigger=our_trigger, with_search=True, with_facts_setting=True
+        )
+        for make in makers:
             started = time.perf_counter()
             system = make()
             result: ReplayResult = replay(
@@ -416,6 +447,7 @@ def run_workload(
 
 
 _OURS = "langgraph-ctx defaults"
+_READS_ORIGINALS = "summarizer reads originals"
 _SEARCH_BOUND = ", search bound"
 
 

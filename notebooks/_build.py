@@ -3,6 +3,7 @@
     python notebooks/_build.py          # (re)write and execute the notebooks whose cells changed
     python notebooks/_build.py --execute  # re-execute every notebook (fresh outputs)
     python notebooks/_build.py --check  # exit 1 when a committed notebook's cells differ from here
+    python notebooks/_build.py --execute frontier  # only the notebooks named (without .ipynb)
 
 The cells have stable ids, so a rebuild of unchanged source changes no byte. The notebooks are
 committed executed, top to bottom in a temporary folder, so a repository browser shows their
@@ -1151,8 +1152,15 @@ def execute(text: str) -> str:
 
 def main(argv: list[str]) -> int:
     check, again = "--check" in argv, "--execute" in argv
+    names = [arg for arg in argv if not arg.startswith("--")]
+    unknown = sorted(set(names) - set(NOTEBOOKS))
+    if unknown:
+        print(f"unknown notebook(s) {unknown}; choose from {sorted(NOTEBOOKS)}")
+        return 2
     stale = []
     for path, text in build().items():
+        if names and path.stem not in names:
+            continue
         current = path.read_text(encoding="utf-8") if path.exists() else None
         if current is not None and without_outputs(current) == text and not again:
             continue

@@ -182,12 +182,16 @@ def quoted_lines(
     positions: dict[str, int],
     previous: Sequence[str] = (),
     max_chars: int,
+    repeats: bool = False,
 ) -> list[str]:
     """Whole tool-output lines of `covered` that a later model message used, for a summary.
 
     Newest use first, then the lines an earlier summary quoted, until `max_chars`; each line
-    once, in the order they were written. A line longer than half of `max_chars` (and than
-    `MAX_LINE_CHARS`) is never quoted: it would crowd out the rest.
+    once, in the order they were written. A line is quoted only when it carries a name no
+    line quoted before it carries: one line shows a name as well as ten, and the room goes to
+    more names (with `repeats`, as before issue 43, every used line is quoted while room is
+    left). A line longer than half of `max_chars` (and than `MAX_LINE_CHARS`) is never
+    quoted: it would crowd out the rest.
     """
     # A record on one line (a JSON object, a CSV row) is what the agent reuses whole: a quoted
     # line may take up to half the budget, so at least two lines always fit.
@@ -211,10 +215,18 @@ def quoted_lines(
                 order += 1
     ranked.sort()
     kept: dict[str, int] = {}
+    carried: set[str] = set()
     spent = 0
     for _, at, line in ranked:
         if line in kept or spent + len(line) + 1 > max_chars:
             continue
+        if not repeats:
+            # On a long run the same names come back in many lines (a path in every grep
+            # hit, a class in every traceback): a line that brings no new name only repeats.
+            names = salient_names(line)
+            if names <= carried:
+                continue
+            carried |= names
         kept[line] = at
         spent += len(line) + 1
     return sorted(kept, key=kept.__getitem__)

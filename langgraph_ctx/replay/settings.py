@@ -122,6 +122,10 @@ SETTINGS: list[Setting] = [
         "summarizer also reads the lines the agent used (read_chars 300)",
         strategies={"SlidingWindow": {"read_chars": 300}},
     ),
+    Setting(
+        "previous defaults: quotes repeat names (quote_repeats)",
+        strategies={"SlidingWindow": {"quote_repeats": True}},
+    ),
     Setting("no summaries (window drops)", strategies={"SlidingWindow": {"summarize": False}}),
     Setting("no quoted lines in summaries", strategies={"SlidingWindow": {"quote_share": 0.0}}),
     Setting("quoted lines 0.06 of the room", strategies={"SlidingWindow": {"quote_share": 0.06}}),

@@ -61,8 +61,9 @@ def default_strategies(*, summarize: bool = True) -> list[Strategy]:
     cut at 60 characters) from the first call after it, so between summaries the prompt
     only grows at its end and every call reuses the whole cached prefix; a summary reads what
     the prompt showed, each tool output as its first and last lines, and quotes the lines of
-    tool output the agent used verbatim, up to 0.22 of the room above the task: what an
-    agent reuses after a fold is mostly a line it used before.
+    tool output the agent used verbatim, each for a name no other quoted line carries, up to
+    0.22 of the room above the task: what an agent reuses after a fold is mostly a name it
+    used before.
 
     Args:
         summarize: Summarize what leaves the window (`SlidingWindow(summarize=True)`).

@@ -110,6 +110,7 @@ def summarize_span(
     kind: Any,
     summarize: Callable[[list[BaseMessage], str | None], Plan[Any]] | None = None,
     quote_chars: int = 0,
+    quote_repeats: bool = False,
     reading: Reading | None = None,
 ) -> Plan[SpanSummary]:
     """Insurance dump, then a running summary of `dropped` folded into the ledger.
@@ -118,9 +119,11 @@ def summarize_span(
     `summarize` replaces the resources' summarizer plan (a summary prepared ahead).
     `quote_chars` > 0: the summary also quotes, verbatim, up to that many characters of the
     tool-output lines a later model message used (`langgraph_ctx.prompt.excerpt.quoted_lines`),
-    whatever the summarizer kept. `reading`: how the summarizer reads the messages (`Reading`;
-    None: the originals); the insurance dump and the archive hold every original whatever it
-    reads. Returns what was done (`SpanSummary`, true when a summary was written).
+    whatever the summarizer kept, each line for a name no other quoted line carries (with
+    `quote_repeats`, every used line while room is left). `reading`: how the summarizer reads
+    the messages (`Reading`; None: the originals); the insurance dump and the archive hold
+    every original whatever it reads. Returns what was done (`SpanSummary`, true when a
+    summary was written).
     """
     conversation = conversation_of(dropped)
     if not conversation:
@@ -161,7 +164,7 @@ def summarize_span(
         "error": outcome.error,
         "read": reading.describe() if reading is not None else "originals",
     }
-    quotes = _quotes(view, conversation, quote_chars) if quote_chars > 0 else None
+    quotes = _quotes(view, conversation, quote_chars, quote_repeats) if quote_chars > 0 else None
     text = view.fit_summary(outcome.text, quotes=quotes, dump_ref=dump_ref)
     ids = [m.id or "" for m in conversation]
     if text is None:  # the messages stay in state, uncovered: nothing is lost
@@ -178,7 +181,9 @@ def summarize_span(
     return SpanSummary.WRITTEN
 
 
-def _quotes(view: PromptView, covered: Sequence[BaseMessage], max_chars: int) -> list[str]:
+def _quotes(
+    view: PromptView, covered: Sequence[BaseMessage], max_chars: int, repeats: bool
+) -> list[str]:
     """The lines the summary quotes: used lines of `covered`, then the earlier quotes."""
     where, later = span_uses(view, covered)
     previous = (view.ledger.get("summary") or {}).get("quotes") or []
@@ -188,6 +193,7 @@ def _quotes(view: PromptView, covered: Sequence[BaseMessage], max_chars: int) ->
         positions=where,
         previous=previous,
         max_chars=max_chars,
+        repeats=repeats,
     )
 
 

@@ -50,6 +50,11 @@ class SlidingWindow:
     the agent was working with), whatever the summarizer kept. The room is what the limit
     leaves above the system prompt, tool schemas and pinned task (`PromptView.room_share`):
     in a small window a long task leaves less to share. 0: no quotes."""
+    quote_repeats: bool = False
+    """With `quote_share`: also quote a used line whose names a quoted line already carries
+    (the rule before issue 43). By default each quoted line brings a name no other quoted
+    line carries: one line shows a name as well as ten, so a small window's quotes cover more
+    of the names the agent comes back to, and a large one's cost less."""
     summarize_shown: bool = False
     """With `summarize`: the summarizer reads what leaves as the prompt showed it (a compacted
     output as its excerpt) instead of the originals. Much cheaper; a fact only in the hidden
@@ -115,6 +120,7 @@ class SlidingWindow:
                     kind="auto_compact",
                     summarize=taken.summarize,
                     quote_chars=quote_chars,
+                    quote_repeats=self.quote_repeats,
                     reading=reading,
                 )
                 _annotate(view, taken.note)
@@ -135,6 +141,7 @@ class SlidingWindow:
                     pending,
                     kind="auto_compact",
                     quote_chars=quote_chars,
+                    quote_repeats=self.quote_repeats,
                     reading=reading,
                 )
                 summarized = True
@@ -147,6 +154,7 @@ class SlidingWindow:
                 pending,
                 kind="auto_compact",
                 quote_chars=quote_chars,
+                quote_repeats=self.quote_repeats,
                 reading=reading,
             )
         if view.tokens > view.budget.limit:

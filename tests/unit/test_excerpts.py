@@ -99,16 +99,41 @@ def test_quoted_lines_prefer_new_uses_then_earlier_quotes_within_the_cap() -> No
         [out],
         later=LaterUse.of(history),
         positions={"t1": 1},
-        previous=["an older quoted line that was used before"],
+        previous=["an older quoted line about config/settings.yaml"],
         max_chars=200,
     )
     assert quotes == [
-        "an older quoted line that was used before",
+        "an older quoted line about config/settings.yaml",
         "ERROR in tests/test_api.py::test_login - 401",
     ]
     assert quoted_lines(
         [out], later=LaterUse.of(history), positions={"t1": 1}, previous=["x" * 30], max_chars=50
     ) == ["ERROR in tests/test_api.py::test_login - 401"]
+
+
+def test_a_line_that_brings_no_new_name_is_not_quoted_unless_repeats_are_asked() -> None:
+    # A long run's outputs repeat the same names (a path in every grep hit): one line shows a
+    # name as well as ten, so the room goes to lines with names not quoted yet (issue 43).
+    out = ToolMessage(
+        "src/app/models.py:12: class UserProfile(Base):\n"
+        "src/app/models.py:40:     profile = UserProfile.load(user_id)\n"
+        "src/app/views.py:7: from app.models import UserProfile",
+        tool_call_id="c1",
+        id="t1",
+    )
+    history: list[BaseMessage] = [
+        call(1),
+        out,
+        AIMessage("UserProfile in src/app/models.py is the one; see views.py too.", id="a2"),
+    ]
+    quote = partial(quoted_lines, [out], later=LaterUse.of(history), positions={"t1": 1})
+    lines = text_of(out).splitlines()
+    # The second line's names (the path, UserProfile, UserProfile.load, user_id) minus the
+    # ones the first carries still bring new names; the third brings views.py and app.models.
+    assert quote(max_chars=1_000) == lines
+    only_old = "UserProfile(Base) is defined in models.py"
+    assert only_old not in quote(max_chars=1_000, previous=[lines[0], only_old])
+    assert only_old in quote(max_chars=1_000, previous=[lines[0], only_old], repeats=True)
 
 
 def test_a_record_on_one_long_line_is_quoted_whole_when_it_fits_half_the_budget() -> None:

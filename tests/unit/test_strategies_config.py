@@ -145,7 +145,8 @@ def test_unknown_field_names_the_allowed_ones() -> None:
     for field in ("min_chars", "keep_last", "keep_errors", "preview_chars", "exclude_tools"):
         assert field in text
     allowed = (
-        r"allowed: \['prepare_at', 'quote_share', 'read_chars', 'summarize', 'summarize_shown'\]"
+        r"allowed: \['prepare_at', 'quote_repeats', 'quote_share', 'read_chars', 'summarize',"
+        r" 'summarize_shown'\]"
     )
     with pytest.raises(ConfigError, match=allowed):
         strategies_from_config({"type": "sliding_window", "stage": 10})
