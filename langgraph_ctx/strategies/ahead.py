@@ -120,8 +120,9 @@ def plan_prepare(
             else:  # checked up to here
                 set_ahead(view.ledger, {**entry, "started": newest})
         if valid is not None:  # recorded already: (re)start it, e.g. after a restart
-            read = reading.of(view, span) if reading is not None else span
-            yield from ahead.plan_start(entry["digest"], read, _previous(view))
+            if not ahead.has(entry["digest"]):  # what it reads is worked out only to start it
+                read = reading.of(view, span) if reading is not None else span
+                yield from ahead.plan_start(entry["digest"], read, _previous(view))
             return
     # Cut deeper by what the prompt will grow until the trigger: then, at the trigger, the
     # window holds about what it would after a summary made there.
