@@ -31,9 +31,14 @@ MAX_LINE_CHARS = 400
 """A kept line longer than this is cut (a minified blob is not a line worth quoting)."""
 
 
+_PARTS = re.compile(r"[/:\\]+")
+
+
 def _is_salient(word: str) -> bool:
     if len(word) < 4:
         return False
+    if word.isalpha():  # most words of a tool output: only an inner capital makes them names
+        return _INNER_CAPITAL.search(word) is not None
     if word.isdigit():
         return True
     has_alpha = any(c.isalpha() for c in word)
@@ -57,7 +62,7 @@ def salient_names(text: str) -> frozenset[str]:
         if _is_salient(word):
             names.add(word)
         if len(word) > 4 and ("/" in word or ":" in word or "." in word):
-            for part in re.split(r"[/:\\]+", word):
+            for part in _PARTS.split(word):
                 part = part.strip(_EDGES)
                 if part != word and _is_salient(part):
                     names.add(part)

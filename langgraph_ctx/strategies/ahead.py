@@ -24,7 +24,8 @@ with a real model. With `SlidingWindow(prepare_at=0.85)` (what
    up to `accept_tokens`; only beyond that is more cut and folded in the call, as before. A
    prompt that jumped over the trigger but that pruning and compaction brought back under it
    does not cut in that call: its span is recorded and prepared, and the cut waits up to
-   `DEFER_CALLS` calls, counted down in the ledger (`plan_defer`).
+   `DEFER_CALLS` calls, counted down in the ledger (`plan_defer`); a span recorded that many
+   calls before is taken at once.
 
 A record that no longer matches, a preparation lost with its process (the outcome lives in
 memory, the record in the ledger: after a restart the span is summarized when the trigger is
@@ -48,6 +49,7 @@ from langchain_core.messages import BaseMessage
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.ledger.edits import set_ahead
 from langgraph_ctx.strategies.ahead_span import (
+    _calls_since,
     _dry_run,
     _new_turn_since,
     _previous,
@@ -118,8 +120,9 @@ def plan_prepare(
             else:  # checked up to here
                 set_ahead(view.ledger, {**entry, "started": newest})
         if valid is not None:  # recorded already: (re)start it, e.g. after a restart
-            read = reading.of(view, span) if reading is not None else span
-            yield from ahead.plan_start(entry["digest"], read, _previous(view))
+            if not ahead.has(entry["digest"]):  # what it reads is worked out only to start it
+                read = reading.of(view, span) if reading is not None else span
+                yield from ahead.plan_start(entry["digest"], read, _previous(view))
             return
     # Cut deeper by what the prompt will grow until the trigger: then, at the trigger, the
     # window holds about what it would after a summary made there.
@@ -168,8 +171,12 @@ def plan_defer(
     A step that jumps over the trigger (a large output, compacted on arrival) would make the
     window cut and summarize in this call. Instead the span is recorded and prepared now, and
     the cut waits up to `DEFER_CALLS` calls while the prompt stays under the trigger (each
-    call counts down in the ledger, so the decision is data, not timing). Returns whether the
-    cut waits; when it does not, the window takes the recorded span as at the trigger.
+    call counts down in the ledger, so the decision is data, not timing). A span recorded
+    before the jump waits only until its preparation has had `DEFER_CALLS` calls (model calls
+    answered since it started): one older is taken in this build, whose pruning and
+    compaction already broke the cached prefix, rather than break it again later. Returns
+    whether the cut waits; when it does not, the window takes the recorded span as at the
+    trigger.
     """
     if view.resources.ahead is None or view.resources.summarize is None:
         return False
@@ -184,7 +191,12 @@ def plan_defer(
         set_ahead(view.ledger, {**entry, "due": DEFER_CALLS})
         return True
     entry = valid[0]
-    due = int(entry.get("due", DEFER_CALLS))
+    due = entry.get("due")
+    if due is None:  # prepared before the trigger, not deferred yet
+        # Its preparation has run for this many calls: old enough, the cut is made now, in
+        # the build whose pruning and compaction already broke the cached prefix, rather
+        # than break it again a call or two later.
+        due = DEFER_CALLS - _calls_since(view, entry.get("started"))
     if due <= 0:
         return False
     set_ahead(view.ledger, {**entry, "due": due})

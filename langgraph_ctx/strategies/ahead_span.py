@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from langgraph_ctx._effects import Plan, Resources
 from langgraph_ctx.ledger.schema import AheadEntry
@@ -126,6 +126,17 @@ def _new_turn_since(view: PromptView, entry: AheadEntry) -> bool:
         if is_user_input(message):
             return True
     return False
+
+
+def _calls_since(view: PromptView, message_id: str | None) -> int:
+    """Model calls answered since the message `message_id` (all of them when it is gone)."""
+    calls = 0
+    for message in reversed(view.history):
+        if message.id == message_id:
+            return calls
+        if isinstance(message, AIMessage):
+            calls += 1
+    return calls
 
 
 def _reachable(view: PromptView, entry: AheadEntry, at: int, span: list[BaseMessage]) -> bool:

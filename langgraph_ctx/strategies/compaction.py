@@ -135,12 +135,16 @@ class Compaction:
         """The excerpt's lines of the output at history `i` (None: the character preview)."""
         if not self.excerpt:
             return None
+        key = ("excerpt", i, self.excerpt_chars)  # priced when picked, then shown: once
+        if key in view.memo:
+            return list(view.memo[key])
         later = view.memo.get(LaterUse)
         if later is None:
             later = view.memo[LaterUse] = LaterUse.of(view.history, view.start)
         text = text_of(view.history[i])
         budget = min(self.excerpt_chars, len(text) // 3)
-        return excerpt_lines(text, index=i, later=later, max_chars=budget)
+        lines = view.memo[key] = excerpt_lines(text, index=i, later=later, max_chars=budget)
+        return list(lines)
 
     def _compacted_cost(self, view: PromptView, i: int) -> int:
         msg = view.history[i]

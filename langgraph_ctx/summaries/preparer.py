@@ -326,6 +326,13 @@ class AheadBinding:
     """Summarizes in the build when nothing prepared is ready: under the cap on summarizer
     calls in flight, never waiting for a slot (`SummarySlots.plan`)."""
 
+    def has(self, digest: str) -> bool:
+        """Whether the thread's preparation is of `digest` (waiting, running or ready).
+
+        Starting it again would change nothing, so a build need not work out what it reads.
+        """
+        return self.preparer.pending(self.key) == digest
+
     def plan_start(
         self, digest: str, messages: Sequence[BaseMessage], previous: str | None
     ) -> Plan[bool]:

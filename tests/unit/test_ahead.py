@@ -381,3 +381,35 @@ async def test_a_jump_over_the_trigger_defers_the_cut_to_the_prepared_summary(mo
     assert len(decision.message_ids) == span
     assert len(model.inputs) == 1  # summarized once, in the background
     assert state["ahead"] is None
+
+
+async def test_a_preparation_old_enough_is_taken_where_the_prompt_passed_the_trigger(
+    mode: str,
+) -> None:
+    """Prepared `DEFER_CALLS` calls or more before a jump over the trigger, the summary is
+    taken in the build whose compaction brought the prompt back under it: no deferral, so the
+    cached prefix breaks once, not in that build and again a call or two later."""
+    model = SlowSummarizer(delay=0.05)
+    manager = _tokens_manager(model)
+    messages, state, k = _start(), None, 0
+    while state is None or not state["ahead"]:  # log steps until a summary is prepared
+        messages += _log_step(k)
+        k += 1
+        result = await call(manager, "build", messages, state=state, mode=mode)
+        assert "auto_compact" not in _kinds(result)
+        state = result.state
+    span = state["ahead"]["count"]
+    for _ in range(DEFER_CALLS):  # the preparation runs while the agent works (short steps)
+        messages += _step("", k)
+        k += 1
+        result = await call(manager, "build", messages, state=state, mode=mode)
+        assert "auto_compact" not in _kinds(result)
+        state = result.state
+    await _settle(manager, mode)
+    messages += _log_step(k, large=True)
+    jumped = await call(manager, "build", messages, state=state, mode=mode)
+    kinds = _kinds(jumped)
+    assert jumped.report.tokens_in > manager.budget.trigger_tokens
+    assert kinds["auto_compact"].detail["ahead"] == "prepared"
+    assert len(kinds["auto_compact"].message_ids) == span
+    assert len(model.inputs) == 1 and jumped.state["ahead"] is None
