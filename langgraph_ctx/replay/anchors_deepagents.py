@@ -30,6 +30,13 @@ from langgraph_ctx.replay.models import Counter
 __all__ = ["DeepagentsAgentAnchor", "DeepagentsEvictionAnchor", "DeepagentsSummarizationAnchor"]
 
 
+def _files(root: Path) -> Iterable[str]:
+    """The text of every file deepagents wrote under `root` (offloads, evicted results)."""
+    for path in root.rglob("*"):
+        if path.is_file():
+            yield path.read_text(encoding="utf-8", errors="replace")
+
+
 class DeepagentsSummarizationAnchor(AnchorBase):
     """deepagents `create_summarization_middleware(model, backend)` via `wrap_model_call`."""
 
@@ -72,9 +79,7 @@ class DeepagentsSummarizationAnchor(AnchorBase):
     def recoverable_texts(self) -> Iterable[str]:
         """State messages (never removed) and the offloaded history files."""
         yield from super().recoverable_texts()
-        for path in self.root.rglob("*"):
-            if path.is_file():
-                yield path.read_text(encoding="utf-8", errors="replace")
+        yield from _files(self.root)
 
     def finish(
         self, original: Sequence[BaseMessage], final_prompt: Sequence[BaseMessage]
@@ -142,9 +147,7 @@ class DeepagentsEvictionAnchor(AnchorBase):
     def recoverable_texts(self) -> Iterable[str]:
         """State messages and evicted files."""
         yield from super().recoverable_texts()
-        for path in self.root.rglob("*"):
-            if path.is_file():
-                yield path.read_text(encoding="utf-8", errors="replace")
+        yield from _files(self.root)
 
     def finish(
         self, original: Sequence[BaseMessage], final_prompt: Sequence[BaseMessage]
