@@ -342,7 +342,10 @@ def _view_parser(sub: Any) -> None:
     view.add_argument(
         "--system-prompt", help="the agent's system prompt, when the thread's state lacks it"
     )
-    view.add_argument("--window", type=_positive, default=32_000, help="window of FILE's replay")
+    view.add_argument(
+        "--window", type=_positive,
+        help="the model's window: FILE is replayed in it (default 32,000); with --db, drawn",
+    )  # fmt: skip
     view.add_argument(
         "--reserved", type=_non_negative, default=0, help="output tokens kept in FILE's replay"
     )

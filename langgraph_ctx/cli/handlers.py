@@ -22,6 +22,8 @@ PROG = "langgraph-ctx"
 
 HOME = Path(".langgraph_ctx")
 """Default folder of the database and archive, relative to the working directory."""
+DEFAULT_VIEW_WINDOW = 32_000
+"""The window `langgraph-ctx view FILE` replays a message file in unless told."""
 
 
 def _fail(message: str, code: int) -> int:
@@ -73,6 +75,7 @@ def _demo_page(args: argparse.Namespace, result: Any) -> None:
         system_prompt=SYSTEM_PROMPT,
         tools=tools,
     )
+    data["window"] = args.window  # the demo's model window: the page draws it
     result.files["page"] = str(write_page(page_data(data), args.db.with_name(f"{thread}.html")))
 
 
@@ -92,8 +95,9 @@ def _view(args: argparse.Namespace) -> int:
         data = thread_from_db(
             args.db, args.thread, args.archive, model=args.model, system_prompt=args.system_prompt
         )
+        data["window"] = args.window  # given: the page draws the window line
     else:
-        window = {"window": args.window, "reserved": args.reserved}
+        window = {"window": args.window or DEFAULT_VIEW_WINDOW, "reserved": args.reserved}
         data = thread_from_file(args.file, model=args.model, **window)
     page = page_data(data)
     write_page(page, args.html)

@@ -263,7 +263,8 @@ def thread_from_file(
         report = built.report.to_dict()
         parts = _calibrated(prompt_parts(built.messages, ledger, counter), report)
         calls.append({"report": report, "parts": parts, "tools": 0})
-    return _thread(f"{path} replayed in a {window:,}-token window", calls, messages, archive)
+    data = _thread(f"{path} replayed in a {window:,}-token window", calls, messages, archive)
+    return {**data, "window": window}
 
 
 def _thread(

@@ -17,7 +17,9 @@ item); calls list item numbers. The format:
   ...]], ...], ok]`;
 - `messages`: the full history, `[id, type, name, text, ref]`;
 - `entries`: `{ref: [string, ...] | null}`: an archive entry restored, the lines
-  `langgraph-ctx restore` prints joined by newlines (null: the archive cannot read it).
+  `langgraph-ctx restore` prints joined by newlines (null: the archive cannot read it);
+- `window`: the model's window when it is known (a replayed file, `--window`), else null: a
+  report records the budget (the window less the output reserved), not the window.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ KINDS: tuple[tuple[str, str], ...] = (
     ("pruned", "pruned placeholders"),
     ("message", "whole messages"),
     ("tools", "tool schemas"),
-    ("outside", "not in the state"),
+    ("outside", "memory and the rest not in the state"),
 )
 """Every part of a prompt, in the order its bar stacks them. `outside`: what the recorded
 total holds beyond the counted prompt and tools (the agent's own system prompt and tool
@@ -83,6 +85,7 @@ def page_data(thread: Mapping[str, Any]) -> dict[str, Any]:
     }
     return {
         "title": thread.get("title", ""),
+        "window": thread.get("window"),
         "kinds": [list(k) for k in KINDS],
         "strings": strings.texts,
         "items": [[*key[:3], list(key[3]), key[4]] for key in items],

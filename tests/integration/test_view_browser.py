@@ -64,15 +64,19 @@ def test_the_demo_page_in_chromium(
     capsys.readouterr()
     page = tmp_path / "page.html"
     db = Path(".langgraph_ctx/demo.sqlite")
-    assert main(["view", "--db", str(db), "--thread", "demo", "--html", str(page)]) == 0
+    argv = ["view", "--db", str(db), "--thread", "demo", "--window", "3500", "--html", str(page)]
+    assert main(argv) == 0
     capsys.readouterr()
     browser.get(page.as_uri())
     wait_ready(browser)
     assert browser.execute_script("return document.body.dataset.ready") == "1"
 
-    # One bar per model call the thread recorded.
+    # One bar per model call the thread recorded, against the budget and the window.
     bars = browser.find_elements("css selector", "#timeline .bar")
     assert len(bars) == model_calls(db, "demo") > 10
+    assert browser.find_elements("css selector", "#timeline .rule.limit")
+    assert browser.find_elements("css selector", "#timeline .rule.window")
+    assert "window 3,500" in browser.find_element("id", "axis").text
 
     # A click on a call, then on one of its excerpts: the original, byte for byte as
     # `langgraph-ctx restore REF` prints it.

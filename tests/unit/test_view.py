@@ -175,6 +175,7 @@ def test_view_of_a_message_file(tmp_path: Path, capsys: pytest.CaptureFixture[st
     data = unpack(out.read_text(encoding="utf-8"))
     assert len(data["calls"]) == calls == len(thread_from_file(source, window=4_000)["calls"])
     assert all(sum(c[3]) == c[0] <= 4_000 for c in data["calls"])
+    assert data["window"] == 4_000  # a replayed file's window is known: the page draws it
 
 
 @pytest.mark.parametrize(
@@ -210,6 +211,19 @@ def test_demo_writes_its_page(tree: Path, capsys: pytest.CaptureFixture[str]) ->
     data = unpack(Path(".langgraph_ctx/demo.html").read_text(encoding="utf-8"))
     reports = json.loads(Path(".langgraph_ctx/demo.reports.json").read_text())
     assert [c[0] for c in data["calls"]] == [c["tokens"] for c in reports["calls"]]
+    assert data["window"] == 3_000  # the demo knows its model's window
+
+
+def test_a_database_thread_shows_the_window_only_when_told(tree: Path) -> None:
+    """A report records the budget, not the window: `--window` names it for the page."""
+    run_demo(root=tree, window=3_000)
+    db = ".langgraph_ctx/demo.sqlite"
+    assert main(["view", "--db", db, "--thread", "demo", "--html", "a.html"]) == 0
+    assert unpack(Path("a.html").read_text(encoding="utf-8"))["window"] is None
+    argv = ["view", "--db", db, "--thread", "demo", "--window", "3500", "--html", "b.html"]
+    assert main(argv) == 0
+    data = unpack(Path("b.html").read_text(encoding="utf-8"))
+    assert data["window"] == 3_500 and all(c[1] <= 3_500 for c in data["calls"])
 
 
 def test_a_rebuild_after_a_turn_is_an_edit_of_the_turns_last_call(tree: Path) -> None:
