@@ -30,7 +30,7 @@ from langgraph_ctx.cli.sources import (
     threads_from_files,
 )
 from langgraph_ctx.errors import InputError
-from langgraph_ctx.replay.measure import NextStepRecall
+from langgraph_ctx.replay.engine import RunNeeds
 from langgraph_ctx.replay.settings import (
     SETTINGS,
     Setting,
@@ -122,7 +122,7 @@ def run_frontier(args: argparse.Namespace) -> int:
         f"{len(threads)} thread(s), {calls:,} model calls; finding the names each next step "
         f"uses, then replaying {len(settings)} setting(s){others}"
     )
-    needs = [NextStepRecall.of(t.messages) for t in threads]
+    needs = [RunNeeds.of(t.messages) for t in threads]
     with _progress(len(ready) * calls) as advance:
         for n, tally in enumerate(ready, 1):
             for thread, need in zip(threads, needs, strict=True):

@@ -30,6 +30,30 @@ from langgraph_ctx.replay.models import Counter
 __all__ = ["DeepagentsAgentAnchor", "DeepagentsEvictionAnchor", "DeepagentsSummarizationAnchor"]
 
 
+def _apply(anchor: Any, response: object) -> set[str]:
+    """Apply a deepagents middleware's `Command` update to `anchor`'s kept state.
+
+    Returns the keys it set.
+    """
+    if not isinstance(response, ExtendedModelResponse) or response.command is None:
+        return set()
+    update = response.command.update or {}
+    for key, value in update.items():  # type: ignore[union-attr]
+        if key == "messages":
+            anchor.messages = merged(anchor.messages, value)
+            anchor.state["messages"] = anchor.messages
+        else:
+            anchor.state[key] = value
+    return set(update)  # type: ignore[arg-type]
+
+
+def _written_then_removed(root: Path) -> int:
+    """Bytes deepagents wrote under `root`, which is then removed."""
+    written = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+    shutil.rmtree(root, ignore_errors=True)
+    return written
+
+
 def _files(root: Path) -> Iterable[str]:
     """The text of every file deepagents wrote under `root` (offloads, evicted results)."""
     for path in root.rglob("*"):
@@ -66,14 +90,7 @@ class DeepagentsSummarizationAnchor(AnchorBase):
         self.state["messages"] = self.messages
         response = self.mw.wrap_model_call(self._request(self.state), self._handler)
         prompt = self._sent()
-        if isinstance(response, ExtendedModelResponse) and response.command is not None:
-            for key, value in (response.command.update or {}).items():  # type: ignore[union-attr]
-                if key == "messages":
-                    self.messages = merged(self.messages, value)
-                    self.state["messages"] = self.messages
-                else:
-                    self.state[key] = value
-                    self.events += key == "_summarization_event"
+        self.events += "_summarization_event" in _apply(self, response)
         return prompt
 
     def recoverable_texts(self) -> Iterable[str]:
@@ -85,9 +102,7 @@ class DeepagentsSummarizationAnchor(AnchorBase):
         self, original: Sequence[BaseMessage], final_prompt: Sequence[BaseMessage]
     ) -> dict[str, Any]:
         """Bytes offloaded; the temporary backend is removed."""
-        written = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
-        shutil.rmtree(self.root, ignore_errors=True)
-        return {"archive_bytes": written, "summary_events": self.events}
+        return {"archive_bytes": _written_then_removed(self.root), "summary_events": self.events}
 
 
 class DeepagentsEvictionAnchor(AnchorBase):
@@ -163,8 +178,7 @@ class DeepagentsEvictionAnchor(AnchorBase):
                     restored += fh.read() == message.content
             except OSError:
                 pass
-        written = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
-        shutil.rmtree(self.root, ignore_errors=True)
+        written = _written_then_removed(self.root)
         return {
             "removed": len(self.evicted),
             "restorable": restored,
@@ -205,15 +219,6 @@ class DeepagentsAgentAnchor(DeepagentsEvictionAnchor):
             token_counter=self.count,
         )
 
-    def _apply(self, response: object) -> None:
-        if isinstance(response, ExtendedModelResponse) and response.command is not None:
-            for key, value in (response.command.update or {}).items():  # type: ignore[union-attr]
-                if key == "messages":
-                    self.messages = merged(self.messages, value)
-                    self.state["messages"] = self.messages
-                else:
-                    self.state[key] = value
-
     def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
         """Produce new tool results through eviction, then call both model wrappers."""
         for message in self._absorb(new):
@@ -229,5 +234,5 @@ class DeepagentsAgentAnchor(DeepagentsEvictionAnchor):
         outer = self.mw.wrap_model_call(self._request(self.state), handler)
         prompt = self._sent()
         for response in {id(r): r for r in [*inner, outer]}.values():
-            self._apply(response)
+            _apply(self, response)
         return prompt

@@ -44,6 +44,7 @@ __all__ = [
     "CallRecord",
     "Judge",
     "ReplayResult",
+    "RunNeeds",
     "Searchable",
     "System",
     "replay",
@@ -99,6 +100,29 @@ class Searchable(Protocol):
     def mention_tokens(self, prompt: Sequence[BaseMessage]) -> int:
         """Tokens of the prompt's lines naming the search tool."""
         ...
+
+
+@dataclass(frozen=True)
+class RunNeeds:
+    """What each next step of a run used, under both definitions of a name.
+
+    Worked out once per run (`of`) and shared by every system replayed on it; each replay
+    scores with fresh counters (`scorers`).
+    """
+
+    names: NextStepRecall
+    """Distinctive names (`measure.names_in`)."""
+    strict: NextStepRecall
+    """Paths and dotted names only (`measure.path_names_in`)."""
+
+    @classmethod
+    def of(cls, messages: Sequence[BaseMessage]) -> RunNeeds:
+        """The needs of every call of `messages`."""
+        return cls(NextStepRecall.of(messages), NextStepRecall.of(messages, names=path_names_in))
+
+    def scorers(self) -> tuple[NextStepRecall, NextStepRecall]:
+        """Fresh scores over these needs: (names, strict)."""
+        return NextStepRecall(needs=self.names.needs), NextStepRecall(needs=self.strict.needs)
 
 
 @dataclass(slots=True)
@@ -247,7 +271,7 @@ def replay(
     facts: Sequence[str] = (),
     measure: bool = True,
     judge: Judge | None = None,
-    needs: NextStepRecall | None = None,
+    needs: RunNeeds | None = None,
     on_call: Callable[[int], None] | None = None,
 ) -> ReplayResult:
     """Drive `system` through `messages` call by call and measure every prompt.
@@ -260,7 +284,7 @@ def replay(
         facts: Planted fact lines to look for in the final prompt and the recoverable texts.
         measure: Measure prompts (False: record timings only).
         judge: A second validity check of each prompt (its problems count as invalid).
-        needs: `NextStepRecall.of(messages)`, when computed once for several systems.
+        needs: `RunNeeds.of(messages)`, when computed once for several systems.
         on_call: Called with the message index after each model call (progress).
 
     Returns:
@@ -269,8 +293,7 @@ def replay(
     result = ReplayResult(name=system.name, facts_total=len(facts))
     recall = strict = None
     if measure:
-        recall = NextStepRecall(needs=needs.needs) if needs else NextStepRecall.of(messages)
-        strict = NextStepRecall.of(messages, names=path_names_in)
+        recall, strict = (needs or RunNeeds.of(messages)).scorers()
     # Checked once: a runtime protocol check is slow.
     searchable = system if isinstance(system, Searchable) else None
     search = searchable.search if searchable is not None else None

@@ -23,8 +23,8 @@ from langchain_core.messages import BaseMessage
 
 from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.replay.anchors import LCSummarizationAnchor, TrimMessagesAnchor, stand_in
-from langgraph_ctx.replay.engine import ReplayResult, System, replay
-from langgraph_ctx.replay.measure import DEFAULT_CACHE_PRICE, NextStepRecall, effective_cost
+from langgraph_ctx.replay.engine import ReplayResult, RunNeeds, System, replay
+from langgraph_ctx.replay.measure import DEFAULT_CACHE_PRICE, effective_cost
 from langgraph_ctx.replay.models import metered
 from langgraph_ctx.replay.pipeline_system import PipelineSystem
 from langgraph_ctx.replay.settings import Setting
@@ -252,7 +252,7 @@ def replay_row(
     messages: Sequence[BaseMessage],
     terms: Terms,
     *,
-    needs: NextStepRecall,
+    needs: RunNeeds,
     on_call: Callable[[], None] | None = None,
 ) -> None:
     """Replay one thread under `tally`'s row and add what it measured to `tally`.
@@ -261,7 +261,7 @@ def replay_row(
         tally: The row's totals, added to.
         messages: The recorded thread (every message with an id).
         terms: Window, counter, summarizer, cache price.
-        needs: `NextStepRecall.of(messages)`, computed once for every row.
+        needs: `RunNeeds.of(messages)`, computed once for every row.
         on_call: Called after each model call (progress).
     """
     result = replay(
