@@ -5,10 +5,10 @@
   `remove_summarized`, `persistence`: the graph's store and checkpointer, `durable`: the
   archive kept in a durable checkpointer's own database when the graph has no store).
 - `middleware`: `ContextMiddleware` for `create_agent`, the LangChain adapter; one model call
-  reads top-down through `model_request` (the request it builds), `called_model` (the called
-  model's counter and window, and what the ledger learned of it), `guard` (the call guard that
-  counts what the model actually receives), `retry` (rebuild or raise after a failed call)
-  and `build_cache` (the builds a retried call reuses).
+  reads top-down through `attempts` (the called model's counter and window, what the ledger
+  learned of it, and after a failed call: rebuild or raise), `model_request` (the request it
+  builds, and the builds a retried call reuses) and `guard` (the call guard that counts what
+  the model actually receives).
 - `state`: the state schemas carrying the ledger next to the messages.
 - `client`: a thread's full history read from a LangGraph server (`langgraph_sdk`).
 

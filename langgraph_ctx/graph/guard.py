@@ -13,8 +13,8 @@ chat model run of a model the request carried (the built-for one or one an inner
 in with `request.override(model=...)`), it counts the messages and tools the model received
 with that model's counter (`Received`). A prompt over the called model's budget, or one whose
 placeholders name `recall` while `recall` is not bound, is refused before anything reaches the
-provider (`CallRefused`); what the middleware learns from it is `graph/called_model.py`'s, and
-whether to rebuild `graph/retry.py`'s. Calls that pass are measured too, so the next builds
+provider (`CallRefused`); what the middleware learns from it, and whether to rebuild, is
+`graph/attempts.py`'s. Calls that pass are measured too, so the next builds
 leave room in advance and a refusal is the exception.
 """
 
@@ -31,7 +31,13 @@ from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.runnables.config import var_child_runnable_config
 
 from langgraph_ctx._effects import internal_metadata
-from langgraph_ctx.graph.called_model import ModelTerms, Received, Target, model_identity
+from langgraph_ctx.graph.attempts import (
+    CallRefused,
+    ModelTerms,
+    Received,
+    Target,
+    model_identity,
+)
 from langgraph_ctx.prompt.assembly import tool_name
 from langgraph_ctx.prompt.render import references_recall
 from langgraph_ctx.tokens.counter import count_tool_tokens
@@ -39,27 +45,12 @@ from langgraph_ctx.tokens.counter import count_tool_tokens
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
+    from langgraph_ctx.pipeline.result import BuildResult
     from langgraph_ctx.tokens.counter import TokenCounter
 
 _active_guard: contextvars.ContextVar[CallGuard | None] = contextvars.ContextVar(
     "langgraph_ctx_call_guard", default=None
 )
-
-
-class CallRefused(Exception):
-    """Raised before a model call that does not fit what the model received (see module)."""
-
-    def __init__(self, received: Received) -> None:
-        why = (
-            f"{received.tokens} tokens over the called model's budget of {received.limit}"
-            if received.tokens > received.limit
-            else "the prompt names recall(ref=...) but the call binds no recall tool"
-        )
-        super().__init__(
-            f"langgraph_ctx refused a model call a middleware inside ContextMiddleware changed: "
-            f"{why}; rebuilding for what the model receives"
-        )
-        self.received = received
 
 
 class GuardedRequest(ModelRequest[Any]):
@@ -113,6 +104,33 @@ class CallGuard(BaseCallbackHandler):
         """The last agent call received, for the ledger."""
         self.refusal: CallRefused | None = None
         """The last call refused (a fallback middleware may raise another error after it)."""
+
+    @classmethod
+    def of_build(
+        cls,
+        terms: ModelTerms,
+        target: Target,
+        reserved: int,
+        result: BuildResult,
+        sent: ModelRequest[Any],
+        recall: Any,
+    ) -> CallGuard:
+        """The guard of `sent`, the request made of `result` (a build for `target`).
+
+        `recall` is the agent's `recall` tool (None when it has none): checked to stay bound
+        when `sent` binds it.
+        """
+        bound = recall.name if recall is not None and recall in sent.tools else None
+        return cls(
+            terms,
+            target,
+            reserved,
+            result.messages,
+            result.tools,
+            result.report.tokens,
+            bound,
+            ratios=result.report.calibration_ratios,
+        )
 
     def know(self, model: Any) -> None:
         """A model an inner middleware put into the request (a fallback)."""

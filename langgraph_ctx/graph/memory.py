@@ -42,6 +42,7 @@ from langgraph_ctx.prompt.report import REPORT_KEY, attach_report
 from langgraph_ctx.strategies import Strategy, default_strategies
 from langgraph_ctx.summaries.rebuild import plan_rebuild
 from langgraph_ctx.summaries.slots import DEFAULT_MAX_IN_FLIGHT
+from langgraph_ctx.tokens._calibration import after_overflow
 from langgraph_ctx.tokens.counter import TokenCounter, check_tools
 from langgraph_ctx.tokens.models import CallCounters
 
@@ -261,7 +262,8 @@ class ContextMemory(Removals, ThreadViews, AgentMemory):
             ledger: The thread's ledger.
             config: The run's config (names the thread's archive); None: the current run's.
             tools: The tools the model is bound to (counted in the budget).
-            harder: After a provider overflow: assume a 30% smaller window.
+            harder: After a provider overflow: assume a 30% smaller window, and count at least
+                as the counter does (the overflow refuted every calibration ratio under 1).
             model: The model about to be called, when known (`window_for`, `counter_for`).
             window: The window to build for; None: `window_for(model)`. The middleware passes
                 less when what the model receives is more than the build (see `graph/guard.py`).
@@ -271,6 +273,8 @@ class ContextMemory(Removals, ThreadViews, AgentMemory):
         window = self.window_for(model) if window is None else window
         counter = self.counter_for(model) if counter is None else counter
         manager = self._manager_for(window, harder, counter)
+        if harder:
+            ledger = after_overflow(ledger)  # type: ignore[arg-type]
         return manager.plan(messages, tools=tools, state=ledger, archive=self.archive_for(config))
 
     def counter_for(self, model: Any = None) -> TokenCounter:

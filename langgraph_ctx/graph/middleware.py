@@ -5,11 +5,12 @@ window, placeholders, tools), calls the model, writes the `context_cost` report 
 message's `response_metadata`, and persists the ledger in the agent state. After the agent
 finishes a turn it runs the hint rebuild (DESIGN part 7).
 
-This module is the LangChain adapter; one model call reads top-down through the modules it
-names: the request it builds (`model_request`), what the ledger learned of the called model
-(`called_model`), the call guard that counts what the model actually receives and refuses a
-call that cannot fit (`guard`), the decision to rebuild after a refusal or a provider's
-overflow, or to raise (`retry`), and the recent builds a retried call reuses (`build_cache`).
+This module is the LangChain adapter; one model call (`ContextMiddleware._plan`) reads top-down
+through the modules it names: the attempt and what the ledger learned of the called model
+(`attempts`), the request built and the recent builds a retried call reuses (`model_request`),
+the call guard that counts what the model actually receives and refuses a call that cannot fit
+(`guard`), then `attempts` again for the decision to rebuild after a refusal or a provider's
+overflow, or to raise.
 """
 
 from __future__ import annotations
@@ -31,17 +32,23 @@ from langgraph.types import Command
 
 from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
 from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, shorten
-from langgraph_ctx.graph.build_cache import BuildKey, Builds
-from langgraph_ctx.graph.called_model import CalledModel, KnownModels, ModelTerms, Target
-from langgraph_ctx.graph.guard import CallGuard, CallRefused, guarded
-from langgraph_ctx.graph.model_request import Call, bound_recall, sent_request
-from langgraph_ctx.graph.retry import Attempt, after_failure, too_little_left
+from langgraph_ctx.graph.attempts import (
+    Attempt,
+    CalledModel,
+    KnownModels,
+    ModelTerms,
+    Received,
+    after_failure,
+    too_little_left,
+)
+from langgraph_ctx.graph.guard import CallGuard, guarded
+from langgraph_ctx.graph.model_request import BuildKey, Builds, Call, sent_request
 from langgraph_ctx.graph.state import ContextAgentState
 from langgraph_ctx.ledger.edits import set_called
 from langgraph_ctx.pipeline.manager import ContextManager
 from langgraph_ctx.pipeline.result import BuildResult
 from langgraph_ctx.prompt.report import attach_report
-from langgraph_ctx.tokens._calibration import after_overflow, received_prompt
+from langgraph_ctx.tokens._calibration import received_prompt
 
 logger = logging.getLogger("langgraph_ctx.middleware")  # the name it always had
 """Warnings for what a run survives but an operator should see."""
@@ -141,6 +148,8 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         self.tools = [memory.recall_tool()] if memory.expose_recall else []
         if self.tools and memory.expose_search:
             self.tools.append(memory.search_tool())
+        self._recall = self.tools[0] if self.tools else None
+        self._reserved = memory.manager.budget.reserved_output_tokens
         self._builds = Builds()
         self._known = KnownModels()
 
@@ -154,35 +163,50 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
     def _plan(self, request: ModelRequest[Any], handler: Callable[[Any], Any]) -> Plan[Any]:
         """One model call: build for what the called model receives, call, learn, rebuild.
 
-        The build is made for a target: the model whose window and counter bound the call
-        (the request's, or the fallback with the smallest window the ledger's `called` names),
-        less what middleware inside ours add, with `recall` named only while it is bound. A
-        call the guard refuses, or the provider's overflow, is rebuilt as `retry` decides.
+        The build is made for the attempt's target: the model whose window and counter bound
+        the call (the request's, or the fallback with the smallest window the ledger's `called`
+        names), less what middleware inside ours add, with `recall` named only while it is
+        bound. A call the guard refuses, or the provider's overflow, is rebuilt as
+        `after_failure` decides; a retry or a fallback of this very request reuses its build.
         """
         history: list[BaseMessage] = list(request.messages)
         if request.system_message is not None:
             history.insert(0, request.system_message)
         ledger: Any = request.state.get("context_ledger") if request.state else None
-        requested = Target.of(request.model, self.memory)  # its window and counter, once
-        call = Call.of(request, ledger, self.tools, requested)
-        called = CalledModel.from_ledger((ledger or {}).get("called"))
-        attempt = Attempt(self._target(requested, called), called, requested.window)
+        attempt = Attempt.first(request.model, ledger, self.memory, self._known)
+        call = Call.of(request, ledger, self.tools, attempt.requested)
         key = BuildKey.of(request, history, call, attempt.window, attempt.target.counter)
         result = self._builds.get(key)
-        if result is None:  # a retry or a fallback of this very request reuses its build
-            result = yield from self._build(history, ledger, call, attempt)
-            self._builds.put(key, (request.state, history), result)
+        failure: Exception | None = None
         while True:
+            if result is None:
+                try:
+                    result = yield from self.memory.plan_build(
+                        history,
+                        ledger,
+                        None,
+                        tools=call.tools,
+                        harder=attempt.harder,
+                        model=attempt.target.model,
+                        window=attempt.window,
+                        counter=attempt.target.counter,
+                    )
+                except ContextWindowExceededError as err:
+                    if failure is None:
+                        raise
+                    raise too_little_left(err, attempt) from failure
+                if failure is None:
+                    self._builds.put(key, (request.state, history), result)
             sent = sent_request(request, result, call, attempt.called)
-            guard = self._guard(attempt, result, sent)
+            guard = CallGuard.of_build(
+                self.memory, attempt.target, self._reserved, result, sent, self._recall
+            )
             try:
                 response = yield CallHandler(handler, guarded(sent), within=guard.active)
                 break
             except Exception as exc:
                 failure = exc
-                # A fallback middleware may raise another error after the guard's refusal.
-                refusal = exc if isinstance(exc, CallRefused) else guard.refusal
-                retried = after_failure(attempt, exc, refusal, result.report)
+                retried = after_failure(attempt, exc, guard.refusal, result.report)
                 if retried is exc:
                     raise
                 if isinstance(retried, Exception):
@@ -191,68 +215,25 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
                     logger.warning(
                         "the provider overflowed (%s); rebuilding for a smaller window", exc
                     )
-                    ledger = after_overflow(ledger)  # a ratio under 1 was wrong for this call
-                attempt = retried
+                attempt, result = retried, None
             finally:
                 self._known.update(guard.models)
-            try:
-                result = yield from self._build(history, ledger, call, attempt)
-            except ContextWindowExceededError as err:
-                raise too_little_left(err, attempt) from failure
+        learned = attempt.called.after_pass(guard.last, attempt.configured)
         self._builds.drop(key)
-        return (yield from self._finish(request, response, result, guard, attempt))
-
-    def _target(self, requested: Target, called: CalledModel) -> Target:
-        """What to build for: the requested model, or the smaller-window model `called` names.
-
-        The ledger names the model with the smallest window seen (a fallback); when this
-        process has seen it, the build counts with its counter from the first attempt, so a
-        fallback call is not refused and rebuilt on every step. Another process learns it
-        again from one refusal.
-        """
-        for seen in self._known.models():
-            if seen is not requested.model and called.names(seen):
-                return Target.of(seen, self.memory)
-        return requested
-
-    def _build(
-        self, history: list[BaseMessage], ledger: Any, call: Call, attempt: Attempt
-    ) -> Plan[BuildResult]:
-        return self.memory.plan_build(
-            history,
-            ledger,
-            None,
-            tools=call.tools,
-            harder=attempt.harder,
-            model=attempt.target.model,
-            window=attempt.window,
-            counter=attempt.target.counter,
-        )
-
-    def _guard(self, attempt: Attempt, result: BuildResult, sent: ModelRequest[Any]) -> CallGuard:
-        """The call guard for the request `sent`, built from `result` for `attempt`'s target."""
-        return CallGuard(
-            self.memory,
-            attempt.target,
-            self.memory.manager.budget.reserved_output_tokens,
-            result.messages,
-            result.tools,
-            result.report.tokens,
-            bound_recall(sent, self.tools[0] if self.tools else None),
-            ratios=result.report.calibration_ratios,
-        )
+        return (yield from self._finish(request, response, result, guard.last, learned))
 
     def _finish(
         self,
         request: ModelRequest[Any],
         response: Any,
         result: BuildResult,
-        guard: CallGuard,
-        attempt: Attempt,
+        last: Received | None,
+        called: CalledModel,
     ) -> Plan[ExtendedModelResponse[Any]]:
-        """After the call passed: learn from it, persist the ledger, attach the report."""
-        last = guard.last
-        called = attempt.called.after_pass(last, attempt.configured)
+        """After the call passed: persist the ledger with what `called` learned, attach the report.
+
+        `last` is the call as the model received it, when the guard measured it.
+        """
         received = last.tokens if last is not None and last.added else None
         if received is not None:  # the request changed inside: the report says what was sent
             result.report.received_tokens = received

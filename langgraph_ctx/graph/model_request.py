@@ -1,13 +1,20 @@
-"""The request `ContextMiddleware` sends on: which tools the call counts, and the request built.
+"""The request `ContextMiddleware` sends on, and the recent builds a retried call reuses.
 
 `Call` is what the model will receive as far as the build must count it: the request's tools,
 our archive tools (`recall`, the search tool) while the prompt names the archive, the
 structured-output tool the agent adds. `sent_request` turns a build into the request handed to
 the inner handler.
+
+LangGraph gives every model-node run a state of its own; middleware that retries or falls back
+calls the inner handler again with that state, the same messages and (a fallback) a model with
+the same or another window. `BuildKey` names one call's inputs, `Builds` keeps their builds, so
+a retried call does not build (or summarize) again.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -15,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 from langchain.agents.middleware.types import ModelRequest
 from langchain_core.messages import SystemMessage
 
-from langgraph_ctx.graph.called_model import CalledModel, Target
+from langgraph_ctx.graph.attempts import CalledModel, Target
 from langgraph_ctx.ledger.schema import has_archived
 from langgraph_ctx.prompt.assembly import tool_name
-from langgraph_ctx.prompt.render import references_recall, without_recall_calls
+from langgraph_ctx.prompt.render import without_recall_calls
 from langgraph_ctx.tokens.counter import count_tool_tokens
 
 if TYPE_CHECKING:
@@ -35,9 +42,11 @@ class Call:
 
     tools: list[Any]
     """Every tool the model will receive: the request's, `recall`, the structured-output tool."""
-    counted_only: frozenset[str]
+    names: tuple[str, ...]
+    """The names of `tools`, in order."""
+    counted_only: tuple[Any, ...]
     """Tools counted but added by the agent itself (structured output), not by the request."""
-    added: frozenset[str]
+    added: tuple[Any, ...]
     """Our archive tools (`recall`, the search tool) the request did not bind: they are bound
     only while the prompt references the archive."""
 
@@ -59,10 +68,12 @@ class Call:
         added = [t for t in (ours if search else ours[:1]) if t.name not in names]
         tools.extend(added)
         structured = structured_output_tools(request.response_format)
+        every = [*tools, *structured]
         return cls(
-            tools=[*tools, *structured],
-            counted_only=frozenset(tool_name(t) for t in structured) - names,
-            added=frozenset(t.name for t in added),
+            tools=every,
+            names=tuple(tool_name(t) for t in every),
+            counted_only=tuple(t for t in structured if tool_name(t) not in names),
+            added=tuple(added),
         )
 
 
@@ -80,23 +91,26 @@ def search_fits(search: Sequence[Any], requested: Target) -> bool:
 def sent_request(
     request: ModelRequest[Any], result: BuildResult, call: Call, called: CalledModel
 ) -> ModelRequest[Any]:
-    """`request` with the build's system message, messages and tools."""
+    """`request` with the build's system message, messages and tools.
+
+    The build's tools are the call's own objects (`tool_policy` filters, never copies): the
+    ones only counted, and ours while the prompt does not name the archive, are left out.
+    """
     messages: list[Any] = list(result.messages)
-    tools = [t for t in result.tools if tool_name(t) not in call.counted_only]
+    tools = [t for t in result.tools if not _among(t, call.counted_only)]
     if called.recall_unbound:
         # A middleware inside drops `recall`: placeholders name the archive without
         # telling the model to call it; `recall` is still offered, should it stay bound.
         messages = without_recall_calls(messages)
-    elif call.added and not references_recall(result.messages):
-        tools = [t for t in tools if tool_name(t) not in call.added]
+    elif call.added and not result.names_recall:
+        tools = [t for t in tools if not _among(t, call.added)]
     first = messages[0] if messages else None
     system = messages.pop(0) if isinstance(first, SystemMessage) else None
     return request.override(system_message=system, messages=messages, tools=tools)
 
 
-def bound_recall(sent: ModelRequest[Any], recall: Any) -> str | None:
-    """The name of `recall` when `sent` binds it (the guard then checks it stays bound)."""
-    return recall.name if recall is not None and recall in sent.tools else None
+def _among(tool: Any, tools: Sequence[Any]) -> bool:
+    return any(tool is t for t in tools)
 
 
 def structured_output_tools(response_format: Any) -> list[Any]:
@@ -119,3 +133,67 @@ def structured_output_tools(response_format: Any) -> list[Any]:
     elif not isinstance(response_format, ToolStrategy):  # a bare schema: an AutoStrategy
         response_format = ToolStrategy(response_format)
     return [OutputToolBinding.from_schema_spec(spec).tool for spec in response_format.schema_specs]
+
+
+@dataclass(frozen=True, slots=True)
+class BuildKey:
+    """Identity of one model call's inputs: a retry or fallback of it has the same key.
+
+    Ids are of objects the cache keeps alive.
+    """
+
+    state: int
+    messages: tuple[int, ...]
+    tools: tuple[str, ...]
+    window: int
+    counter: int
+
+    @classmethod
+    def of(
+        cls,
+        request: ModelRequest[Any],
+        history: Sequence[Any],
+        call: Call,
+        window: int,
+        counter: Any,
+    ) -> BuildKey:
+        """The key of `request`'s call with these messages, tools, window and counter."""
+        return cls(
+            state=id(request.state),
+            messages=tuple(id(m) for m in history),
+            tools=call.names,
+            window=window,
+            counter=id(counter),  # the memory keeps its counters: an id is never reused
+        )
+
+
+class Builds:
+    """A few recent builds by call inputs, so a retried call does not build (or summarize) again.
+
+    Each entry keeps the objects its key names alive (state, messages), so their ids cannot be
+    reused while it is cached.
+    """
+
+    size = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[BuildKey, tuple[Any, BuildResult]] = OrderedDict()
+
+    def get(self, key: BuildKey) -> BuildResult | None:
+        """The build of `key`'s call, when it is still kept."""
+        with self._lock:
+            entry = self._entries.get(key)
+        return entry[1] if entry is not None else None
+
+    def put(self, key: BuildKey, keep: Any, result: BuildResult) -> None:
+        """Keep `result` for `key`, and `keep` (the objects the key names) alive with it."""
+        with self._lock:
+            self._entries[key] = (keep, result)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+
+    def drop(self, key: BuildKey) -> None:
+        """Forget `key`'s build (its call passed)."""
+        with self._lock:
+            self._entries.pop(key, None)

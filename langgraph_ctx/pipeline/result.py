@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx.ledger.summary import covered_ids
+from langgraph_ctx.prompt.render import references_recall
 from langgraph_ctx.prompt.report import ContextCostReport
 
 
@@ -26,6 +27,11 @@ class BuildResult:
     """The `context_cost` report."""
     history: Sequence[BaseMessage] = ()
     """The history the build was given (not copied), for `removable_ids`."""
+
+    @property
+    def names_recall(self) -> bool:
+        """Whether the prompt tells the model to call `recall` (in a piece of ours)."""
+        return references_recall(self.messages)
 
     @property
     def removable_ids(self) -> list[str]:

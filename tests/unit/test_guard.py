@@ -1,5 +1,5 @@
 """The call guard: what the model actually received (`graph/guard.py`), learned into the
-ledger (`graph/called_model.py`)."""
+ledger (`graph/attempts.py`)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langgraph_ctx import ApproximateCounter, ContextMemory
 from langgraph_ctx.errors import ContextWindowExceededError
-from langgraph_ctx.graph.called_model import CalledModel, Target
-from langgraph_ctx.graph.guard import CallGuard, CallRefused
+from langgraph_ctx.graph.attempts import CalledModel, CallRefused, Target
+from langgraph_ctx.graph.guard import CallGuard
 from langgraph_ctx.ledger import repair_ledger
 from langgraph_ctx.prompt.render import (
     compacted_text,

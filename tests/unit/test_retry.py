@@ -1,4 +1,4 @@
-"""The rebuild decision after a failed model call (`graph/retry.py`), without an agent.
+"""The rebuild decision after a failed model call (`graph/attempts.py`), without an agent.
 
 From the attempt and the failure: the next attempt (what the refusal taught, another model's
 target, a harder build after a provider overflow) or the error to raise, whose report says why.
@@ -13,9 +13,18 @@ import pytest
 from langchain_core.exceptions import ContextOverflowError
 
 from langgraph_ctx.errors import ContextWindowExceededError, ModelCallRefusedError
-from langgraph_ctx.graph.called_model import CalledModel, Received, Target
-from langgraph_ctx.graph.guard import CallRefused
-from langgraph_ctx.graph.retry import MAX_REBUILDS, Attempt, after_failure, too_little_left
+from langgraph_ctx.graph.attempts import (
+    MAX_REBUILDS,
+    Attempt,
+    CalledModel,
+    CallRefused,
+    KnownModels,
+    Received,
+    Target,
+    after_failure,
+    identity_of,
+    too_little_left,
+)
 from langgraph_ctx.prompt.report import ContextCostReport
 from langgraph_ctx.scripted import ScriptedChatModel
 from langgraph_ctx.tokens import get_counter
@@ -27,7 +36,8 @@ OTHER_COUNTER = get_counter("claude-sonnet-4-5")
 
 
 def attempt(**changes: Any) -> Attempt:
-    first = Attempt(Target(MODEL, COUNTER, 8_000), CalledModel(), configured=8_000)
+    requested = Target(MODEL, COUNTER, 8_000)
+    first = Attempt(requested, CalledModel(), requested)
     return replace(first, **changes)
 
 
@@ -127,3 +137,28 @@ def test_a_build_without_room_names_the_inner_middleware() -> None:
     said = too_little_left(err, attempt(called=CalledModel(added=7_500, window=6_000)))
     assert "adds 7,500 tokens" in str(said) and "(6,000 tokens)" in str(said)
     assert said.report is err.report
+
+
+class _Terms:
+    """Counters and windows by model, as `ContextMemory` gives them."""
+
+    def counter_for(self, model: Any = None) -> Any:
+        return COUNTER if model is MODEL else OTHER_COUNTER
+
+    def window_for(self, model: Any = None) -> int:
+        return 8_000 if model is MODEL else 2_000
+
+
+def test_the_first_attempt_reads_the_ledger_and_builds_for_the_fallback_it_names() -> None:
+    terms, known = _Terms(), KnownModels()
+    first = Attempt.first(MODEL, None, terms, known)
+    assert (first.target.model, first.window, first.called) == (MODEL, 8_000, CalledModel())
+    assert first.requested is first.target and first.configured == 8_000
+    ledger = {"called": {"added": 300, "window": 2_000, "model": identity_of(SMALL)}}
+    # Not seen in this process: built for the requested model, less what was learned.
+    unseen = Attempt.first(MODEL, ledger, terms, known)
+    assert unseen.target.model is MODEL and unseen.window == 2_000 - 300
+    known.update([SMALL])  # the fallback was called here before: its counter from the start
+    seen = Attempt.first(MODEL, ledger, terms, known)
+    assert seen.target.model is SMALL and seen.target.counter is OTHER_COUNTER
+    assert seen.requested.model is MODEL and seen.configured == 8_000

@@ -1,9 +1,10 @@
-"""What is known about the model a call goes to: its terms, and what the ledger learned of it.
+"""One model call's attempts: what each is built for, what the calls taught, what comes next.
 
 Middleware placed inside `ContextMiddleware` may change a request after the build: add to the
 system prompt or tools, drop `recall`, call a fallback model with a smaller window. The call
-guard (`graph/guard.py`) measures what the model received (`Received`); this module holds what
-follows from it, as values:
+guard (`graph/guard.py`) measures what the model received (`Received`) and refuses a call that
+cannot fit (`CallRefused`); this module holds what follows from it, as values and pure
+decisions:
 
 - `Target`: the model a build is made for, with its counter and window, looked up once per call.
 - `CalledModel`: what the ledger's `called` entry says (`CalledEntry`): the tokens the inner
@@ -12,6 +13,12 @@ follows from it, as values:
   written back as the same JSON.
 - `KnownModels`: the models this process saw called, so a fallback the ledger names is found
   again and built for from the first attempt.
+- `Attempt`: one build of the call; `Attempt.first` is the first, `after_failure` decides the
+  next one or the error to raise. A refusal must teach something (a smaller window, a larger
+  addition, `recall` unbound, another model's counter), and the call is rebuilt for it, at
+  most `MAX_REBUILDS` times; a refusal that teaches nothing proves the call cannot fit, and
+  the error names the cause. A provider overflow (`errors.is_context_overflow`) is rebuilt
+  once against a smaller window (`Attempt.harder`). Any other failure is raised as it came.
 """
 
 from __future__ import annotations
@@ -20,11 +27,22 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from langgraph_ctx.errors import (
+    ContextWindowExceededError,
+    ModelCallRefusedError,
+    is_context_overflow,
+)
 from langgraph_ctx.ledger.schema import CalledEntry
 from langgraph_ctx.tokens._providers import ls_params
 from langgraph_ctx.tokens.counter import TokenCounter
+
+if TYPE_CHECKING:
+    from langgraph_ctx.prompt.report import ContextCostReport
+
+MAX_REBUILDS = 4
+"""Rebuilds of one model call after refusals; each must have taught something."""
 
 
 class ModelTerms(Protocol):
@@ -101,6 +119,22 @@ class Received:
         if self.added is not None or self.model is None:
             return None
         return Target(self.model, self.counter, self.window)
+
+
+class CallRefused(Exception):
+    """Raised by the call guard before a model call that does not fit what the model received."""
+
+    def __init__(self, received: Received) -> None:
+        why = (
+            f"{received.tokens} tokens over the called model's budget of {received.limit}"
+            if received.tokens > received.limit
+            else "the prompt names recall(ref=...) but the call binds no recall tool"
+        )
+        super().__init__(
+            f"langgraph_ctx refused a model call a middleware inside ContextMiddleware changed: "
+            f"{why}; rebuilding for what the model receives"
+        )
+        self.received = received
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,3 +257,137 @@ class KnownModels:
         """The models remembered, oldest first."""
         with self._lock:
             return list(self._models.values())
+
+    def target(self, requested: Target, called: CalledModel, terms: ModelTerms) -> Target:
+        """What to build for: the requested model, or the smaller-window model `called` names.
+
+        The ledger names the model with the smallest window seen (a fallback); when this
+        process has seen it, the build counts with its counter from the first attempt, so a
+        fallback call is not refused and rebuilt on every step. Another process learns it
+        again from one refusal.
+        """
+        for seen in self.models():
+            if seen is not requested.model and called.names(seen):
+                return Target.of(seen, terms)
+        return requested
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One build of a model call: what it is built for, and how many rebuilds came before."""
+
+    target: Target
+    """The model the build is for, with its counter and window."""
+    called: CalledModel
+    """What the calls so far taught (the window to build for follows from it)."""
+    requested: Target
+    """The model the request names (its window is what `called` keeps a smaller one below)."""
+    rebuilds: int = 0
+    """Rebuilds of this model call so far."""
+    harder: bool = False
+    """After a provider overflow: the build assumes a smaller window."""
+
+    @classmethod
+    def first(
+        cls, model: Any, ledger: Mapping[str, Any] | None, terms: ModelTerms, known: KnownModels
+    ) -> Attempt:
+        """The first attempt at calling `model`, from what the thread's ledger learned.
+
+        The model's window and counter are looked up here, once per call.
+        """
+        requested = Target.of(model, terms)
+        called = CalledModel.from_ledger((ledger or {}).get("called"))
+        return cls(known.target(requested, called, terms), called, requested)
+
+    @property
+    def configured(self) -> int:
+        """The window of the model the request names."""
+        return self.requested.window
+
+    @property
+    def window(self) -> int:
+        """The window to build for: the target's, less what the calls taught."""
+        return self.called.build_window(self.target.window)
+
+
+def after_failure(
+    attempt: Attempt,
+    failure: Exception,
+    refusal: CallRefused | None,
+    report: ContextCostReport,
+) -> Attempt | Exception:
+    """The next attempt after `failure`, or the error to raise.
+
+    The error is `failure` itself (raise it as it came) or another (raise it from `failure`).
+
+    Args:
+        attempt: The attempt that failed.
+        failure: What the inner handler raised.
+        refusal: The guard's last refusal of the call, if any: a fallback middleware may
+            raise another error after it (`failure` itself, when it is a `CallRefused`, wins).
+        report: The failed build's report; an error made here fails it and travels on it.
+    """
+    if isinstance(failure, ContextWindowExceededError):
+        return failure
+    if isinstance(failure, CallRefused):
+        refusal = failure
+    if refusal is not None:
+        received = refusal.received
+        taught = attempt.called.after_refusal(received, attempt.configured)
+        target = received.target() or attempt.target
+        if (taught == attempt.called and target is attempt.target) or (
+            attempt.rebuilds >= MAX_REBUILDS
+        ):
+            return _cannot_fit(report, refusal, attempt.rebuilds)
+        return replace(attempt, called=taught, target=target, rebuilds=attempt.rebuilds + 1)
+    if not is_context_overflow(failure):
+        return failure
+    if attempt.harder:
+        return _failed(report, f"the provider still overflowed: {failure}")
+    return replace(attempt, harder=True, rebuilds=attempt.rebuilds + 1)
+
+
+def too_little_left(
+    err: ContextWindowExceededError, attempt: Attempt
+) -> ContextWindowExceededError:
+    """The build for what the model receives failed: say so when inner middleware are why."""
+    added = attempt.called.added
+    if not added:
+        return err
+    window = attempt.called.build_window(attempt.target.window, with_added=False)
+    msg = (
+        f"middleware inside ContextMiddleware adds {added:,} tokens to each model "
+        f"call, which leaves too little of the called model's window ({window:,} tokens) for "
+        "the conversation; make it add less, or call a model with a larger window"
+    )
+    return ContextWindowExceededError(msg, err.report)
+
+
+def _cannot_fit(report: ContextCostReport, refusal: CallRefused, rebuilds: int) -> Exception:
+    """The call was rebuilt for everything the refusals taught and is still refused.
+
+    The error's type names the cause: `ContextWindowExceededError` only when the prompt is
+    over the called model's budget, `ModelCallRefusedError` otherwise.
+    """
+    received = refusal.received
+    if received.tokens > received.limit:
+        return _failed(
+            report,
+            f"after {rebuilds} rebuild(s) for what the model receives, the called model still "
+            f"receives {received.tokens:,} tokens, over its budget of {received.limit:,} "
+            f"(window {received.window:,}); make the middleware inside ContextMiddleware add "
+            "less, or call a model with a larger window",
+        )
+    why = (
+        f"after {rebuilds} rebuild(s) the model call is still refused: {refusal}; the prompt "
+        "names recall(ref=...) in text langgraph_ctx does not own while the call binds no "
+        "recall tool. Bind the recall tool (memory.recall_tool()) or set expose_recall=False"
+    )
+    report.fail(why)
+    return ModelCallRefusedError(why, report)
+
+
+def _failed(report: ContextCostReport, why: str) -> ContextWindowExceededError:
+    """Fail the build: its report says why and travels on `ContextWindowExceededError`."""
+    report.fail(why)
+    return ContextWindowExceededError(str(report.error), report)
