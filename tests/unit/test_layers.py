@@ -323,3 +323,22 @@ def test_a_package_gathers_names_from_the_modules_that_define_them() -> None:
             if not ok:
                 wrong.append(f"{package}.{name} (imported from {source})")
     assert wrong == []
+
+
+def test_the_benchmarks_import_nothing_from_the_command_line() -> None:
+    """The benchmarks sit beside the package's top layer, not above it: what they measure of
+    the command line they run as a command, so the two never share a copy of library logic."""
+    benchmarks = PACKAGE.parent / "benchmarks"
+    wrong = []
+    for path in sorted(benchmarks.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            wrong += [f"{path.name}: {n}" for n in names if n.startswith("langgraph_ctx.cli")]
+    assert wrong == []
