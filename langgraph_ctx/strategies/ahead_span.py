@@ -177,23 +177,30 @@ def _dry_run(
     goal = summary_goal(scratch) - deeper
     dropped: list[BaseMessage] = []
     after = False
+    history = scratch.history
+    pinned = scratch.pin
     while scratch.tokens > goal:
         step = scratch.shrink_once()
         if step is None:
+            pinned = scratch.pin
             # Only mid-turn (the newest message a tool's output, a model call to follow in
             # the same turn): a new turn would move the window by whole turns instead.
-            after = bool(scratch.history) and isinstance(scratch.history[-1], ToolMessage)
+            after = bool(history) and isinstance(history[-1], ToolMessage)
             if after:
-                dropped.extend(scratch.history[scratch.start :])
+                rest = list(range(scratch.start, len(history)))
+                if pinned is None and is_user_input(history[scratch.start]):
+                    pinned = rest.pop(0)  # the turn's task stays, pinned, as the window keeps it
+                dropped.extend(history[i] for i in rest)
             break
+        pinned = scratch.pin
         dropped.extend(step)
         if not _no_io(prune()):
             return None
     span = conversation_of(dropped)
     if not span:
         return None
-    pin = scratch.history[scratch.pin].id if scratch.pin is not None else None
-    start = scratch.history[-1 if after else scratch.start]
+    pin = history[pinned].id if pinned is not None else None
+    start = history[-1 if after else scratch.start]
     return start.id or "", pin, span, after
 
 
