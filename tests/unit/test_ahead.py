@@ -435,3 +435,17 @@ async def test_a_long_run_summarizes_as_often_as_without_preparing(mode: str) ->
     assert all(a <= b for a, b in zip(on, off, strict=True))  # never later than without
     assert len(entries) == len(on) and all(e.get("after") for e in entries)
     assert len(on_model.inputs) == len(off_model.inputs) == 4  # nothing prepared twice
+
+
+async def test_a_span_with_the_newest_step_keeps_the_task_pinned(mode: str) -> None:
+    """The window holds the turn's task (a long one) and its first step, near the trigger: the
+    preparation's span is that step alone (`after`), the task pinned, as the window keeps it
+    when it moves past the step; with the task in the span the record never matched."""
+    manager = _tokens_manager(SlowSummarizer(delay=0.0))
+    task = HumanMessage("task " + " ".join(f"t{i}" for i in range(1_150)), id="h")
+    messages = [SystemMessage("Be brief.", id="sys"), task, *_log_step(0)]
+    result = await call(manager, "build", messages, state=None, mode=mode)
+    assert "prepare" in _kinds(result)
+    entry = result.state["ahead"]
+    assert entry["after"] and entry["start_id"] == "t0"
+    assert entry["pin_id"] == "h" and entry["count"] == 2
