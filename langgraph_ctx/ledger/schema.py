@@ -115,6 +115,10 @@ class AheadEntry(TypedDict, total=False):
     started: str | None
     tokens: int
     due: int
+    """Written before issue 43 (a cut deferred at the trigger, counted down); not read now."""
+    after: bool
+    """The span ends with `start_id`'s message (then the newest): the window will start
+    after it."""
 
 
 class CalledEntry(TypedDict, total=False):

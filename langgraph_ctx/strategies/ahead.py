@@ -8,13 +8,15 @@ with a real model. With `SlidingWindow(prepare_at=0.85)` (what
 1. **Prepare.** A build whose prompt is under the trigger but near it (over `prepare_at`, or
    within `LOOKAHEAD_CALLS` calls growing like the last one) works out, on a scratch copy of
    the view, the span the next summary will cover: a dry run of the window's shrink, cut
-   deeper by the growth expected until the trigger. It records the span in the ledger
-   (`ahead`: where the window will start, the pinned task, a digest of the span and of the
-   summary it folds into, the newest message and the prompt's size when it started) and yields
-   a `PrepareSummary` effect: the sync driver starts a worker thread, the async driver an
-   asyncio task, each running the summarizer's own plan. One preparation runs per thread at a
-   time, keyed by thread, so a manager shared by many threads never mixes them. A new user
-   turn, or a span that changed (an edit, a removal), makes the next build work it out again.
+   deeper by the growth expected until the trigger (the newest step too, mid-turn, when the
+   window keeps only it: by the trigger it will not be the newest). It records the span in
+   the ledger (`ahead`: where the window will start, the pinned task, a digest of the span
+   and of the summary it folds into, the newest message and the prompt's size when it
+   started) and yields a `PrepareSummary` effect: the sync driver starts a worker thread,
+   the async driver an asyncio task, each running the summarizer's own plan. One preparation
+   runs per thread at a time, keyed by thread, so a manager shared by many threads never
+   mixes them. A new user turn, or a span that changed (an edit, a removal), makes the next
+   build work it out again.
 2. **Take.** A build over the trigger whose ledger names a span that is still valid
    (same messages, same content, same previous summary: the digest) moves the window to the
    recorded start and summarizes exactly that span: with the prepared outcome (`AwaitPrepared`,
@@ -22,10 +24,12 @@ with a real model. With `SlidingWindow(prepare_at=0.85)` (what
    preparation. The ledger, not timing, decides the span, so the prompt is the same either
    way for the same summarizer answers. What came since the preparation stays in the window
    up to `accept_tokens`; only beyond that is more cut and folded in the call, as before. A
-   prompt that jumped over the trigger but that pruning and compaction brought back under it
-   does not cut in that call: its span is recorded and prepared, and the cut waits up to
-   `DEFER_CALLS` calls, counted down in the ledger (`plan_defer`); a span recorded that many
-   calls before is taken at once.
+   prompt that jumped over the trigger is cut in that build too, even when pruning and
+   compaction brought it back under: those edits already broke the cached prefix, and the
+   cut, made a call or two later to give a preparation time, broke it again (until issue 43
+   the cut waited up to two calls; on the 8k real runs of `python -m benchmarks latency` that
+   second break was about a third of what preparing cost). A recorded span is taken, waiting
+   for its preparation within the bound; with none the span is summarized in the call.
 
 A record that no longer matches, a preparation lost with its process (the outcome lives in
 memory, the record in the ledger: after a restart the span is summarized when the trigger is
@@ -33,7 +37,7 @@ reached, or prepared again), or no record at all: the build summarizes as it alw
 insurance dump is written before the summary replaces the messages, and `redact` applies, on
 the prepared path exactly as on the other (both run through `summarize_span`).
 
-This module holds the decisions a summarizing `SlidingWindow` takes (prepare, defer, take);
+This module holds the decisions a summarizing `SlidingWindow` takes (prepare, take);
 `ahead_span` works out the span they record, and `langgraph_ctx.summaries.preparer` runs the
 preparations (`SummaryPreparer`, and the `AheadBinding` a build hands its strategies).
 """
@@ -48,8 +52,8 @@ from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.ledger.edits import set_ahead
+from langgraph_ctx.ledger.schema import AheadEntry
 from langgraph_ctx.strategies.ahead_span import (
-    _calls_since,
     _dry_run,
     _new_turn_since,
     _previous,
@@ -87,14 +91,13 @@ def plan_prepare(
     *,
     prepare_at: float,
     pruners: Sequence[Any],
-    now: bool = False,
     reading: Reading | None = None,
 ) -> Plan[None]:
     """Under the trigger, with the trigger near: record the next span and start preparing it.
 
     Near means over `prepare_at` of the limit, or within `LOOKAHEAD_CALLS` calls growing as
-    much as the last one did (the ledger's last report gives the previous prompt's size);
-    `now` prepares whatever the size (see `plan_defer`). `reading`: how the summarizer reads
+    much as the last one did (the ledger's last report gives the previous prompt's size).
+    `reading`: how the summarizer reads
     the span (`SlidingWindow.summarize_shown`, `read_chars`), as it would in the call.
     """
     ahead = view.resources.ahead
@@ -108,7 +111,7 @@ def plan_prepare(
     # the preparation stays in the window, so an early one makes the next summary come early.
     reach = min(LOOKAHEAD_CALLS * growth, int(LOOKAHEAD_SHARE * view.budget.limit))
     soon = view.tokens + reach > trigger
-    if not (now or near or soon or view.ledger.get("ahead")):
+    if not (near or soon or view.ledger.get("ahead")):
         return
     valid = _valid(view)
     if valid is not None:
@@ -131,20 +134,20 @@ def plan_prepare(
     if found is None:
         set_ahead(view.ledger, None)
         return
-    start_id, pin_id, span = found
+    start_id, pin_id, span, after = found
     digest = span_digest(_previous(view), span)
     newest = view.history[-1].id if view.history else None
-    set_ahead(
-        view.ledger,
-        {
-            "start_id": start_id,
-            "pin_id": pin_id,
-            "digest": digest,
-            "count": len(span),
-            "started": newest,
-            "tokens": view.report.tokens_in,
-        },
-    )
+    record: AheadEntry = {
+        "start_id": start_id,
+        "pin_id": pin_id,
+        "digest": digest,
+        "count": len(span),
+        "started": newest,
+        "tokens": view.report.tokens_in,
+    }
+    if after:
+        record["after"] = True
+    set_ahead(view.ledger, record)
     read = reading.of(view, span) if reading is not None else span
     yield from ahead.plan_start(digest, read, _previous(view))
     view.record(
@@ -153,65 +156,6 @@ def plan_prepare(
         message_ids=[m.id or "" for m in span],
         detail={"messages": len(span), "start_id": start_id, "digest": digest},
     )
-
-
-DEFER_CALLS = 2
-"""Calls a summary due at the trigger may wait for its preparation (see `plan_defer`)."""
-
-
-def plan_defer(
-    view: PromptView,
-    *,
-    prepare_at: float,
-    pruners: Sequence[Any],
-    reading: Reading | None = None,
-) -> Plan[bool]:
-    """The prompt passed the trigger but earlier strategies brought it back under: wait?
-
-    A step that jumps over the trigger (a large output, compacted on arrival) would make the
-    window cut and summarize in this call. Instead the span is recorded and prepared now, and
-    the cut waits up to `DEFER_CALLS` calls while the prompt stays under the trigger (each
-    call counts down in the ledger, so the decision is data, not timing). A span recorded
-    before the jump waits only until its preparation has had `DEFER_CALLS` calls (model calls
-    answered since it started): one older is taken in this build, whose pruning and
-    compaction already broke the cached prefix, rather than break it again later. Returns
-    whether the cut waits; when it does not, the window takes the recorded span as at the
-    trigger.
-    """
-    if view.resources.ahead is None or view.resources.summarize is None:
-        return False
-    valid = _valid(view)
-    if valid is None:
-        yield from plan_prepare(
-            view, prepare_at=prepare_at, pruners=pruners, now=True, reading=reading
-        )
-        entry = view.ledger.get("ahead")
-        if not entry:
-            return False
-        set_ahead(view.ledger, {**entry, "due": DEFER_CALLS})
-        return True
-    entry = valid[0]
-    due = entry.get("due")
-    if due is None:  # prepared before the trigger, not deferred yet
-        # Its preparation has run for this many calls: old enough, the cut is made now, in
-        # the build whose pruning and compaction already broke the cached prefix, rather
-        # than break it again a call or two later.
-        due = DEFER_CALLS - _calls_since(view, entry.get("started"))
-    if due <= 0:
-        return False
-    set_ahead(view.ledger, {**entry, "due": due})
-    yield from plan_prepare(view, prepare_at=prepare_at, pruners=pruners, reading=reading)
-    return True
-
-
-def count_down(view: PromptView) -> bool:
-    """One call less for a deferred cut; whether it is due in this call (see `plan_defer`)."""
-    entry = view.ledger.get("ahead")
-    if not entry or "due" not in entry:
-        return False
-    due = int(entry["due"]) - 1
-    set_ahead(view.ledger, {**entry, "due": max(0, due)})
-    return due <= 0
 
 
 def accept_tokens(view: PromptView) -> int:

@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
 from langgraph_ctx._effects import Plan, Resources
 from langgraph_ctx.ledger.schema import AheadEntry
@@ -89,7 +89,11 @@ def _span(view: PromptView, entry: AheadEntry) -> tuple[int, list[BaseMessage]] 
     """
     start_id, pin_id = entry.get("start_id"), entry.get("pin_id")
     history = view.history
-    at = next((i for i in range(view.start + 1, len(history)) if history[i].id == start_id), None)
+    after = bool(entry.get("after"))  # the span ends with `start_id`'s message
+    first = view.start if after else view.start + 1
+    at = next((i for i in range(first, len(history)) if history[i].id == start_id), None)
+    if at is not None and after:
+        at = at + 1 if at + 1 < len(history) else None  # nothing came after it yet
     if at is None:
         return None
     indices = view.window_indices()
@@ -128,17 +132,6 @@ def _new_turn_since(view: PromptView, entry: AheadEntry) -> bool:
     return False
 
 
-def _calls_since(view: PromptView, message_id: str | None) -> int:
-    """Model calls answered since the message `message_id` (all of them when it is gone)."""
-    calls = 0
-    for message in reversed(view.history):
-        if message.id == message_id:
-            return calls
-        if isinstance(message, AIMessage):
-            calls += 1
-    return calls
-
-
 def _reachable(view: PromptView, entry: AheadEntry, at: int, span: list[BaseMessage]) -> bool:
     """Whether the window, shrunk on a scratch copy, stops where the record says.
 
@@ -159,11 +152,18 @@ def _reachable(view: PromptView, entry: AheadEntry, at: int, span: list[BaseMess
 
 def _dry_run(
     view: PromptView, deeper: int, pruners: Sequence[Any]
-) -> tuple[str, str | None, list[BaseMessage]] | None:
+) -> tuple[str, str | None, list[BaseMessage], bool] | None:
     """Shrink a scratch copy of the view as the window will at the trigger, a little deeper.
 
     Pruning runs without I/O (placeholders without references cost about the same). Returns
-    the window's start and pinned task after it, and the conversation that left.
+    the window's start and pinned task after it, the conversation that left, and whether the
+    span takes the newest block too (`after`: the window will start after the returned id).
+
+    When only the pinned task and the newest block are left and the cut still asks for
+    more, the newest block joins the span: by the trigger the prompt will have grown, so it
+    will not be the newest any more, and the window would cut it there without preparing.
+    Left out, it stayed in the window after the prepared summary with everything that came
+    since the preparation, and the next summary came sooner.
     """
     scratch = _scratch(view)
     scratch.edits_started = True  # as at the trigger: pruning and shrinking are due
@@ -176,18 +176,32 @@ def _dry_run(
         return None
     goal = summary_goal(scratch) - deeper
     dropped: list[BaseMessage] = []
+    after = False
+    history = scratch.history
+    pinned = scratch.pin
     while scratch.tokens > goal:
         step = scratch.shrink_once()
         if step is None:
+            pinned = scratch.pin
+            # Only mid-turn (the newest message a tool's output, a model call to follow in
+            # the same turn): a new turn would move the window by whole turns instead.
+            after = bool(history) and isinstance(history[-1], ToolMessage)
+            if after:
+                rest = list(range(scratch.start, len(history)))
+                if pinned is None and is_user_input(history[scratch.start]):
+                    pinned = rest.pop(0)  # the turn's task stays, pinned, as the window keeps it
+                dropped.extend(history[i] for i in rest)
             break
+        pinned = scratch.pin
         dropped.extend(step)
         if not _no_io(prune()):
             return None
     span = conversation_of(dropped)
     if not span:
         return None
-    pin = scratch.history[scratch.pin].id if scratch.pin is not None else None
-    return scratch.history[scratch.start].id or "", pin, span
+    pin = history[pinned].id if pinned is not None else None
+    start = history[-1 if after else scratch.start]
+    return start.id or "", pin, span, after
 
 
 def _no_io(plan: Plan[None]) -> bool:

@@ -9,13 +9,7 @@ from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.checks import check_number
-from langgraph_ctx.strategies.ahead import (
-    accept_tokens,
-    count_down,
-    plan_defer,
-    plan_prepare,
-    take_prepared,
-)
+from langgraph_ctx.strategies.ahead import accept_tokens, plan_prepare, take_prepared
 from langgraph_ctx.strategies.base import check_field_types
 from langgraph_ctx.strategies.pruning import PruneToolOutputs
 from langgraph_ctx.strategies.summaries import Reading, summarize_span, summary_goal
@@ -87,22 +81,16 @@ class SlidingWindow:
         prepare_at = self.prepare_at if self.summarize else None
         reading = Reading(output_chars=self.read_chars) if self.summarize_shown else None
         if not view.over_trigger():
-            if prepare_at is None:
-                return
-            due = count_down(view)  # a cut deferred at the trigger is due now
-            yield from plan_prepare(
-                view, prepare_at=prepare_at, pruners=prune_again, reading=reading
-            )
-            if not due or view.tokens <= view.goal:
-                return
-        elif view.tokens <= view.goal:
+            if prepare_at is not None:
+                yield from plan_prepare(
+                    view, prepare_at=prepare_at, pruners=prune_again, reading=reading
+                )
+            return
+        if view.tokens <= view.goal:
             return  # earlier strategies (pruning, compaction) were enough
-        if prepare_at is not None and view.tokens <= view.trigger:
-            waits = yield from plan_defer(
-                view, prepare_at=prepare_at, pruners=prune_again, reading=reading
-            )
-            if waits:
-                return
+        # Past the trigger the cut is made in this build, with or without a preparation:
+        # this build's pruning and compaction already broke the cached prefix, and a cut
+        # made a call or two later would break it again (`strategies.ahead`).
         auto = self.summarize
         pending: list[BaseMessage] = []
         # What leaves is summarized: cut to the (lower) summary target, leaving room for the

@@ -23,7 +23,6 @@ from langgraph_ctx.messages import text_of
 from langgraph_ctx.pipeline import BuildResult
 from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.strategies import SlidingWindow, default_strategies
-from langgraph_ctx.strategies.ahead import DEFER_CALLS
 from langgraph_ctx.strategies.ahead_span import span_digest
 from langgraph_ctx.summaries.preparer import SummaryPreparer
 from langgraph_ctx.summaries.summarizer import Summarizer
@@ -346,10 +345,13 @@ def _log_step(k: int, *, large: bool = False) -> list[BaseMessage]:
     return _step("", k, f"log line {k} " * 600 if large else f"log line {k} {words}")
 
 
-async def test_a_jump_over_the_trigger_defers_the_cut_to_the_prepared_summary(mode: str) -> None:
-    """`plan_defer`: a large output jumps over the trigger and compaction brings the prompt
-    back under it; the cut waits (counted down in the ledger) and takes the prepared summary.
-    """
+async def test_a_jump_over_the_trigger_with_nothing_prepared_is_cut_in_that_build(
+    mode: str,
+) -> None:
+    """A large output jumps over the trigger before anything was prepared; compaction brings
+    the prompt back under it, and the window cuts and summarizes in that build, as without
+    preparing: that build's edits broke the cached prefix already, and a cut deferred to a
+    later call broke it a second time."""
     model = SlowSummarizer(delay=0.05)
     manager = _tokens_manager(model)
     messages, state = _start(), None
@@ -359,36 +361,18 @@ async def test_a_jump_over_the_trigger_defers_the_cut_to_the_prepared_summary(mo
     messages += _log_step(5, large=True)
     jumped = await call(manager, "build", messages, state=state, mode=mode)
     kinds = _kinds(jumped)
-    trigger = manager.budget.trigger_tokens
-    assert jumped.report.tokens_in > trigger >= jumped.report.tokens
-    assert "compact" in kinds and "prepare" in kinds and "auto_compact" not in kinds
-    state = jumped.state
-    assert state["ahead"]["due"] == DEFER_CALLS
-    span = state["ahead"]["count"]
-    await _settle(manager, mode)
-    cut = None
-    for k in range(6, 6 + DEFER_CALLS):  # the cut waits at most DEFER_CALLS calls
-        messages += _log_step(k)
-        result = await call(manager, "build", messages, state=state, mode=mode)
-        state = result.state
-        if "auto_compact" in _kinds(result):
-            cut = result
-            break
-        assert state["ahead"]["due"] < DEFER_CALLS
-    assert cut is not None, "the deferred cut came due"
-    decision = _kinds(cut)["auto_compact"]
-    assert decision.detail["ahead"] == "prepared"
-    assert len(decision.message_ids) == span
-    assert len(model.inputs) == 1  # summarized once, in the background
-    assert state["ahead"] is None
+    assert jumped.report.tokens_in > manager.budget.trigger_tokens
+    assert "compact" in kinds and "prepare" not in kinds
+    assert "ahead" not in kinds["auto_compact"].detail  # summarized in the call
+    assert len(model.inputs) == 1 and jumped.state["ahead"] is None
 
 
-async def test_a_preparation_old_enough_is_taken_where_the_prompt_passed_the_trigger(
+async def test_a_span_prepared_in_the_last_call_is_taken_where_the_prompt_passed_the_trigger(
     mode: str,
 ) -> None:
-    """Prepared `DEFER_CALLS` calls or more before a jump over the trigger, the summary is
-    taken in the build whose compaction brought the prompt back under it: no deferral, so the
-    cached prefix breaks once, not in that build and again a call or two later."""
+    """Prepared in the call before a jump over the trigger, the summary is taken in the build
+    whose compaction brought the prompt back under it (waiting for it within the bound), so
+    the cached prefix breaks once."""
     model = SlowSummarizer(delay=0.05)
     manager = _tokens_manager(model)
     messages, state, k = _start(), None, 0
@@ -399,13 +383,7 @@ async def test_a_preparation_old_enough_is_taken_where_the_prompt_passed_the_tri
         assert "auto_compact" not in _kinds(result)
         state = result.state
     span = state["ahead"]["count"]
-    for _ in range(DEFER_CALLS):  # the preparation runs while the agent works (short steps)
-        messages += _step("", k)
-        k += 1
-        result = await call(manager, "build", messages, state=state, mode=mode)
-        assert "auto_compact" not in _kinds(result)
-        state = result.state
-    await _settle(manager, mode)
+    await asyncio.sleep(0.01)  # the agent's model call: the preparation starts, still runs
     messages += _log_step(k, large=True)
     jumped = await call(manager, "build", messages, state=state, mode=mode)
     kinds = _kinds(jumped)
@@ -413,3 +391,61 @@ async def test_a_preparation_old_enough_is_taken_where_the_prompt_passed_the_tri
     assert kinds["auto_compact"].detail["ahead"] == "prepared"
     assert len(kinds["auto_compact"].message_ids) == span
     assert len(model.inputs) == 1 and jumped.state["ahead"] is None
+
+
+async def test_a_long_run_summarizes_as_often_as_without_preparing(mode: str) -> None:
+    """80 tool steps in a small window: the window can keep only the task and the newest step,
+    so each preparation's span takes the newest step too (`after`: by the trigger it is not
+    the newest any more). The prepared summaries are taken where the window would summarize
+    without preparing, every preparation is used, and the run summarizes as often as without
+    preparing (before, the step prepared beside stayed in the window with what came after it:
+    5 summaries against 4)."""
+
+    async def run(prepare: bool) -> tuple[list[int], list[dict[str, Any]], SlowSummarizer]:
+        model = SlowSummarizer(delay=0.0)
+        manager = _tokens_manager(model)
+        if not prepare:
+            manager = ContextManager(
+                budget=manager.budget,
+                token_counter=get_counter("gpt-4o"),
+                strategies=summary_first_strategies(),
+                archive=Archive(StoreBackend(InMemoryStore()), thread_id="t"),
+                summarizer=Summarizer(model=model),
+            )
+        messages, state = _start(), None
+        cuts: list[int] = []
+        entries: list[dict[str, Any]] = []
+        for k in range(80):
+            messages += _log_step(k)
+            result = await call(manager, "build", messages, state=state, mode=mode)
+            state = result.state
+            kinds = _kinds(result)
+            if "prepare" in kinds:
+                entries.append(dict(state["ahead"]))
+            if "auto_compact" in kinds:
+                assert not prepare or kinds["auto_compact"].detail["ahead"] == "prepared"
+                cuts.append(k)
+            if prepare:
+                await _settle(manager, mode)
+        return cuts, entries, model
+
+    off, _, off_model = await run(False)
+    on, entries, on_model = await run(True)
+    assert len(on) == len(off) == 4
+    assert all(a <= b for a, b in zip(on, off, strict=True))  # never later than without
+    assert len(entries) == len(on) and all(e.get("after") for e in entries)
+    assert len(on_model.inputs) == len(off_model.inputs) == 4  # nothing prepared twice
+
+
+async def test_a_span_with_the_newest_step_keeps_the_task_pinned(mode: str) -> None:
+    """The window holds the turn's task (a long one) and its first step, near the trigger: the
+    preparation's span is that step alone (`after`), the task pinned, as the window keeps it
+    when it moves past the step; with the task in the span the record never matched."""
+    manager = _tokens_manager(SlowSummarizer(delay=0.0))
+    task = HumanMessage("task " + " ".join(f"t{i}" for i in range(1_150)), id="h")
+    messages = [SystemMessage("Be brief.", id="sys"), task, *_log_step(0)]
+    result = await call(manager, "build", messages, state=None, mode=mode)
+    assert "prepare" in _kinds(result)
+    entry = result.state["ahead"]
+    assert entry["after"] and entry["start_id"] == "t0"
+    assert entry["pin_id"] == "h" and entry["count"] == 2
