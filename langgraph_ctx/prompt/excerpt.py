@@ -57,16 +57,34 @@ def _is_salient(word: str) -> bool:
 def salient_names(text: str) -> frozenset[str]:
     """The identifier-like names in `text`, with the parts of paths and dotted names."""
     names: set[str] = set()
+    known = _WORD_NAMES
     for raw in _WORD.findall(text):
-        word = raw.strip(_EDGES)
-        if _is_salient(word):
-            names.add(word)
-        if len(word) > 4 and ("/" in word or ":" in word or "." in word):
-            for part in _PARTS.split(word):
-                part = part.strip(_EDGES)
-                if part != word and _is_salient(part):
-                    names.add(part)
+        if len(raw) < 4 or (raw.islower() and raw.isalpha()):
+            continue  # most words of an output: too short, or a plain word (no name, no parts)
+        found = known.get(raw)
+        if found is None:
+            if len(known) >= _WORD_NAMES_SIZE:
+                known.clear()
+            found = known[raw] = _word_names(raw)
+        names.update(found)
     return frozenset(names)
+
+
+_WORD_NAMES: dict[str, tuple[str, ...]] = {}
+_WORD_NAMES_SIZE = 65_536
+"""The names each word seen gives: an output repeats its names line after line (a dict, not
+an `lru_cache`, whose call costs about as much as looking at the word again)."""
+
+
+def _word_names(raw: str) -> tuple[str, ...]:
+    word = raw.strip(_EDGES)
+    names = [word] if _is_salient(word) else []
+    if len(word) > 4 and ("/" in word or ":" in word or "." in word):
+        for part in _PARTS.split(word):
+            part = part.strip(_EDGES)
+            if part != word and _is_salient(part):
+                names.append(part)
+    return tuple(names)
 
 
 @lru_cache(maxsize=256)

@@ -71,6 +71,10 @@ if TYPE_CHECKING:
 SummarizePlan = Callable[[list[BaseMessage], "str | None"], Plan[Any]]
 """A summarizer's plan factory: `(messages, previous) -> Plan[SummaryOutcome]`."""
 
+ReadingPlan = Callable[[Callable[[], list[BaseMessage]], "str | None"], Plan[Any]]
+"""`(read, previous) -> Plan[SummaryOutcome]`: `read()` gives the span as the summarizer reads
+it, called only when the span is summarized now (not when a prepared summary is taken)."""
+
 
 def slack_tokens(view: PromptView, prepare_at: float) -> int:
     """Tokens the prompt may grow between the preparation and the trigger."""
@@ -176,7 +180,7 @@ class Taken:
 
     pending: list[BaseMessage] = field(default_factory=list)
     """Messages that left the window."""
-    summarize: SummarizePlan | None = None
+    summarize: ReadingPlan | None = None
     """Summarizes them (the prepared outcome, else the summarizer); None when the record did
     not apply: the window then shrinks and summarizes as without preparation."""
     note: dict[str, Any] = field(default_factory=dict)
@@ -209,7 +213,7 @@ def take_prepared(view: PromptView, *, pruners: Sequence[Any]) -> Plan[Taken]:
         return Taken(pending, None, note)
     digest = entry["digest"]
 
-    def summarize(messages: list[BaseMessage], prev: str | None) -> Plan[Any]:
-        return ahead.plan_outcome(digest, messages, prev, note)
+    def summarize(read: Callable[[], list[BaseMessage]], prev: str | None) -> Plan[Any]:
+        return ahead.plan_outcome(digest, read, prev, note)
 
     return Taken(pending, summarize, note)

@@ -108,7 +108,7 @@ def summarize_span(
     dropped: Sequence[BaseMessage],
     *,
     kind: Any,
-    summarize: Callable[[list[BaseMessage], str | None], Plan[Any]] | None = None,
+    summarize: Callable[[Callable[[], list[BaseMessage]], str | None], Plan[Any]] | None = None,
     quote_chars: int = 0,
     quote_repeats: bool = False,
     reading: Reading | None = None,
@@ -116,7 +116,9 @@ def summarize_span(
     """Insurance dump, then a running summary of `dropped` folded into the ledger.
 
     Nothing is summarized when only a previous summary would be; the report says why.
-    `summarize` replaces the resources' summarizer plan (a summary prepared ahead).
+    `summarize` replaces the resources' summarizer plan (a summary prepared ahead): it is
+    given how to read the span, a function it calls only when it summarizes now (reading
+    long outputs as their used lines is most of the time of taking a prepared summary).
     `quote_chars` > 0: the summary also quotes, verbatim, up to that many characters of the
     tool-output lines a later model message used (`langgraph_ctx.prompt.excerpt.quoted_lines`),
     whatever the summarizer kept, each line for a name no other quoted line carries (with
@@ -140,8 +142,7 @@ def summarize_span(
             detail={"reason": "the kept window alone is over the trigger"},
         )
         return SpanSummary.SKIPPED
-    summarize = summarize or view.resources.summarize
-    if summarize is None:
+    if summarize is None and view.resources.summarize is None:
         view.record(kind, view.tokens, detail={"skipped": "no summarizer configured"})
         return SpanSummary.UNAVAILABLE
     dump_ref = None
@@ -152,10 +153,17 @@ def summarize_span(
             view.record("skip", view.tokens, detail={"reason": f"insurance dump failed: {exc}"})
             return SpanSummary.UNAVAILABLE
     previous = (view.ledger.get("summary") or {}).get("text")
+
     # By default the summarizer reads the originals: what it does not see is lost from the
     # summary (not from the archive). Reading what the prompt showed costs far less.
-    read = reading.of(view, conversation) if reading is not None else list(conversation)
-    outcome = yield from summarize(read, previous)
+    def read() -> list[BaseMessage]:
+        return reading.of(view, conversation) if reading is not None else list(conversation)
+
+    if summarize is not None:
+        outcome = yield from summarize(read, previous)
+    else:
+        assert view.resources.summarize is not None  # checked above
+        outcome = yield from view.resources.summarize(read(), previous)
     detail = {
         "dump_ref": dump_ref,
         "source": outcome.source,

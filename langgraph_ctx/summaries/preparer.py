@@ -343,12 +343,19 @@ class AheadBinding:
         return bool(started)
 
     def plan_outcome(
-        self, digest: str, messages: list[BaseMessage], previous: str | None, note: dict[str, Any]
+        self,
+        digest: str,
+        read: Callable[[], list[BaseMessage]],
+        previous: str | None,
+        note: dict[str, Any],
     ) -> Plan[Any]:
-        """The prepared outcome of `digest`, else the summarizer's (`note["ahead"]` says which)."""
+        """The prepared outcome of `digest`, else the summarizer's (`note["ahead"]` says which).
+
+        `read` gives the span as the summarizer reads it; called only to summarize now.
+        """
         outcome = yield AwaitPrepared(self.preparer, self.key, digest, self.wait_seconds)
         if outcome is not None:
             note["ahead"] = "prepared"
             return outcome
         note["ahead"] = "not ready: summarized now"
-        return (yield from self.summarize_now(messages, previous))
+        return (yield from self.summarize_now(read(), previous))
