@@ -152,11 +152,7 @@ class DeepagentsEvictionAnchor(AnchorBase):
         self.state["messages"] = self.messages
         response = self.mw.wrap_model_call(self._request(self.state), self._handler)
         prompt = self._sent()
-        if isinstance(response, ExtendedModelResponse) and response.command is not None:
-            update = response.command.update or {}
-            if "messages" in update:  # type: ignore[operator]
-                self.messages = merged(self.messages, update["messages"])  # type: ignore[index]
-                self.state["messages"] = self.messages
+        _apply(self, response)
         return prompt
 
     def recoverable_texts(self) -> Iterable[str]:

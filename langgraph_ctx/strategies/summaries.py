@@ -142,9 +142,15 @@ def summarize_span(
             detail={"reason": "the kept window alone is over the trigger"},
         )
         return SpanSummary.SKIPPED
-    if summarize is None and view.resources.summarize is None:
-        view.record(kind, view.tokens, detail={"skipped": "no summarizer configured"})
-        return SpanSummary.UNAVAILABLE
+    if summarize is None:
+        plain = view.resources.summarize
+        if plain is None:
+            view.record(kind, view.tokens, detail={"skipped": "no summarizer configured"})
+            return SpanSummary.UNAVAILABLE
+
+        def summarize(read: Callable[[], list[BaseMessage]], previous: str | None) -> Plan[Any]:
+            return plain(read(), previous)
+
     dump_ref = None
     if view.resources.dump_messages is not None:
         try:
@@ -159,11 +165,7 @@ def summarize_span(
     def read() -> list[BaseMessage]:
         return reading.of(view, conversation) if reading is not None else list(conversation)
 
-    if summarize is not None:
-        outcome = yield from summarize(read, previous)
-    else:
-        assert view.resources.summarize is not None  # checked above
-        outcome = yield from view.resources.summarize(read(), previous)
+    outcome = yield from summarize(read, previous)
     detail = {
         "dump_ref": dump_ref,
         "source": outcome.source,

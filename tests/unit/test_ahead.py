@@ -449,3 +449,43 @@ async def test_a_span_with_the_newest_step_keeps_the_task_pinned(mode: str) -> N
     entry = result.state["ahead"]
     assert entry["after"] and entry["start_id"] == "t0"
     assert entry["pin_id"] == "h" and entry["count"] == 2
+
+
+async def test_taking_a_prepared_summary_does_not_read_the_span_again(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The summarizer's reading of a span (`Reading.of`: long outputs as their used lines) is
+    worked out when the preparation starts; the build that takes the prepared summary does
+    not work it out again (it was most of that build's time)."""
+    from langgraph_ctx.strategies import Compaction, DropMemory, PruneToolOutputs
+    from langgraph_ctx.strategies.summaries import Reading
+
+    reads: list[int] = []
+    original = Reading.of
+
+    def counted(self: Reading, view: Any, messages: Any) -> Any:
+        reads.append(len(messages))
+        return original(self, view, messages)
+
+    monkeypatch.setattr(Reading, "of", counted)
+    model = SlowSummarizer()
+    manager = ContextManager(
+        budget=_old_budget(40),
+        token_counter=len,
+        strategies=[
+            DropMemory(),
+            PruneToolOutputs(),
+            Compaction(on_arrival=0.1),
+            SlidingWindow(summarize=True, summarize_shown=True),
+        ],
+        archive=Archive(StoreBackend(InMemoryStore()), thread_id="t"),
+        summarizer=Summarizer(model=model),
+        prepare_summaries=True,
+    )
+    messages = _start()
+    _, state, _ = await _grow_until(manager, messages, None, "prepare", mode)
+    assert len(reads) == 1  # read once, for the preparation
+    await _settle(manager, mode)
+    result, state, _ = await _grow_until(manager, messages, state, "auto_compact", mode)
+    assert _kinds(result)["auto_compact"].detail["ahead"] == "prepared"
+    assert len(reads) == 1 and len(model.inputs) == 1  # taken: neither read nor summarized
