@@ -41,8 +41,7 @@ def _is_salient(word: str) -> bool:
         return _INNER_CAPITAL.search(word) is not None
     if word.isdigit():
         return True
-    has_alpha = any(c.isalpha() for c in word)
-    if not has_alpha:
+    if not any(c.isalpha() for c in word):
         return False
     return (
         "_" in word
@@ -127,12 +126,11 @@ class LaterUse:
 
     def used_after(self, index: int, names: Iterable[str]) -> int:
         """The newest index after `index` where one of `names` was used (-1: none)."""
-        newest = -1
-        for name in names:
-            at = self.last.get(name, -1)
-            if at > index and at > newest:
-                newest = at
-        return newest
+        last = self.last
+        if last.keys().isdisjoint(names):  # most lines: no name a model message used
+            return -1
+        newest = max(last.get(name, -1) for name in names)
+        return newest if newest > index else -1
 
 
 def _clip(line: str) -> str:

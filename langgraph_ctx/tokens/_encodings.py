@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_ctx.errors import TokenizerUnavailableError
+from langgraph_ctx.tokens._text_tokens import TextTokens
 
 _ENDOFTEXT = "<|endoftext|>"
 _FIM_PREFIX = "<|fim_prefix|>"
@@ -31,6 +32,9 @@ _SPECS: dict[str, dict[str, Any]] = {
         "url": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
         "sha256": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
         "pat_str": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",  # noqa: E501
+        # The same split for ASCII text (letters A-Za-z, digits 0-9, ASCII whitespace), for
+        # Python's `re` with `re.ASCII` (`TextTokens`); tests check it splits as `pat_str`.
+        "ascii_pat_str": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\nA-Za-z0-9]?+[A-Za-z]++|[0-9]{1,3}+| ?[^\sA-Za-z0-9]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",  # noqa: E501
         "special_tokens": {
             _ENDOFTEXT: 100257,
             _FIM_PREFIX: 100258,
@@ -48,6 +52,17 @@ _SPECS: dict[str, dict[str, Any]] = {
                 r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
                 r"""\p{N}{1,3}""",
                 r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+                r"""\s*[\r\n]+""",
+                r"""\s+(?!\S)""",
+                r"""\s+""",
+            ]
+        ),
+        "ascii_pat_str": "|".join(
+            [
+                r"""[^\r\nA-Za-z0-9]?[A-Z]*[a-z]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[^\r\nA-Za-z0-9]?[A-Z]+[a-z]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+                r"""[0-9]{1,3}""",
+                r""" ?[^\sA-Za-z0-9]+[\r\n/]*""",
                 r"""\s*[\r\n]+""",
                 r"""\s+(?!\S)""",
                 r"""\s+""",
@@ -136,6 +151,18 @@ def get_encoding(name: str) -> Any:
                 special_tokens=spec["special_tokens"],
             )
         return _cache[name]
+
+
+def text_tokens(name: str) -> TextTokens:
+    """The process's `TextTokens` for encoding `name` (its memory of pieces shared)."""
+    key = f"{name} text"  # beside the encoding it counts with: forgotten with it
+    with _lock:
+        counter: TextTokens | None = _cache.get(key)
+    if counter is None:
+        built = TextTokens(get_encoding(name), _SPECS[name]["ascii_pat_str"])
+        with _lock:
+            counter = _cache.setdefault(key, built)
+    return counter
 
 
 def encoding_name_for_model(model: str) -> str:

@@ -25,8 +25,13 @@ from langgraph_ctx._ids import message_key
 from langgraph_ctx.checks import check_int
 from langgraph_ctx.errors import ConfigError, shorten
 from langgraph_ctx.messages.validation import check_tool_args, coerce_messages
-from langgraph_ctx.tokens._encodings import encoding_name_for_model, get_encoding
+from langgraph_ctx.tokens._encodings import (
+    encoding_name_for_model,
+    get_encoding,
+    text_tokens,
+)
 from langgraph_ctx.tokens._media import is_media, media_tokens
+from langgraph_ctx.tokens._text_tokens import TextTokens
 from langgraph_ctx.tokens.counter import ToolLike, tool_function, tool_schema
 
 _FIELDS = operator.attrgetter("__dict__")
@@ -103,6 +108,7 @@ class TiktokenCounter:
         self.model = model
         self.encoding_name = encoding_name_for_model(model)
         self._encoding: Any = None
+        self._text: TextTokens | None = None
         if model.startswith("gpt-3.5-turbo-0301"):
             self.tokens_per_message, self.tokens_per_name = 4, -1
         else:
@@ -123,8 +129,14 @@ class TiktokenCounter:
         return self._encoding
 
     def count_text(self, text: str) -> int:
-        """Tokens of plain text (special-token strings are counted as ordinary text)."""
-        return len(self.encoding.encode(text, disallowed_special=()))
+        """Tokens of plain text (special-token strings are counted as ordinary text).
+
+        Short ASCII text is counted without releasing the GIL (`_text_tokens`): beside a busy
+        thread, each release cost a count the interpreter's switch interval.
+        """
+        if self._text is None:
+            self._text = text_tokens(self.encoding_name)
+        return self._text(text)
 
     def _encode_message(self, message: BaseMessage) -> int:
         count = self.tokens_per_message

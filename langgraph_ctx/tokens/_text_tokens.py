@@ -1,0 +1,82 @@
+"""Counting short text without letting go of the GIL: `TextTokens`.
+
+tiktoken's `encode` releases the GIL while it runs: right for a long text, costly for a short
+one. A thread that gives the GIL up must get it back, and while another thread runs Python that
+takes the interpreter's switch interval (5 ms), however short the encode was. A build counts a
+dozen short texts or more (a new message, each tool call's name and arguments, a placeholder),
+so beside a busy thread (another graph run in the same process, a summary being prepared in a
+worker thread) each count cost about 5 ms instead of a few hundredths: 1,410 characters took
+0.085 ms alone and 5.4 ms beside a thread running a Python loop (issue 43's profile of the slow
+calls of `python -m benchmarks latency`).
+
+So short ASCII text is counted here, holding the GIL: split with the encoding's pattern written
+for ASCII (`ascii_pat_str`: for ASCII text a letter is A-Za-z and a digit 0-9 in every engine,
+so Python's own `re` splits exactly as tiktoken does), each piece encoded by the encoding's
+`encode_single_piece` (which does not release the GIL) and its count remembered. That is what
+tiktoken's `encode_ordinary` does piece by piece, so the counts are the same. Other text, and
+text over `SHORT_CHARS`, goes to `encode_ordinary`: a long encode pays the wait once, and lets
+other threads run meanwhile.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+SHORT_CHARS = 4_096
+"""Texts up to this many characters are counted holding the GIL (when ASCII)."""
+
+_PIECES_KEPT = 100_000
+"""Pieces whose count is remembered; the memory is emptied when full (pieces repeat a lot)."""
+
+
+def _ascii_splitter(pattern: str) -> Callable[[str], list[str]]:
+    if sys.version_info >= (3, 11):
+        return re.compile(pattern, re.ASCII).findall
+    # Possessive quantifiers came to `re` in 3.11. `regex` too lets go of the GIL, at each
+    # match, unless told not to.
+    import regex
+
+    return partial(regex.compile(pattern, regex.ASCII).findall, concurrent=False)
+
+
+class TextTokens:
+    """Tokens of plain text in one tiktoken encoding, special-token strings as ordinary text.
+
+    Args:
+        encoding: A `tiktoken.Encoding`.
+        ascii_pattern: The encoding's split pattern for ASCII text (see the module).
+    """
+
+    def __init__(self, encoding: Any, ascii_pattern: str) -> None:
+        self._encode: Callable[[str], list[int]] = encoding.encode_ordinary
+        # Private to tiktoken (there since 0.4); without it every text goes to `encode_ordinary`.
+        core = getattr(encoding, "_core_bpe", None)
+        self._piece: Callable[[bytes], list[int]] | None = getattr(
+            core, "encode_single_piece", None
+        )
+        self._split = _ascii_splitter(ascii_pattern)
+        self._counts: dict[str, int] = {}
+
+    @property
+    def holds_gil(self) -> bool:
+        """Whether short ASCII text is counted without releasing the GIL."""
+        return self._piece is not None
+
+    def __call__(self, text: str) -> int:
+        """Tokens of `text`."""
+        if self._piece is None or len(text) > SHORT_CHARS or not text.isascii():
+            return len(self._encode(text))
+        counts = self._counts
+        if len(counts) > _PIECES_KEPT:
+            counts.clear()
+        total = 0
+        for piece in self._split(text):
+            count = counts.get(piece)
+            if count is None:
+                count = counts[piece] = len(self._piece(piece.encode("ascii")))
+            total += count
+        return total
