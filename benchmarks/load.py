@@ -435,6 +435,9 @@ def run(args: argparse.Namespace) -> None:
         sizes, turns, caps = (10,), 2, (DEFAULT_MAX_IN_FLIGHT,)
     else:
         sizes, turns, caps = (50, 200), TURNS, CAPS
+    # Warm-up, discarded: imports, the tokenizer's tables (about a second), compiled patterns.
+    # Without it the first row's calls paid them (10 threads async, --quick: p95 0.7 s).
+    measure(2, "sync", DEFAULT_MAX_IN_FLIGHT, 1)
     rows = []
     for threads in sizes:
         for mode in ("async", "sync"):
