@@ -8,6 +8,8 @@
    time at 100, 1,000 and 5,000 messages: with the per-message cache, without it
    (`cache_size=0`), with ChatOpenAI and with `count_tokens_approximately`. The target is a
    recount whose cost does not depend on the history length.
+3. Beside a busy thread: the same count alone and while another thread runs Python, for
+   `TiktokenCounter` and ChatOpenAI (wall time; see `langgraph_ctx.tokens._text_tokens`).
 
 Everything runs offline: `TIKTOKEN_CACHE_DIR` is pointed at a temporary directory primed with
 the verified ranks when it is not set, so ChatOpenAI counts without downloading.
@@ -22,7 +24,9 @@ import gc
 import os
 import random
 import statistics
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
@@ -40,6 +44,7 @@ from benchmarks._table import fmt_duration, fmt_int, fmt_rate, fmt_ratio, print_
 from benchmarks.trajectories import load_trajectories
 from langgraph_ctx.tokens import TiktokenCounter
 from langgraph_ctx.tokens._encodings import get_encoding, prime_tiktoken_cache
+from langgraph_ctx.tokens._text_tokens import SHORT_CHARS
 
 MODEL = "gpt-4o"
 SIZES = (100, 1_000, 5_000)
@@ -317,9 +322,63 @@ def growth(*, steps: int, seed: int = 0) -> None:
     )
 
 
+def _wall(fn: Callable[[], object]) -> float:
+    gc.collect()
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _spin(stop: threading.Event) -> None:
+    """Another thread running Python, as a busy neighbour does (a graph run, a preparation)."""
+    while not stop.is_set():
+        sum(range(1_000))
+
+
+def beside_a_busy_thread(data: dict[str, list[BaseMessage]], *, messages: int) -> None:
+    """Counting alone and beside a thread running Python: the wall time of the same count.
+
+    tiktoken's `encode` lets go of the GIL; getting it back beside a busy thread takes the
+    interpreter's switch interval (5 ms), per encode, however short the text.
+    """
+    sample = [m for msgs in data.values() for m in msgs][:messages]
+    chat = _chat_counter()
+    ours = TiktokenCounter(MODEL, cache_size=0)  # every message encoded, as ChatOpenAI does
+    rows = []
+    for label, counter in (
+        ("TiktokenCounter, cache_size=0", ours),
+        ("ChatOpenAI.get_num_tokens_from_messages", chat),
+    ):
+        count = functools.partial(counter, sample)
+        alone = _wall(count)
+        stop = threading.Event()
+        neighbour = threading.Thread(target=_spin, args=(stop,))
+        neighbour.start()
+        try:
+            busy = _wall(count)
+        finally:
+            stop.set()
+            neighbour.join()
+        rows.append((label, fmt_duration(alone), fmt_duration(busy), fmt_ratio(busy / alone)))
+    print_table(
+        f"Counting beside a busy thread, {MODEL}: the first {len(sample):,} messages of the "
+        "recorded runs, every message encoded (no cache)",
+        ["counter", "alone", "beside a busy thread", "slower by"],
+        rows,
+        notes=[
+            "wall time of one count; the busy thread runs a Python loop for the whole count",
+            "tiktoken's encode releases the GIL and waits up to the switch interval "
+            f"({sys.getswitchinterval() * 1000:g} ms) to get it back; TiktokenCounter counts "
+            f"ASCII text up to {SHORT_CHARS:,} characters holding it",
+        ],
+    )
+
+
 def run(args: argparse.Namespace) -> None:
     """Print the token-counting tables (`args.quick`: fewer repetitions and steps)."""
     quick = bool(getattr(args, "quick", False))
     with offline_tiktoken():
-        throughput(load_trajectories(), repeat=1 if quick else 3, source="real trajectories")
+        data = load_trajectories()
+        throughput(data, repeat=1 if quick else 3, source="real trajectories")
         growth(steps=3 if quick else 15)
+        beside_a_busy_thread(data, messages=100 if quick else 400)

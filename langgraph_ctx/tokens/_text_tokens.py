@@ -70,13 +70,17 @@ class TextTokens:
         """Tokens of `text`."""
         if self._piece is None or len(text) > SHORT_CHARS or not text.isascii():
             return len(self._encode(text))
+        pieces = self._split(text)
+        try:  # most pieces were met before: summed without a Python step per piece
+            return sum(map(self._counts.__getitem__, pieces))
+        except KeyError:
+            return sum(map(self._piece_count, pieces))
+
+    def _piece_count(self, piece: str) -> int:
         counts = self._counts
-        if len(counts) > _PIECES_KEPT:
-            counts.clear()
-        total = 0
-        for piece in self._split(text):
-            count = counts.get(piece)
-            if count is None:
-                count = counts[piece] = len(self._piece(piece.encode("ascii")))
-            total += count
-        return total
+        count = counts.get(piece)
+        if count is None:
+            if len(counts) >= _PIECES_KEPT:
+                counts.clear()
+            count = counts[piece] = len(self._piece(piece.encode("ascii")))  # type: ignore[misc]
+        return count
