@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 import string
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 import regex
@@ -43,11 +46,14 @@ def test_the_ascii_split_is_tiktokens_split(text: str) -> None:
 @given(text=ascii_texts)
 def test_short_ascii_text_counts_as_tiktoken_counts(text: str) -> None:
     for name in SUPPORTED_ENCODINGS:
-        assert text_tokens(name)(text) == len(get_encoding(name).encode_ordinary(text)), name
+        count = text_tokens(name)
+        assert count.holds_gil
+        with _another_thread():
+            assert count(text) == len(get_encoding(name).encode_ordinary(text)), name
 
 
 def test_every_short_text_of_the_recorded_runs_counts_as_tiktoken_counts(
-    trajectories: dict[str, list[BaseMessage]],
+    trajectories: dict[str, list[BaseMessage]], another_thread: None
 ) -> None:
     lines = {
         line
@@ -77,8 +83,30 @@ class _Releasing:
         return list(self.real.encode_ordinary(text))
 
 
+@contextmanager
+def _another_thread() -> Iterator[None]:
+    """A second thread in the process (waiting), as a server or a preparation has."""
+    done = threading.Event()
+    waiting = threading.Thread(target=done.wait)
+    waiting.start()
+    try:
+        yield
+    finally:
+        done.set()
+        waiting.join()
+
+
+@pytest.fixture
+def another_thread() -> Iterator[None]:
+    """`_another_thread` for a whole test."""
+    with _another_thread():
+        yield
+
+
 @pytest.mark.parametrize("name", SUPPORTED_ENCODINGS)
-def test_only_long_or_non_ascii_text_goes_to_tiktokens_encode(name: str) -> None:
+def test_beside_another_thread_only_long_or_non_ascii_text_goes_to_tiktokens_encode(
+    name: str, another_thread: None
+) -> None:
     encoding = _Releasing(name)
     count = TextTokens(encoding, _SPECS[name]["ascii_pat_str"])
     assert count.holds_gil  # the installed tiktoken has the piece encoder
@@ -89,7 +117,19 @@ def test_only_long_or_non_ascii_text_goes_to_tiktokens_encode(name: str) -> None
     assert encoding.encoded == [long_text, accented]
 
 
-def test_the_counter_counts_messages_the_same_either_way() -> None:
+def test_in_a_process_of_one_thread_every_text_goes_to_tiktokens_encode(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    encoding = _Releasing("o200k_base")
+    count = TextTokens(encoding, _SPECS["o200k_base"]["ascii_pat_str"])
+    assert count("def f(x):\n    return x\n") == len(
+        encoding.real.encode_ordinary("def f(x):\n    return x\n")
+    )
+    assert encoding.encoded == ["def f(x):\n    return x\n"]
+
+
+def test_the_counter_counts_messages_the_same_either_way(another_thread: None) -> None:
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
     messages = [
