@@ -41,7 +41,8 @@ def _is_salient(word: str) -> bool:
         return _INNER_CAPITAL.search(word) is not None
     if word.isdigit():
         return True
-    if not any(c.isalpha() for c in word):
+    has_alpha = any(c.isalpha() for c in word)
+    if not has_alpha:
         return False
     return (
         "_" in word

@@ -36,11 +36,16 @@ _PIECES_KEPT = 100_000
 """Pieces whose count is remembered; the memory is emptied when full (pieces repeat a lot)."""
 
 
-def _ascii_splitter(pattern: str) -> Callable[[str], list[str]]:
-    if sys.version_info >= (3, 11):
+def ascii_splitter(
+    pattern: str, *, possessive_re: bool = sys.version_info >= (3, 11)
+) -> Callable[[str], list[str]]:
+    """`findall` of `pattern` for ASCII text, holding the GIL.
+
+    Python's `re` where it has possessive quantifiers (3.11 on), else the `regex` package told
+    to keep the GIL (it lets go of it at each match unless told not to).
+    """
+    if possessive_re:
         return re.compile(pattern, re.ASCII).findall
-    # Possessive quantifiers came to `re` in 3.11. `regex` too lets go of the GIL, at each
-    # match, unless told not to.
     import regex
 
     return partial(regex.compile(pattern, regex.ASCII).findall, concurrent=False)
@@ -61,7 +66,7 @@ class TextTokens:
         self._piece: Callable[[bytes], list[int]] | None = getattr(
             core, "encode_single_piece", None
         )
-        self._split = _ascii_splitter(ascii_pattern)
+        self._split = ascii_splitter(ascii_pattern)
         self._counts: dict[str, int] = {}
 
     @property
