@@ -52,7 +52,10 @@ class BoundedPattern:
         if remaining <= 0:
             raise PatternTimeoutError(self._slow())
         try:
-            found = self.compiled.search(text, pos, timeout=remaining)
+            # `concurrent=False`: keep the GIL. `regex` lets go of it at each search otherwise,
+            # and beside a thread running Python getting it back takes the switch interval
+            # (5 ms) a search: a server's search of a plain pattern ran out of its budget.
+            found = self.compiled.search(text, pos, timeout=remaining, concurrent=False)
         except TimeoutError:
             raise PatternTimeoutError(self._slow()) from None
         return -1 if found is None else found.start()

@@ -8,6 +8,7 @@ every line alone would: the same lines, the same keys, the same order.
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 import regex
@@ -166,3 +167,27 @@ def test_a_term_repeated_along_one_long_name_is_looked_at_once(
     [hit] = find_hits(entries, parse_query("a"))
     assert hit.key[2] == 20_000 and hit.line_index == 0 and hit.entry.ref == "ref-1"
     assert len(calls) == 1
+
+
+def test_a_pattern_search_does_not_run_out_of_time_beside_a_busy_thread() -> None:
+    """A server runs other threads: the `regex` engine let go of the GIL at every search, and
+    got it back only after the switch interval (5 ms) while another thread ran Python, so a
+    plain pattern over 60 outputs ran out of the 80 ms budget ("use a simpler one")."""
+    entries = _entries(
+        [f"src/app_{n}.py:{n}: def flush_batch_{n}(jobs): return port\n" * 3 for n in range(60)],
+        [],
+    )
+    stop = threading.Event()
+
+    def spin() -> None:
+        while not stop.is_set():
+            sum(range(1_000))
+
+    busy = threading.Thread(target=spin)
+    busy.start()
+    try:
+        hits = find_hits(entries, parse_query(r"flush_batch_\d+", regex=True))
+    finally:
+        stop.set()
+        busy.join()
+    assert len(hits) == 60 * 3
