@@ -26,6 +26,24 @@ from langchain_core.messages import BaseMessage
 
 from langgraph_ctx.errors import ArchiveError, shorten
 
+_GIL_HELD_BYTES = 2_047
+"""hashlib lets go of the GIL for a buffer of 2,048 bytes or more; beside a thread running
+Python, getting it back takes the interpreter's switch interval (5 ms) per hash."""
+
+
+def sha256_of(data: bytes) -> hashlib._Hash:
+    """`hashlib.sha256(data)`, fed in pieces hashlib hashes holding the GIL (the same digest).
+
+    A build hashes the outputs it archives and the spans it prepares: in a server beside busy
+    threads, each such hash waited up to the switch interval (see `TiktokenCounter.count_text`).
+    """
+    hashed = hashlib.sha256()
+    view = memoryview(data)
+    for start in range(0, len(view), _GIL_HELD_BYTES):
+        hashed.update(view[start : start + _GIL_HELD_BYTES])
+    return hashed
+
+
 CONVERSATION_START_ID = "lgctx-conversation-start"
 """Id of the user stand-in that opens a prompt whose conversation starts with the model."""
 
@@ -64,7 +82,7 @@ def call_id(ai: BaseMessage, index: int) -> str:
 
 def summary_id(text: str) -> str:
     """Id of the `<summary>` system message holding `text` (a new text, a new id)."""
-    return f"lgctx-summary-{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+    return f"lgctx-summary-{sha256_of(text.encode()).hexdigest()[:16]}"
 
 
 # --- message identity ---------------------------------------------------------------------
@@ -90,7 +108,7 @@ def message_fingerprint(message: BaseMessage) -> str:
         "tool_call_id": getattr(message, "tool_call_id", None),
     }
     raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(raw.encode()).hexdigest()
+    return sha256_of(raw.encode()).hexdigest()
 
 
 # Key order is kept (no sort_keys): the count encodes `json.dumps(args)`, which keeps it too.

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import hashlib
 import os
 import re
 import tempfile
@@ -29,6 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore
 
+from langgraph_ctx._ids import sha256_of
 from langgraph_ctx.archive._store_keys import akeys_by_sql, keys_by_sql
 from langgraph_ctx.checks import check_path
 from langgraph_ctx.errors import ArchiveAccessError, ArchiveCorruptError
@@ -38,7 +38,7 @@ Namespace = tuple[str, ...]
 
 
 def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256_of(data).hexdigest()
 
 
 @runtime_checkable

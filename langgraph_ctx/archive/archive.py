@@ -23,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 from collections.abc import Sequence
@@ -33,7 +32,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
 from langgraph_ctx._effects import BackendGet, BackendKeys, BackendPut, Plan, arun_plan, run_plan
-from langgraph_ctx._ids import REF_SHAPE, ArchiveRef, RefKind, is_archive_ref
+from langgraph_ctx._ids import REF_SHAPE, ArchiveRef, RefKind, is_archive_ref, sha256_of
 from langgraph_ctx.archive._backends import (
     ArchiveBackend,
     Namespace,
@@ -72,7 +71,7 @@ _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
 def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256_of(data).hexdigest()
 
 
 def _label(identifier: str, what: str) -> str:

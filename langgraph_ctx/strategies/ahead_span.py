@@ -8,7 +8,6 @@ recorded span still holds (see `langgraph_ctx.strategies.ahead`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections import OrderedDict
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from langgraph_ctx._effects import Plan, Resources
+from langgraph_ctx._ids import sha256_of
 from langgraph_ctx.ledger.schema import AheadEntry
 from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.strategies.summaries import conversation_of, summary_goal
@@ -32,7 +32,7 @@ def span_digest(previous: str | None, messages: Sequence[BaseMessage]) -> str:
     Two spans get one digest only when every message has the same id, type and content (tool
     calls and names included) and the previous summary is the same text.
     """
-    h = hashlib.sha256(json.dumps(previous or "").encode())
+    h = sha256_of(json.dumps(previous or "").encode())
     for m in messages:
         h.update(_message_digest(m))
     return h.hexdigest()[:32]
@@ -69,7 +69,7 @@ def _message_digest(m: BaseMessage) -> bytes:
         m.name,
     ]
     text = json.dumps(row, sort_keys=True, default=str, ensure_ascii=False)
-    digest = hashlib.sha256(text.encode()).digest()
+    digest = sha256_of(text.encode()).digest()
     with _DIGESTS_LOCK:
         _DIGESTS[key] = (m, m.content, digest)
         _DIGESTS.move_to_end(key)

@@ -1,7 +1,8 @@
-"""Short ASCII text is counted holding the GIL, with exactly tiktoken's counts (`TextTokens`)."""
+"""Counting short ASCII text and hashing hold the GIL: tiktoken's counts, hashlib's digests."""
 
 from __future__ import annotations
 
+import hashlib
 import string
 import threading
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage
 
+from langgraph_ctx import _ids
 from langgraph_ctx.messages.content import text_of
 from langgraph_ctx.tokens import TiktokenCounter
 from langgraph_ctx.tokens._encodings import _SPECS, SUPPORTED_ENCODINGS, get_encoding, text_tokens
@@ -150,3 +152,10 @@ def test_the_counter_counts_messages_the_same_either_way(another_thread: None) -
     native._text = TextTokens(encoding, _SPECS[native.encoding_name]["ascii_pat_str"])
     native._text._piece = None  # every text through tiktoken's encode
     assert counter(messages) == native(messages)
+
+
+@given(data=st.binary(max_size=9_000) | st.integers(0, 20_000).map(lambda n: b"x" * n))
+def test_hashes_are_hashlibs_fed_in_pieces_hashlib_hashes_holding_the_gil(data: bytes) -> None:
+    # hashlib releases the GIL for a buffer of 2,048 bytes or more (HASHLIB_GIL_MINSIZE).
+    assert _ids._GIL_HELD_BYTES < 2_048
+    assert _ids.sha256_of(data).hexdigest() == hashlib.sha256(data).hexdigest()
