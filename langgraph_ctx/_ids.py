@@ -44,6 +44,11 @@ def sha256_of(data: bytes) -> hashlib._Hash:
     return hashed
 
 
+def sha256_hex(data: bytes) -> str:
+    """The hex sha256 of `data` (`sha256_of`, holding the GIL)."""
+    return sha256_of(data).hexdigest()
+
+
 CONVERSATION_START_ID = "lgctx-conversation-start"
 """Id of the user stand-in that opens a prompt whose conversation starts with the model."""
 
@@ -82,7 +87,7 @@ def call_id(ai: BaseMessage, index: int) -> str:
 
 def summary_id(text: str) -> str:
     """Id of the `<summary>` system message holding `text` (a new text, a new id)."""
-    return f"lgctx-summary-{sha256_of(text.encode()).hexdigest()[:16]}"
+    return f"lgctx-summary-{sha256_hex(text.encode())[:16]}"
 
 
 # --- message identity ---------------------------------------------------------------------
@@ -108,7 +113,7 @@ def message_fingerprint(message: BaseMessage) -> str:
         "tool_call_id": getattr(message, "tool_call_id", None),
     }
     raw = json.dumps(payload, sort_keys=True, ensure_ascii=False, default=str)
-    return sha256_of(raw.encode()).hexdigest()
+    return sha256_hex(raw.encode())
 
 
 # Key order is kept (no sort_keys): the count encodes `json.dumps(args)`, which keeps it too.

@@ -28,17 +28,13 @@ from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore
 
-from langgraph_ctx._ids import sha256_of
+from langgraph_ctx._ids import sha256_hex
 from langgraph_ctx.archive._store_keys import akeys_by_sql, keys_by_sql
 from langgraph_ctx.checks import check_path
 from langgraph_ctx.errors import ArchiveAccessError, ArchiveCorruptError
 
 _UTF8 = "utf-8"
 Namespace = tuple[str, ...]
-
-
-def _sha256(data: bytes) -> str:
-    return sha256_of(data).hexdigest()
 
 
 @runtime_checkable
@@ -118,7 +114,7 @@ def _to_value(data: bytes) -> dict[str, Any]:
         encoding, payload = "utf-8", text
     else:
         encoding, payload = "base64", base64.b64encode(data).decode("ascii")
-    return {"encoding": encoding, "data": payload, "sha256": _sha256(data), "size": len(data)}
+    return {"encoding": encoding, "data": payload, "sha256": sha256_hex(data), "size": len(data)}
 
 
 def _from_value(value: Mapping[str, Any], where: str) -> bytes:
@@ -134,7 +130,7 @@ def _from_value(value: Mapping[str, Any], where: str) -> bytes:
     except (UnicodeEncodeError, binascii.Error) as exc:
         msg = f"store item {where} holds undecodable data: {exc}"
         raise ArchiveCorruptError(msg) from exc
-    if value.get("sha256") != _sha256(data):
+    if value.get("sha256") != sha256_hex(data):
         msg = f"store item {where} does not match its recorded sha256; it was changed after writing"
         raise ArchiveCorruptError(msg)
     return data

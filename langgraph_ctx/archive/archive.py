@@ -32,7 +32,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
 from langgraph_ctx._effects import BackendGet, BackendKeys, BackendPut, Plan, arun_plan, run_plan
-from langgraph_ctx._ids import REF_SHAPE, ArchiveRef, RefKind, is_archive_ref, sha256_of
+from langgraph_ctx._ids import REF_SHAPE, ArchiveRef, RefKind, is_archive_ref, sha256_hex
 from langgraph_ctx.archive._backends import (
     ArchiveBackend,
     Namespace,
@@ -70,10 +70,6 @@ _SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
-def _sha256(data: bytes) -> str:
-    return sha256_of(data).hexdigest()
-
-
 def _label(identifier: str, what: str) -> str:
     """A store- and path-safe label: the id itself when safe, else `~` + its sha256.
 
@@ -84,7 +80,7 @@ def _label(identifier: str, what: str) -> str:
         raise ConfigError(msg)
     if _SAFE_ID.fullmatch(identifier):
         return identifier
-    return "~" + _sha256(identifier.encode(_UTF8, _SURROGATES))
+    return "~" + sha256_hex(identifier.encode(_UTF8, _SURROGATES))
 
 
 # --- the archive --------------------------------------------------------------------------
@@ -218,7 +214,7 @@ class Archive:
         return data
 
     def _put_entry(self, kind: RefKind, data: bytes) -> Plan[str]:
-        digest = _sha256(data)
+        digest = sha256_hex(data)
         yield from self._put(self._namespace(kind), digest, data)
         return str(ArchiveRef(thread=self._thread, kind=kind, digest=digest, user=self._user))
 
@@ -231,9 +227,9 @@ class Archive:
                 "It was never written there, or that was emptied (an InMemoryStore on restart)"
             )
             raise ArchiveEntryNotFoundError(msg)
-        if _sha256(data) != parsed.digest:
+        if sha256_hex(data) != parsed.digest:
             msg = (
-                f"archive entry {ref} is corrupt: its bytes hash to {_sha256(data)}, not to "
+                f"archive entry {ref} is corrupt: its bytes hash to {sha256_hex(data)}, not to "
                 "the address they are stored under"
             )
             raise ArchiveCorruptError(msg)
@@ -446,4 +442,4 @@ def config_identity(config: RunnableConfig) -> tuple[str, str | None]:
 
 
 def _index_key(message_id: str) -> str:
-    return _sha256(message_id.encode(_UTF8, _SURROGATES))
+    return sha256_hex(message_id.encode(_UTF8, _SURROGATES))

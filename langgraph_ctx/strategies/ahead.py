@@ -61,7 +61,7 @@ from langgraph_ctx.strategies.ahead_span import (
     _valid,
     span_digest,
 )
-from langgraph_ctx.strategies.summaries import Reading, conversation_of
+from langgraph_ctx.strategies.summaries import Reading, ReadingPlan, conversation_of
 
 if TYPE_CHECKING:
     from langgraph_ctx.prompt.view import PromptView
@@ -70,10 +70,6 @@ if TYPE_CHECKING:
 
 SummarizePlan = Callable[[list[BaseMessage], "str | None"], Plan[Any]]
 """A summarizer's plan factory: `(messages, previous) -> Plan[SummaryOutcome]`."""
-
-ReadingPlan = Callable[[Callable[[], list[BaseMessage]], "str | None"], Plan[Any]]
-"""`(read, previous) -> Plan[SummaryOutcome]`: `read()` gives the span as the summarizer reads
-it, called only when the span is summarized now (not when a prepared summary is taken)."""
 
 
 def slack_tokens(view: PromptView, prepare_at: float) -> int:

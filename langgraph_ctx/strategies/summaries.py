@@ -103,12 +103,17 @@ class SpanSummary(enum.Enum):
         return self is SpanSummary.WRITTEN
 
 
+ReadingPlan = Callable[[Callable[[], list[BaseMessage]], "str | None"], Plan[Any]]
+"""`(read, previous) -> Plan[SummaryOutcome]`: `read()` gives the span as the summarizer reads
+it, called only when the span is summarized now (not when a prepared summary is taken)."""
+
+
 def summarize_span(
     view: PromptView,
     dropped: Sequence[BaseMessage],
     *,
     kind: Any,
-    summarize: Callable[[Callable[[], list[BaseMessage]], str | None], Plan[Any]] | None = None,
+    summarize: ReadingPlan | None = None,
     quote_chars: int = 0,
     quote_repeats: bool = False,
     reading: Reading | None = None,
