@@ -185,7 +185,8 @@ def test_readme_middleware_order_runs_as_written() -> None:
     exec(compile(code, str(page), "exec"), namespace)
     memory, agent, model, small = (namespace[k] for k in ("memory", "agent", "model", "small"))
     assert memory.window_for(small) == 16_000
-    result = agent.invoke({"messages": [HumanMessage("hi")]})
+    config: Any = {"configurable": {"thread_id": "order"}}  # no checkpointer: still a thread
+    result = agent.invoke({"messages": [HumanMessage("hi")]}, config)
     assert result["messages"][-1].content == "Hello."
     # Last in the list: the request it built carried TodoListMiddleware's system prompt.
     [prompt] = model.prompts

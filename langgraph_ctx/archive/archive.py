@@ -426,8 +426,10 @@ def config_identity(config: RunnableConfig) -> tuple[str, str | None]:
     thread_id = configurable.get("thread_id")
     if thread_id is None or thread_id == "":
         msg = (
-            "the run config has no configurable.thread_id, so there is no thread archive "
-            'to use; invoke the graph with config={"configurable": {"thread_id": "..."}}'
+            "the run config has no configurable.thread_id, so there is no conversation whose "
+            "archive to use (a graph without a checkpointer needs one too: the archive is never "
+            'shared between invocations); invoke the graph with config={"configurable": '
+            '{"thread_id": "..."}}, one id per conversation (str(uuid.uuid4()) for a one-off run)'
         )
         raise ConfigError(msg)
     auth_user = configurable.get("langgraph_auth_user")

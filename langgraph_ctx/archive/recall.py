@@ -149,8 +149,14 @@ def _clean_ref(ref: str) -> str:
     return ref.strip().strip("`'\"").strip()
 
 
-def archive_source(archive: Archive | Callable[[], Archive]) -> Callable[[], Archive]:
+def archive_source(
+    archive: Archive | Callable[[], Archive], *, tool_name: str = "recall"
+) -> Callable[[], Archive]:
     """What a tool over the archive asks at each call for the archive to read.
+
+    A function that finds no archive for the call (`ConfigError`: called outside a run, or in
+    a run whose config names no thread) makes the call a tool error saying so: the tool reads
+    one conversation's archive, never a default one.
 
     Raises:
         ConfigError: `archive` is neither an `Archive` nor a function returning one.
@@ -158,7 +164,15 @@ def archive_source(archive: Archive | Callable[[], Archive]) -> Callable[[], Arc
     if isinstance(archive, Archive):
         return lambda: archive
     if callable(archive):
-        return archive
+        find = archive
+
+        def current() -> Archive:
+            try:
+                return find()
+            except ConfigError as exc:
+                raise ToolException(f"{tool_name} failed: {exc}") from exc
+
+        return current
     msg = (
         f"archive must be an Archive or a function returning one, got "
         f"{type(archive).__name__} {shorten(archive)}; pass e.g. "
@@ -189,7 +203,7 @@ def make_recall_tool(
         "max_chars", max_chars, minimum=1, example=20_000, note="it caps the characters per recall"
     )
     check_str("name", name, example="recall")
-    current = archive_source(archive)
+    current = archive_source(archive, tool_name=name)
 
     def plan(ref: str, ranges: dict[str, int | None]) -> Plan[str]:
         ref = _clean_ref(ref)

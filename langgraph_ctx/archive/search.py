@@ -318,7 +318,7 @@ def make_search_tool(
     check_int("max_chars", max_chars, minimum=1_000, example=4_000, note="it caps each answer")
     check_str("name", name, example="search_history")
     check_str("recall_name", recall_name, example="recall")
-    archive_of = archive_source(archive)
+    archive_of = archive_source(archive, tool_name=name)  # no thread: a tool error says so
 
     def plan(query: str, kind: SearchKind, tool: str | None, limit: int, regex: bool) -> Plan[str]:
         current = archive_of()

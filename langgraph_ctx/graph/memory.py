@@ -168,18 +168,23 @@ class ContextMemory(Removals, ThreadViews, AgentMemory):
         read by `config_identity`.
 
         Raises:
-            ConfigError: The checkpointer is durable but of a kind whose database the archive
-                can not share (a custom saver), and there is no store and no `archive=`: an
-                in-process archive would be lost on restart while the checkpoints still
-                point into it.
+            ConfigError: The config names no thread (`configurable.thread_id`): a graph with no
+                checkpointer is invoked without one unless the caller passes it, and the archive
+                is one conversation's, so there is none to use (never one shared by every such
+                invocation). Or the checkpointer is durable but of a kind whose database the
+                archive can not share (a custom saver), and there is no store and no
+                `archive=`: an in-process archive would be lost on restart while the
+                checkpoints still point into it.
         """
         if config is None:
             try:
                 config = get_config()
             except RuntimeError:
                 config = {}
+        # No default thread: a graph with no checkpointer runs without one, and a shared
+        # default would give every such invocation, whoever made it, the same archive (one
+        # user's search_history found another's archived secrets). `config_identity` refuses.
         configurable = dict((config or {}).get("configurable") or {})
-        configurable.setdefault("thread_id", "default")  # graphs without a checkpointer
         backend, where = self._backend_for(configurable, graph)
         return Archive.from_config(backend, _config_of(configurable), where=where)
 
@@ -218,7 +223,11 @@ class ContextMemory(Removals, ThreadViews, AgentMemory):
         )
 
     def recall_tool(self, *, name: str = "recall", max_chars: int = 20_000) -> BaseTool:
-        """The `recall` tool, reading the archive of whichever thread calls it."""
+        """The `recall` tool, reading the archive of whichever thread calls it.
+
+        Called with no thread (outside a run, or in a run whose config names none), it answers
+        with a tool error saying `configurable.thread_id` is needed; so does `search_tool()`.
+        """
         from langgraph_ctx.archive.recall import make_recall_tool
 
         return make_recall_tool(lambda: self.archive_for(None), name=name, max_chars=max_chars)
