@@ -150,6 +150,19 @@ class AwaitPrepared(Effect):
     """Longest wait for a preparation still running; `None` waits until it ends."""
 
 
+@dataclass(frozen=True, slots=True)
+class AwaitLoad(Effect):
+    """Wait up to `timeout` s for another search's load of an archive entry (`EntryCache`).
+
+    Returns the decoded entry, or None when that load failed or still runs.
+    """
+
+    load: Any
+    """The `EntryLoad` under way (sync: `wait`, async: `await_done`)."""
+    timeout: float
+    """Longest wait, in seconds."""
+
+
 @dataclass(kw_only=True)
 class Resources:
     """What a build may use for I/O, as plan factories (None when not configured)."""
@@ -299,6 +312,7 @@ _DISPATCH: dict[type[Effect], tuple[_Sync, _Async]] = {
     CallHandler: (_call_handler, _acall_handler),
     PrepareSummary: (lambda e: e.preparer.start(e), lambda e: e.preparer.astart(e)),
     AwaitPrepared: (lambda e: e.preparer.wait(e), lambda e: e.preparer.await_prepared(e)),
+    AwaitLoad: (lambda e: e.load.wait(e.timeout), lambda e: e.load.await_done(e.timeout)),
 }
 
 

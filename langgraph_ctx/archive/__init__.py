@@ -19,8 +19,8 @@ Layers, from the bottom:
 * What reads it back: the dump index of a thread's insurance dumps (`dumps`), the thread's full
   history and its pages for a UI (`history`), the agent's `recall` tool (`recall`), and the
   search over one thread's archive (`search`, with its pure core in `matching`, queries and
-  entries, and `ranking`, the rule; its answer in `search_answer`), which needs a backend
-  that lists (`ListableBackend`: `keys`/`akeys`).
+  entries, and `ranking`, the rule; its answer in `search_answer`; decoded entries kept in
+  `entry_cache`), which needs a backend that lists (`ListableBackend`: `keys`/`akeys`).
 
 The names above are importable from here (`from langgraph_ctx.archive import Archive`).
 """
@@ -41,8 +41,8 @@ from langgraph_ctx.archive.codec import (
     encode_message,
     encode_messages,
 )
+from langgraph_ctx.archive.entry_cache import EntryCache
 from langgraph_ctx.archive.search import (
-    EntryCache,
     asearch_archive,
     make_search_tool,
     search_archive,

@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Literal
 
 from langchain_core.messages import BaseMessage, ToolMessage, get_buffer_string
@@ -151,7 +154,10 @@ class Source:
 class SearchableEntry:
     """One archive entry decoded for searching (immutable, so it can be cached by reference).
 
-    Lines are kept as one text with their start offsets, and once more casefolded.
+    Lines are kept as one text with their start offsets (an `array` of machine integers: a
+    tuple of Python ints costs 36 bytes a line, more than a short line's text), and once more
+    casefolded; the casefolded text and offsets are the same objects when casefolding changed
+    nothing (a log in lower case), so they cost nothing twice.
     """
 
     ref: str
@@ -160,11 +166,11 @@ class SearchableEntry:
     """What the entry holds."""
     text: str
     """The lines joined by `\\n` (the recall text without its line separators)."""
-    starts: tuple[int, ...]
+    starts: array[int]
     """Offset in `text` of each line."""
     folded: str
     """Each line casefolded, joined by `\\n`."""
-    folded_starts: tuple[int, ...]
+    folded_starts: array[int]
     """Offset in `folded` of each line."""
     segments: tuple[tuple[int, Source], ...]
     """`(first line index, source)` runs, ascending: the lines from each message."""
@@ -176,8 +182,21 @@ class SearchableEntry:
 
     @property
     def size(self) -> int:
-        """About how many bytes the entry holds in memory (for the cache's budget)."""
-        return 2 * (len(self.text) + len(self.folded)) + 16 * len(self.starts) + 200
+        """The bytes the entry holds in memory (for the cache's budget), measured.
+
+        `sys.getsizeof` of each part it owns, once for a part shared, and of its sources'
+        strings: what keeping the entry costs, not the length of its text (a text of short
+        lines took 3.5 times what its length said when offsets were tuples of ints).
+        """
+        parts: list[object] = [self, self.text, self.starts, self.segments]
+        if self.folded is not self.text:
+            parts.append(self.folded)
+        if self.folded_starts is not self.starts:
+            parts.append(self.folded_starts)
+        for segment in self.segments:
+            source = segment[1]
+            parts.extend((segment, source, *(v for v in _source_fields(source) if v)))
+        return sum(sys.getsizeof(part) for part in parts) + _CACHE_SLOT_BYTES
 
     def line(self, index: int) -> str:
         """Line `index` (0-based)."""
@@ -198,6 +217,14 @@ class SearchableEntry:
         first, source = self.segments[at]
         end = self.segments[at + 1][0] if at + 1 < len(self.segments) else self.n_lines
         return first, end, source
+
+
+_CACHE_SLOT_BYTES = 160
+"""A cache's own cost per entry kept: its key's string and the ordered dict's slot."""
+
+
+def _source_fields(source: Source) -> tuple[object, ...]:
+    return (source.type, source.message_id, source.tool_name, source.tool_call_id)
 
 
 def _source(message: BaseMessage, position: int | None = None, count: int | None = None) -> Source:
@@ -253,24 +280,30 @@ def searchable_entry(
     else:
         segments = _dump_segments(entry, text)
     lines = text.splitlines()
-    folded_lines = [line.casefold() for line in lines]
+    joined = "\n".join(lines)
+    starts = _starts(lines)
+    # Casefolding maps each character to one or more, never fewer: the same length means
+    # the same offsets, and the same text can be the same object.
+    folded = joined.casefold()
+    if folded == joined:
+        folded = joined
+    folded_starts = starts if len(folded) == len(joined) else _starts(folded.split("\n"))
     return SearchableEntry(
         ref=ref,
         kind=kind,
-        text="\n".join(lines),
-        starts=_starts(lines),
-        folded="\n".join(folded_lines),
-        folded_starts=_starts(folded_lines),
+        text=joined,
+        starts=starts,
+        folded=folded,
+        folded_starts=folded_starts,
         segments=tuple(segments),
     )
 
 
-def _starts(lines: Sequence[str]) -> tuple[int, ...]:
-    starts, offset = [], 0
-    for line in lines:
-        starts.append(offset)
-        offset += len(line) + 1
-    return tuple(starts)
+def _starts(lines: Sequence[str]) -> array[int]:
+    """Offset of each line in the lines joined by line breaks."""
+    if not lines:
+        return array("q")
+    return array("q", accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
 
 
 def wanted(source: Source, kind: SearchKind, tool: str | None) -> bool:

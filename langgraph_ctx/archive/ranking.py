@@ -26,22 +26,62 @@ of each term, one pass per term records which terms each line holds and where th
 starts, and only lines holding every term are sliced out (for the whole-query phrase). A
 regular expression runs over the whole text too (`^`/`$` at each line) and is confirmed on
 the single line it found, so a pattern costs one call per matching line, not one per line.
+
+Bounds: whatever the query, one search matches for at most `SEARCH_SECONDS` and collects at
+most `MAX_HITS` lines, words and patterns alike (a word as common as `e` matched 335,000 lines
+of a 10 MB archive in 6 to 9 s). The scan goes newest entry first, `_WINDOW_LINES` lines at a
+time, and looks at the clock between windows (a pattern at every call too, through its
+timeout, cut at `_CALL_CPU_SECONDS` of processor time); when either bound is reached it stops, and
+`Hits` says how many lines it searched, so the answer can say it is partial. The hits of a
+partial search are those of the lines it searched, ranked by the same rule.
 """
 
 from __future__ import annotations
 
 import bisect
+import re
 import time
 from collections.abc import Iterator, Sequence
-from typing import NamedTuple, overload
+from typing import Literal, NamedTuple, overload
 
+from langgraph_ctx._patterns import PatternTimeoutError
 from langgraph_ctx.archive.matching import Query, SearchableEntry, SearchKind, wanted
 
-__all__ = ["Hit", "Hits", "find_hits"]
+__all__ = ["MAX_HITS", "SEARCH_SECONDS", "Hit", "Hits", "find_hits"]
+
+SEARCH_SECONDS = 0.08
+"""How long one search may match, words and patterns alike (the answer then says it is
+partial)."""
+
+MAX_HITS = 10_000
+"""Most matching lines one search collects: they are all ranked and grouped for the answer,
+and a query matching more says too little to rank (the answer then says it is partial)."""
+
+_WINDOW_LINES = 256
+"""Lines matched between two looks at the clock (a few milliseconds of the commonest word)."""
+
+_CALL_CPU_SECONDS = 0.02
+"""Most processor time one pattern call may take (`BoundedPattern.find`): `regex` times out
+in processor time, which a busy host hands out at half the wall clock's pace or slower; a
+call over one window or one line that needs more is a pattern too slow for a search."""
+
+Stop = Literal["time", "hits", "pattern"]
+"""Why a search stopped before its last line: out of `SEARCH_SECONDS`, `MAX_HITS` found, or
+one pattern call over `_CALL_CPU_SECONDS` (a pattern too slow for a search)."""
 
 _GROUP = {"message": 0, "messages": 1, "text": 2}
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_/-")
 _PATHS = _NAME_CHARS | {"."}
+_NAME_RUN = re.compile(r"[a-z0-9_/-]*")
+"""A run of name characters, walked at C speed (a name can be a whole 10 MB line)."""
+
+_NAME_LOOKBACK = 1_000
+"""Farthest a name is followed back from a term: a name is no shorter for being cut there."""
+
+_OCCURRENCES = 64
+"""Most occurrences of a term in one line whose names are measured (`_closest`): a line of
+`ab ab ab ...` would otherwise cost a Python step per occurrence, out of the time bound's
+reach."""
 
 
 class Hit(NamedTuple):
@@ -65,10 +105,12 @@ def _name_span(text: str, at: int, end: int) -> tuple[int, int]:
     dotted name, a file's extension); a `.` ending a sentence does not, nor a leading `./`
     (the same path, relative to the working directory; `../` is another path), nor the `/` of
     a closing tag (`</body>` names `body`). A line break bounds a name like a space does, so
-    a whole text answers as each of its lines would.
+    a whole text answers as each of its lines would. Followed back at most `_NAME_LOOKBACK`
+    characters.
     """
     begin, stop = at, end
-    while begin:
+    floor = max(0, at - _NAME_LOOKBACK)
+    while begin > floor:
         before = text[begin - 1]
         leading = before == "/" and text[begin - 2 : begin] == "./"
         if leading and (begin == 2 or text[begin - 3] not in _PATHS):
@@ -80,13 +122,13 @@ def _name_span(text: str, at: int, end: int) -> tuple[int, int]:
             break
         begin -= 1
     size = len(text)
-    while stop < size:
-        after = text[stop]
-        dotted = after == "." and stop + 1 < size and text[stop + 1] in _NAME_CHARS
-        if after not in _NAME_CHARS and not dotted:
-            break
-        stop += 1
-    return begin, stop
+    while True:
+        run = _NAME_RUN.match(text, stop)  # `*`: always a match, maybe empty
+        stop = stop if run is None else run.end()
+        if stop + 1 < size and text[stop] == "." and text[stop + 1] in _NAME_CHARS:
+            stop += 1  # a dotted name goes on
+            continue
+        return begin, stop
 
 
 def _closest(text: str, term: str, begin: int, stop: int) -> int:
@@ -94,11 +136,14 @@ def _closest(text: str, term: str, begin: int, stop: int) -> int:
 
     0 when an occurrence stands as a name of its own. An occurrence inside the name an earlier
     one was found in is not looked at again: the same name, so the work stays linear in the
-    line however often the term repeats in it (`a` in a line of 100,000 `a`s).
+    line however often the term repeats in it (`a` in a line of 100,000 `a`s). At most
+    `_OCCURRENCES` occurrences are measured.
     """
     best = -1
     at = text.find(term, begin, stop)
-    while at >= 0:
+    for _ in range(_OCCURRENCES):
+        if at < 0:
+            break
         first, last = _name_span(text, at, at + len(term))
         extra = (last - first) - len(term)
         if extra == 0:
@@ -117,9 +162,12 @@ class _Line:
         self.mask, self.at, self.extra = mask, at, extra
 
 
-def _term_lines(entry: SearchableEntry, terms: Sequence[str]) -> dict[int, _Line]:
-    """What each line holding a term holds: which terms, and where the first one starts.
+def _term_lines(
+    entry: SearchableEntry, terms: Sequence[str], begin: int, end: int
+) -> dict[int, _Line]:
+    """What each line of `folded[begin:end]` holding a term holds: which terms, where the first.
 
+    `begin` and `end` are a line's start and a line's end (no term spans a line break).
     Bits of `mask` follow `terms` order; `at` and `extra` are those of the line's first term
     (`extra`: `_closest` there).
     """
@@ -128,7 +176,7 @@ def _term_lines(entry: SearchableEntry, terms: Sequence[str]) -> dict[int, _Line
     lines: dict[int, _Line] = {}
     for bit, term in enumerate(terms):
         flag = 1 << bit
-        at = folded.find(term)
+        at = folded.find(term, begin, end)
         while at >= 0:
             index = bisect.bisect_right(starts, at) - 1
             stop = starts[index + 1] - 1 if index < last else size
@@ -137,7 +185,7 @@ def _term_lines(entry: SearchableEntry, terms: Sequence[str]) -> dict[int, _Line
                 lines[index] = _Line(flag, at - starts[index], _closest(folded, term, at, stop))
             else:
                 seen.mask |= flag
-            at = folded.find(term, stop + 1)
+            at = folded.find(term, stop + 1, end)
     return lines
 
 
@@ -149,7 +197,37 @@ of tens of milliseconds in a process holding a large cache)."""
 
 
 def _word_hits(
-    entry: SearchableEntry, slot: int, query: Query, n: int, group: int, out: list[_Row]
+    entry: SearchableEntry,
+    slot: int,
+    query: Query,
+    n: int,
+    group: int,
+    deadline: float,
+    out: list[_Row],
+) -> int:
+    """Add the rows of `entry`'s matching lines to `out`; returns how many lines it searched.
+
+    All of them, unless the deadline passed or `MAX_HITS` were found at a window's end.
+    """
+    starts, size = entry.folded_starts, len(entry.folded)
+    for first in range(0, entry.n_lines, _WINDOW_LINES):
+        if first and (time.monotonic() > deadline or len(out) >= MAX_HITS):
+            return first
+        stop = first + _WINDOW_LINES
+        end = starts[stop] - 1 if stop < entry.n_lines else size
+        _window_hits(entry, slot, query, n, group, starts[first], end, out)
+    return entry.n_lines
+
+
+def _window_hits(
+    entry: SearchableEntry,
+    slot: int,
+    query: Query,
+    n: int,
+    group: int,
+    begin: int,
+    end: int,
+    out: list[_Row],
 ) -> None:
     folded, starts = entry.folded, entry.folded_starts
     terms = (*query.phrases, *query.words)
@@ -158,7 +236,7 @@ def _word_hits(
     words = every & ~need
     one_source = len(entry.segments) == 1
     told = 0 if entry.segments[0][1].type == "tool" else 1
-    for index, seen in _term_lines(entry, terms).items():
+    for index, seen in _term_lines(entry, terms, begin, end).items():
         if seen.mask & need != need:
             continue
         if not one_source:
@@ -184,38 +262,40 @@ def _pattern_hits(
     group: int,
     deadline: float,
     out: list[_Row],
-) -> None:
-    assert query.pattern is not None
-    if query.prefilter is None:  # a pattern that only a line alone can answer
-        candidates: Sequence[int] = range(entry.n_lines)
-    else:
-        candidates = _pattern_lines(entry, query, deadline)
-    for index in candidates:
-        if query.pattern.search(entry.line(index), deadline):
-            told = 0 if entry.segment(index)[2].type == "tool" else 1
-            out.append((0, 0, 0, told, group, n, index, 0, slot))
+) -> int:
+    """Add the rows of `entry`'s matching lines to `out`; returns how many lines it searched.
 
-
-def _pattern_lines(entry: SearchableEntry, query: Query, deadline: float) -> list[int]:
-    """Lines where the whole-text pattern finds a match starting, each confirmed by the caller.
-
-    A superset of the lines a line-alone search matches: a match on a line alone is a match
-    in the text, and the leftmost one from the line's start begins on that line.
+    All of them, unless the deadline passed (in a match or between two) or `MAX_HITS` were
+    found. With a prefilter, the whole-text pattern finds the next line where a match starts and
+    the pattern confirms it on that line alone: the lines found are a superset of those a
+    line-alone search matches (a match on a line alone is a match in the text, and the
+    leftmost one from the line's start begins on that line), and the lines skipped between
+    them have no match.
     """
-    assert query.prefilter is not None
-    text, starts = entry.text, entry.starts
-    found: list[int] = []
-    pos = 0
-    while pos <= len(text):
-        at = query.prefilter.find(text, pos, deadline)
-        if at < 0:
-            break
-        index = bisect.bisect_right(starts, at) - 1
-        found.append(index)
-        if index + 1 >= len(starts):
-            break
-        pos = starts[index + 1]
-    return found
+    assert query.pattern is not None
+    pattern, prefilter, starts = query.pattern, query.prefilter, entry.starts
+    index = 0
+    try:
+        for first in range(0, entry.n_lines, _WINDOW_LINES):
+            if first and (time.monotonic() > deadline or len(out) >= MAX_HITS):
+                return first
+            index, stop = first, min(first + _WINDOW_LINES, entry.n_lines)
+            end = starts[stop] - 1 if stop < entry.n_lines else len(entry.text)
+            while index < stop:
+                if prefilter is not None:  # else a pattern that only a line alone can answer
+                    at = prefilter.find(
+                        entry.text, starts[index], deadline, end, cpu_seconds=_CALL_CPU_SECONDS
+                    )
+                    if at < 0:
+                        break
+                    index = bisect.bisect_right(starts, at) - 1
+                if pattern.search(entry.line(index), deadline, cpu_seconds=_CALL_CPU_SECONDS):
+                    told = 0 if entry.segment(index)[2].type == "tool" else 1
+                    out.append((0, 0, 0, told, group, n, index, 0, slot))
+                index += 1
+    except PatternTimeoutError:
+        return index  # the lines before it are searched; a window's hits so far stand
+    return entry.n_lines
 
 
 def find_hits(
@@ -224,51 +304,91 @@ def find_hits(
     *,
     kind: SearchKind = "any",
     tool: str | None = None,
-    budget: float = 0.08,
+    budget: float = SEARCH_SECONDS,
 ) -> Hits:
-    """Every matching line of `entries` (listed newest first), best first.
+    """Every matching line of `entries` (listed newest first), best first, within bounds.
 
     Args:
         entries: The thread's entries; within each kind, newest first.
         query: What to look for.
         kind: Which lines to search.
         tool: Only tool outputs of this tool (case-insensitive).
-        budget: Seconds a regular expression may take over the whole search.
+        budget: Seconds the search may match, words and patterns alike; past them it stops
+            (`Hits.stopped`), as it does after `MAX_HITS` matching lines.
 
-    Raises:
-        PatternTimeoutError: The pattern ran out of `budget`.
+    Returns:
+        The hits of the lines searched; `Hits.searched_lines` of `Hits.total_lines`.
     """
     deadline = time.monotonic() + budget
     rank: dict[str, int] = {}
     rows: list[_Row] = []
     filtered = kind != "any" or tool is not None
+    total = sum(entry.n_lines for entry in entries)
+    searched = 0
+    stopped: Stop | None = None
     for slot, entry in enumerate(entries):
         n = rank[entry.kind] = rank.get(entry.kind, -1) + 1
-        if not entry.text:
-            continue
-        if filtered and not any(wanted(s, kind, tool) for _, s in entry.segments):
+        if time.monotonic() > deadline or len(rows) >= MAX_HITS:
+            stopped = _why(rows, deadline)
+            break
+        if not entry.text or (
+            filtered and not any(wanted(s, kind, tool) for _, s in entry.segments)
+        ):
+            searched += entry.n_lines
             continue
         group = _GROUP.get(entry.kind, 3)
         if query.pattern is not None:
-            _pattern_hits(entry, slot, query, n, group, deadline, rows)
-            continue
-        folded = entry.folded
-        if query.phrases and any(phrase not in folded for phrase in query.phrases):
-            continue
-        if not query.phrases and not any(word in folded for word in query.words):
-            continue
-        _word_hits(entry, slot, query, n, group, rows)
+            done = _pattern_hits(entry, slot, query, n, group, deadline, rows)
+        elif _may_match(entry.folded, query):
+            done = _word_hits(entry, slot, query, n, group, deadline, rows)
+        else:
+            done = entry.n_lines
+        searched += done
+        if done < entry.n_lines:
+            stopped = _why(rows, deadline)
+            break
     rows.sort()  # the first seven parts are unique: the rest never decides
     if filtered:
         rows = [r for r in rows if wanted(entries[r[8]].segment(r[6])[2], kind, tool)]
-    return Hits(rows, entries)
+    return Hits(rows, entries, searched_lines=searched, total_lines=total, stopped=stopped)
+
+
+def _why(rows: list[_Row], deadline: float) -> Stop:
+    """Why a search stopped early (only a pattern call stops before the deadline)."""
+    if len(rows) >= MAX_HITS:
+        return "hits"
+    return "time" if time.monotonic() > deadline else "pattern"
+
+
+def _may_match(folded: str, query: Query) -> bool:
+    """Whether an entry's casefolded text holds every phrase, or a word when no phrase."""
+    if query.phrases:
+        return all(phrase in folded for phrase in query.phrases)
+    return any(word in folded for word in query.words)
 
 
 class Hits(Sequence[Hit]):
-    """The hits of a search, best first; each `Hit` is made when it is read."""
+    """The hits of a search, best first; each `Hit` is made when it is read.
 
-    def __init__(self, rows: list[_Row], entries: Sequence[SearchableEntry]) -> None:
+    Args:
+        rows: The hits as rows, sorted.
+        entries: The entries searched, as `find_hits` was given them.
+        searched_lines: How many lines (newest first) the search went through.
+        total_lines: How many lines the entries hold.
+        stopped: Why the search stopped before the last line; None when it searched all.
+    """
+
+    def __init__(
+        self,
+        rows: list[_Row],
+        entries: Sequence[SearchableEntry],
+        *,
+        searched_lines: int = 0,
+        total_lines: int = 0,
+        stopped: Stop | None = None,
+    ) -> None:
         self._rows, self._entries = rows, entries
+        self.searched_lines, self.total_lines, self.stopped = searched_lines, total_lines, stopped
 
     def __len__(self) -> int:
         return len(self._rows)

@@ -7,8 +7,14 @@ line by line (`matching`: the query syntax and the ranking rule) and answers wit
 `limit` hits, each with the exact `recall(...)` call that reads more around it. The answer is
 tool data, at most `max_chars` characters, the same bytes for the same query and archive.
 
-Decoded entries are kept per process in an `EntryCache`, an LRU bounded by bytes: entries are
-content-addressed and never change, so a repeated search only reads keys it has not seen.
+Decoded entries are kept per process in an `EntryCache` (`entry_cache`), an LRU bounded by
+measured bytes: entries are content-addressed and never change, so a repeated search only
+reads keys it has not seen, and searches running at once decode each entry once.
+
+Bounded whatever the query or the archive: reading entries not yet decoded stops after
+`READ_SECONDS`, matching after `ranking.SEARCH_SECONDS` or `ranking.MAX_HITS` lines, and
+the answer after `max_chars`; an answer that stopped early says it is partial, how much it
+searched and how to narrow the query.
 
 Example:
     >>> from langchain_core.messages import ToolMessage
@@ -24,8 +30,7 @@ Example:
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
+import time
 from collections.abc import Callable
 from typing import get_args
 
@@ -34,31 +39,21 @@ from pydantic import BaseModel, Field
 
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx._ids import RefKind
-from langgraph_ctx._patterns import PatternTimeoutError
 from langgraph_ctx.archive.archive import Archive
-from langgraph_ctx.archive.matching import (
-    SearchableEntry,
-    SearchKind,
-    parse_query,
-    searchable_entry,
-)
+from langgraph_ctx.archive.entry_cache import EntryCache, EntryNotReadInTime, plan_entry
+from langgraph_ctx.archive.matching import SearchableEntry, SearchKind, parse_query
 from langgraph_ctx.archive.ranking import find_hits
 from langgraph_ctx.archive.recall import archive_source
 from langgraph_ctx.archive.search_answer import bounded, render_hits
 from langgraph_ctx.checks import check_int, check_str
-from langgraph_ctx.errors import (
-    ArchiveCorruptError,
-    ArchiveEntryNotFoundError,
-    ArchiveError,
-    shorten,
-)
+from langgraph_ctx.errors import ArchiveError, shorten
 from langgraph_ctx.messages.content import RECALLED_KEY
 from langgraph_ctx.prompt.assembly import SEARCH_TOOL_MARK
 
 __all__ = [
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
-    "EntryCache",
+    "READ_SECONDS",
     "SearchArgs",
     "asearch_archive",
     "make_search_tool",
@@ -72,65 +67,16 @@ DEFAULT_LIMIT = 8
 MAX_LIMIT = 30
 """Most hits one answer shows."""
 
+READ_SECONDS = 1.0
+"""How long one search may read and decode entries it has not decoded before; the rest wait
+for the next search (the answer says it is partial), which starts where the cache ends."""
+
 _KINDS: dict[SearchKind, tuple[RefKind, ...]] = {
     "any": ("message", "messages", "text"),
     "tool": ("message",),
     "turn": ("message",),
     "summarized": ("messages",),
 }
-
-
-class EntryCache:
-    """Decoded entries by reference, least recently used dropped first past `max_bytes`.
-
-    Entries are content-addressed and immutable, so a cached entry never goes stale.
-    Thread-safe; one shared instance serves the process unless a caller passes its own.
-
-    Args:
-        max_bytes: About how much memory the cached entries may take.
-    """
-
-    def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
-        check_int("max_bytes", max_bytes, minimum=0, example=64 * 1024 * 1024)
-        self.max_bytes = max_bytes
-        self._entries: OrderedDict[str, SearchableEntry] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    @property
-    def bytes(self) -> int:
-        """About how much memory the cached entries take."""
-        return self._bytes
-
-    def get(self, ref: str) -> SearchableEntry | None:
-        """The cached entry of `ref` (now the most recently used), or None."""
-        with self._lock:
-            entry = self._entries.get(ref)
-            if entry is not None:
-                self._entries.move_to_end(ref)
-            return entry
-
-    def put(self, entry: SearchableEntry) -> None:
-        """Keep `entry`; one larger than `max_bytes` is not kept."""
-        if entry.size > self.max_bytes:
-            return
-        with self._lock:
-            old = self._entries.pop(entry.ref, None)
-            self._bytes -= 0 if old is None else old.size
-            self._entries[entry.ref] = entry
-            self._bytes += entry.size
-            while self._bytes > self.max_bytes:
-                _, dropped = self._entries.popitem(last=False)
-                self._bytes -= dropped.size
-
-    def clear(self) -> None:
-        """Forget every entry."""
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
 
 
 _SHARED = EntryCache()
@@ -151,8 +97,9 @@ def plan_search(
 ) -> Plan[str]:
     """`search_archive` as a plan, to compose with `yield from`.
 
-    A bad query, filter or pattern (or one that runs out of time) returns a one-line error
-    answer; a backend failure raises `ArchiveError`.
+    A bad query, filter or pattern returns a one-line error answer; one that runs out of
+    time or matches too much, a partial answer that says so; a backend failure raises
+    `ArchiveError`.
     """
     try:
         parsed = parse_query(query, regex=regex)
@@ -160,22 +107,19 @@ def plan_search(
     except ValueError as exc:
         return bounded(f"{tool_name}: {exc}", max_chars)
     cache = _SHARED if cache is None else cache
+    read_until = time.monotonic() + READ_SECONDS
     entries: list[SearchableEntry] = []
+    unread = 0
     for ref_kind in _KINDS[kind]:
         for ref in (yield from archive.plan_refs(ref_kind)):
-            entry = cache.get(ref)
-            if entry is None:
-                try:
-                    decoded = yield from archive.plan_read(ref)
-                except (ArchiveEntryNotFoundError, ArchiveCorruptError):
-                    continue  # gone since it was listed (a TTL), or damaged: nothing to show
-                entry = searchable_entry(ref, ref_kind, decoded)
-                cache.put(entry)
-            entries.append(entry)
-    try:
-        hits = find_hits(entries, parsed, kind=kind, tool=tool)
-    except PatternTimeoutError as exc:
-        return bounded(f"{tool_name}: {exc}", max_chars)
+            try:
+                entry = yield from plan_entry(archive, ref, ref_kind, cache, read_until)
+            except EntryNotReadInTime:
+                unread += 1
+                continue
+            if entry is not None:
+                entries.append(entry)
+    hits = find_hits(entries, parsed, kind=kind, tool=tool)
     return render_hits(
         hits,
         query=query,
@@ -184,6 +128,7 @@ def plan_search(
         max_chars=max_chars,
         tool_name=tool_name,
         recall_name=recall_name,
+        unread=unread,
     )
 
 
@@ -228,7 +173,9 @@ def search_archive(
 
     Returns:
         A header line and the hits, best first (the rule is in `matching`), each with the
-        `recall(...)` call that reads around it; or a one-line error for a bad query.
+        `recall(...)` call that reads around it; or a one-line error for a bad query. A search
+        stopped by its bounds (`READ_SECONDS`, `ranking.SEARCH_SECONDS`, `ranking.MAX_HITS`)
+        says in its header that it is partial and how much it searched.
 
     Raises:
         ArchiveError: The backend can not list its entries (`ListableBackend`) or failed.

@@ -3,13 +3,17 @@
 A header line says how many lines matched; each hit shows where it came from, the line (cut
 around the match), one line of context on each side, and the exact `recall(...)` call that
 reads more around it. Hits stop before the answer would pass `max_chars`, and a last line says
-how many were left out and how to narrow the search. Control characters are masked.
+how many were left out and how to narrow the search. A search stopped by its bounds (out of
+time, too many matching lines, entries not read in time) says so in its header line: how
+much it searched, and how to narrow the query. Control characters, line and paragraph
+separators and bidi controls in data are masked (`_UNPRINTABLE`), at the one place data is
+cut for showing (`_cut`).
 """
 
 from __future__ import annotations
 
 from langgraph_ctx.archive.matching import Source
-from langgraph_ctx.archive.ranking import Hit, Hits
+from langgraph_ctx.archive.ranking import MAX_HITS, SEARCH_SECONDS, Hit, Hits
 from langgraph_ctx.errors import shorten
 
 __all__ = ["CONTEXT_CHARS", "LINE_CHARS", "RECALL_AROUND", "bounded", "render_hits"]
@@ -29,7 +33,24 @@ def bounded(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
-_UNPRINTABLE = {c: "\ufffd" for c in (*range(32), 127) if c != 9}
+_UNPRINTABLE = {
+    c: "\ufffd"
+    for c in (
+        *range(32),  # C0 controls but the tab: a line break would forge a hit of its own
+        *range(127, 160),  # DEL and C1 controls (U+0085 is a line break to some readers)
+        0x061C,  # the Arabic letter mark, a bidi control
+        0x200E,  # left-to-right and right-to-left marks
+        0x200F,
+        0x2028,  # line and paragraph separators: a line break to JavaScript and many viewers
+        0x2029,
+        *range(0x202A, 0x202F),  # bidi embeddings and overrides (U+202E turns text around)
+        *range(0x2066, 0x206A),  # bidi isolates
+    )
+    if c != 9
+}
+"""What a shown piece of data (a line, a tool name, an id) must not carry: each becomes
+U+FFFD. Line breaks would let an archived line pose as another hit or as the tool's own
+words; bidi controls make a line read otherwise than it is."""
 
 
 def _cut(line: str, at: int, width: int) -> str:
@@ -84,8 +105,13 @@ def render_hits(
     max_chars: int,
     tool_name: str = "search_history",
     recall_name: str = "recall",
+    unread: int = 0,
 ) -> str:
-    """The answer: a header line, then up to `limit` hits, within `max_chars` characters."""
+    """The answer: a header line, then up to `limit` hits, within `max_chars` characters.
+
+    `unread`: entries left unread (out of reading time); with `hits.stopped`, the header
+    then says the answer is partial.
+    """
     # A line repeated verbatim (within one output, or in outputs that read the same file
     # again) is shown once, where it ranks best, with its count: the slots go to distinct
     # lines. A search for a common word can match thousands of lines; only their text is
@@ -103,7 +129,10 @@ def render_hits(
             found.append((hits[index], 0))
     total = len(hits)
     quoted = shorten(query, 60)
+    partial = _partial(hits, unread)
     if not total:
+        if partial:
+            return bounded(f"{tool_name}: no line matches {quoted} so far ({partial})", max_chars)
         return bounded(
             f"{tool_name}: no line matches {quoted} in this thread's archive "
             f"({searched} entries searched)",
@@ -111,6 +140,8 @@ def render_hits(
         )
     lines = "line" if total == 1 else "lines"
     out = f"{tool_name}: {total} matching {lines} for {quoted}, best first"
+    if partial:
+        out += f" ({partial})"
     written = covered = 0
     for hit, repeats in found:
         block = _render_hit(written + 1, hit, repeats, recall_name)
@@ -127,3 +158,24 @@ def render_hits(
 
 
 _FOOTER_CHARS = 130
+
+
+def _partial(hits: Hits, unread: int) -> str:
+    """Why the answer is partial and how to narrow the query; empty for a complete one."""
+    if hits.stopped is None and not unread:
+        return ""
+    if hits.stopped == "hits":
+        why = f"over {MAX_HITS:,} lines match, the search stopped there"
+    elif hits.stopped == "time":
+        why = f"the search ran out of time ({SEARCH_SECONDS * 1000:.0f} ms)"
+    elif hits.stopped == "pattern":
+        why = "the pattern ran out of time on a few lines (no nested repetition such as (a+)+)"
+    else:
+        why = f"{unread:,} entries were not read in time (asking again reads more)"
+    searched = f"{hits.searched_lines:,} of {hits.total_lines:,} lines"
+    if hits.stopped is not None and unread:
+        searched += f" ({unread:,} entries not read yet)"
+    return (
+        f'PARTIAL: {why} after {searched}, newest first; use rarer words, a "quoted '
+        'phrase" or a simpler pattern, or filter by kind or tool'
+    )

@@ -20,7 +20,8 @@ from langgraph_ctx._effects import run_plan
 from langgraph_ctx.archive import Archive, StoreBackend, encode_message
 from langgraph_ctx.archive._backends import ArchiveBackend
 from langgraph_ctx.archive.dumps import all_dump_refs
-from langgraph_ctx.archive.search import EntryCache, make_search_tool, search_archive
+from langgraph_ctx.archive.entry_cache import EntryCache
+from langgraph_ctx.archive.search import make_search_tool, search_archive
 from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.ledger import has_archived
 from langgraph_ctx.messages import text_of
