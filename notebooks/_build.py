@@ -69,7 +69,7 @@ QUICKSTART: list[Cell] = [
         """
         ## Tools and a scripted model
 
-        `langgraph_ctx.cli.demo.make_tools(root)` gives three real, read-only tools confined to a
+        `langgraph_ctx.cli.folder_tools.make_tools(root)` gives three real, read-only tools confined to a
         folder: `list_dir`, `read_file` (100 numbered lines per call) and `search_text`. We point
         them at the package's sources, so the outputs are real and large.
 
@@ -89,7 +89,7 @@ QUICKSTART: list[Cell] = [
 
         import langgraph_ctx
         from langgraph_ctx import ContextMemory, ScriptedChatModel
-        from langgraph_ctx.cli.demo import make_tools
+        from langgraph_ctx.cli.folder_tools import make_tools
 
         ROOT = Path(langgraph_ctx.__file__).parent  # the package's own sources
         tools = make_tools(ROOT)
@@ -328,7 +328,8 @@ STRATEGIES: list[Cell] = [
         )
         from langchain_core.messages import ToolMessage
         from langgraph_ctx.archive.recall import make_recall_tool
-        from langgraph_ctx.cli.demo import SYSTEM_PROMPT, make_tools, run_demo
+        from langgraph_ctx.cli.demo import SYSTEM_PROMPT, run_demo
+        from langgraph_ctx.cli.folder_tools import make_tools
         from langgraph_ctx.cli.playback import load_transcript
 
         workdir = Path(tempfile.mkdtemp(prefix="langgraph-ctx-strategies-"))
@@ -665,7 +666,7 @@ PERSISTENCE: list[Cell] = [
 
         import langgraph_ctx
         from langgraph_ctx import ContextMemory, DirectoryBackend, ScriptedChatModel, validate_messages
-        from langgraph_ctx.cli.demo import make_tools
+        from langgraph_ctx.cli.folder_tools import make_tools
 
         workdir = Path(tempfile.mkdtemp(prefix="langgraph-ctx-persistence-"))
         DB = workdir / "checkpoints.sqlite"
@@ -954,7 +955,7 @@ FRONTIER: list[Cell] = [
         import langgraph_ctx
         from langgraph_ctx import ContextBudget, ContextMemory, ScriptedChatModel, strategies_from_config
         from langgraph_ctx.cli import main as langgraph_ctx_cli
-        from langgraph_ctx.cli.demo import make_tools
+        from langgraph_ctx.cli.folder_tools import make_tools
 
         workdir = Path(tempfile.mkdtemp(prefix="frontier-"))
         DB = workdir / "agent.sqlite"

@@ -13,9 +13,10 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langgraph_ctx import count_tokens
 from langgraph_ctx.cli import main
-from langgraph_ctx.cli.demo import make_tools, run_demo
+from langgraph_ctx.cli.demo import run_demo
 from langgraph_ctx.cli.edits import edit_of
 from langgraph_ctx.cli.explorer import ScriptedExplorer, keywords, read_view
+from langgraph_ctx.cli.folder_tools import make_tools
 
 
 @pytest.fixture(autouse=True)

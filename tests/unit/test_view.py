@@ -16,7 +16,8 @@ import pytest
 from langchain_core.messages import AIMessage, messages_to_dict
 
 from langgraph_ctx.cli import main
-from langgraph_ctx.cli.demo import SYSTEM_PROMPT, make_tools, run_demo
+from langgraph_ctx.cli.demo import SYSTEM_PROMPT, run_demo
+from langgraph_ctx.cli.folder_tools import make_tools
 from langgraph_ctx.cli.view import prompt_parts, thread_from_db, thread_from_file, write_page
 from langgraph_ctx.cli.view_data import KINDS, page_data
 from langgraph_ctx.pipeline import ContextManager
