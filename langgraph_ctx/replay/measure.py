@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,6 +167,12 @@ def effective_cost(
 
 # --- next-step recall --------------------------------------------------------------------------
 
+# What counts as a name, as one regex each (`_NAME_RE`: paths, dotted, snake, camel, long
+# numbers, hex ids; `_PATH_OR_DOTTED_RE`: the first two): the definition, tried leftmost first
+# at each position. Run as they stand they are quadratic on a long word (each position scans to
+# the word's end before failing: a 20 KB word took 9 s, a 1 MB one never ended), so the scans
+# below find the same matches in linear time and the regexes stay as the reference the tests
+# compare them with.
 _NAME_RE = re.compile(
     r"""
     (?:[\w.-]*/)+[\w.-]+                      # paths: a/b, /a/b.py, ./x/y
@@ -179,13 +185,127 @@ _NAME_RE = re.compile(
     """,
     re.VERBOSE,
 )
+_PATH_OR_DOTTED_RE = re.compile(
+    r"""
+    (?:[\w.-]*/)+[\w.-]+                      # paths: a/b, /a/b.py, ./x/y
+    | [A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+        # dotted: os.path.join, setup.py
+    """,
+    re.VERBOSE,
+)
+
+# The pieces of the linear scans. Every alternative matches within one run of `[\w./-]`
+# characters (a chunk), and within a chunk:
+# - a path matches at the chunk's start exactly when a `/` in it is followed by a character
+#   other than `/`, and then it is the chunk without its trailing slashes (the rest holds no
+#   name); otherwise no path matches anywhere in the chunk;
+# - the other alternatives but the dotted one stay within one run of `\w`, and whether each
+#   matches at a position depends on facts of the run that are the same for every position
+#   of it (what follows the run, its last `_`, where a lowercase run ends), found once.
+_WORD_RUN = re.compile(r"\w+")
+_DOTTED_TAIL = re.compile(r"(?:\.[A-Za-z_]\w*)+")
+_LETTER_OR_UNDERSCORE = re.compile(r"[A-Za-z_]")
+_LETTER = re.compile(r"[A-Za-z]")
+_NUMBER_OR_HEX = re.compile(r"\d{5,}|[0-9a-f]{7,}")
+# camelCase from the first of a lowercase run (a later letter of the run ends where it does,
+# so it matches as the first did), CamelCase, then numbers and hex ids: each position costs
+# the run it scans once, so a search over a run is linear.
+_CAMEL_FROM_RUN_START = re.compile(r"[a-z]+[A-Z][a-z0-9]")
+_LOWERCASE = re.compile(r"[a-z]*")
+_CAMEL_OR_NUMBER = re.compile(
+    r"(?<![a-z])[a-z]+[A-Z][a-z0-9]\w*|[A-Z][a-z0-9]+[A-Z]\w*|\d{5,}|[0-9a-f]{7,}"
+)
+# Paths at a chunk's start only; a dotted name from the start of its `\w` run, since the first
+# `[A-Za-z_]` of a run starts one if any position of the run does (they all reach the run's end
+# and look at what follows it). One pass, each character scanned a bounded number of times.
+_PATH_OR_DOTTED_LINEAR = re.compile(
+    r"""
+    (?<![\w./-])(?:[\w.-]*/)+[\w.-]+
+    | (?<!\w)[^\WA-Za-z_]*([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)
+    """,
+    re.VERBOSE,
+)
+# `_NAME_RE` with paths at a chunk's start only, run on the text between long chunks: there a
+# position costs at most the rest of its chunk (under 32 characters), and the regex engine
+# keeps ordinary text fast; the scan below (`_names_in_run`) takes the long chunks.
+_NAME_SHORT_CHUNKS = re.compile(r"(?<![\w./-])" + _NAME_RE.pattern.lstrip(), re.VERBOSE)
+_LONG_CHUNK = re.compile(r"(?<![\w./-])[\w./-]{32,}")
+
+
+def _chunk_path(chunk: str) -> str | None:
+    """The path match of a chunk (at its start), or None when it holds no path."""
+    kept = chunk.rstrip("/")
+    return kept if "/" in kept else None
+
+
+def _dotted_matches(text: str) -> Iterator[str]:
+    """`_PATH_OR_DOTTED_RE.finditer(text)`'s matches, in linear time."""
+    for match in _PATH_OR_DOTTED_LINEAR.finditer(text):
+        yield match.group(1) or match.group(0)
+
+
+def _name_matches(text: str) -> Iterator[str]:
+    """`_NAME_RE.finditer(text)`'s matches, in linear time."""
+    at = 0
+    for chunk in _LONG_CHUNK.finditer(text):
+        yield from (m.group() for m in _NAME_SHORT_CHUNKS.finditer(text, at, chunk.start()))
+        at = chunk.end()
+        path = _chunk_path(chunk.group())
+        if path is not None:
+            yield path
+            continue
+        resume = chunk.start()  # a dotted name goes on past its run
+        for run in _WORD_RUN.finditer(text, chunk.start(), chunk.end()):
+            if run.start() >= resume:
+                resume = yield from _names_in_run(text, run.start(), run.end())
+    yield from (m.group() for m in _NAME_SHORT_CHUNKS.finditer(text, at))
+
+
+def _names_in_run(text: str, start: int, end: int) -> Generator[str, None, int]:
+    """The names matched from the word run `text[start:end]`; returns where they end."""
+    dotted = text.startswith(".", end) and _LETTER_OR_UNDERSCORE.match(text, end + 1) is not None
+    underscore = text.rfind("_", start + 1, end - 1)  # snake_case needs one with \w around it
+    at = start
+    lowercase_end = start
+    while at < end:
+        # Only numbers and hex ids can start before the first ASCII letter (or `_`).
+        first = (_LETTER_OR_UNDERSCORE if dotted else _LETTER).search(text, at, end)
+        letter = end if first is None else first.start()
+        number = _NUMBER_OR_HEX.search(text, at, end)
+        if number is not None and number.start() < letter:
+            yield number.group()
+            at = number.end()
+            continue
+        if first is None:
+            return end
+        if dotted:  # the dotted alternative comes first and matches at any letter of the run
+            tail = _DOTTED_TAIL.match(text, end)
+            assert tail is not None  # `dotted` says the run is followed by one
+            yield text[letter : tail.end()]
+            return tail.end()
+        if underscore > letter:  # snake_case, second, matches to the run's end
+            yield text[letter:end]
+            return end
+        # camelCase, CamelCase, numbers, hex ids. A lowercase run reached past its start
+        # (after a number or hex id) is tried here; the search tries runs from their starts.
+        if letter >= lowercase_end:  # not a run already found to start no camelCase
+            if _CAMEL_FROM_RUN_START.match(text, letter, end) is not None:
+                yield text[letter:end]
+                return end
+            lowercase = _LOWERCASE.match(text, letter)
+            lowercase_end = lowercase.end() if lowercase else letter
+        found = _CAMEL_OR_NUMBER.search(text, letter, end)
+        if found is None:
+            return end
+        yield found.group()
+        at = found.end()
+    return end
 
 
 def names_in(text: str) -> set[str]:
     """The distinctive names in `text` (4 characters or more)."""
     out: set[str] = set()
-    for match in _NAME_RE.finditer(text):
-        name = match.group(0).strip("./-")
+    for match in _name_matches(text):
+        name = match.strip("./-")
         if len(name) < 4:
             continue
         hex_like = re.fullmatch(r"[0-9a-f]+", name) is not None
@@ -196,15 +316,6 @@ def names_in(text: str) -> set[str]:
     return out
 
 
-_PATH_OR_DOTTED_RE = re.compile(
-    r"""
-    (?:[\w.-]*/)+[\w.-]+                      # paths: a/b, /a/b.py, ./x/y
-    | [A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+        # dotted: os.path.join, setup.py
-    """,
-    re.VERBOSE,
-)
-
-
 def path_names_in(text: str) -> set[str]:
     """The stricter definition of a name: paths and dotted names only (4 characters or more).
 
@@ -213,8 +324,8 @@ def path_names_in(text: str) -> set[str]:
     out: the likeliest to be words or noise).
     """
     out: set[str] = set()
-    for match in _PATH_OR_DOTTED_RE.finditer(text):
-        name = match.group(0).strip("./-")
+    for match in _dotted_matches(text):
+        name = match.strip("./-")
         if len(name) >= 4:
             out.add(name)
     return out
