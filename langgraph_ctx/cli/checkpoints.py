@@ -1,11 +1,14 @@
 """Checkpoint databases the commands open: read-only ones truly read-only, all read as data.
 
-`read_checkpoints` is what `inspect` and `frontier` use on a database they are handed: a
-SQLite file through a `mode=ro` URI (with `immutable=1` when no `-wal` file says a writer may
-be at work, so SQLite creates no `-wal` or `-shm` file either), never set up, never switched
-to WAL; a PostgreSQL URI in read-only transactions. `write_checkpoints` is what `demo` and
-`replay` record into: set up on a new or empty file, or on a checkpoint database, and refused
-on a SQLite file that holds something else (it is not ours to add tables to).
+`read_checkpoints` is what `inspect`, `view` and `frontier` use on a database they are
+handed: a SQLite file through a `mode=ro` URI, never set up, never switched to WAL, nothing
+created beside it (see `_read_only_connection`); a PostgreSQL URI in read-only transactions,
+its store read without refreshing TTLs (a refresh is an UPDATE). Before anything is read, the
+tables must have the columns LangGraph reads, and the largest value must fit the input cap and
+the free memory; a value SQLite finds damaged later is one line too (`InputError`), never a
+traceback. `write_checkpoints` is what `demo` and `replay` record into: set up on a new or
+empty file, or on a checkpoint database, and refused on a SQLite file that holds something
+else (it is not ours to add tables to).
 
 Both read checkpoints with `StrictSerializer` (see `langgraph_ctx.graph.serde`): a file can
 name a type to construct, and nothing a file names is imported or called unless a LangGraph
@@ -15,12 +18,15 @@ agent's state holds that type.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from langgraph_ctx.cli.inputs import MESSAGES_MEMORY_FACTOR, check_loaded_size
 from langgraph_ctx.errors import ArchiveError, InputError, shorten
 from langgraph_ctx.graph.serde import StrictSerializer
 
@@ -42,7 +48,8 @@ class Opened:
     """The checkpointer (`SqliteSaver` or `PostgresSaver`), reading with `StrictSerializer`."""
     store: Any
     """The store in the same database, where `ContextMemory` keeps a thread's archive when the
-    graph had no other (None when the database has none)."""
+    graph had no other (None when the database has none); on PostgreSQL a reader of its items
+    (`get`), as LangGraph's store writes on every read."""
 
 
 def is_postgres(db: str | Path) -> bool:
@@ -74,7 +81,7 @@ def write_checkpoints(db: str | Path) -> Iterator[Any]:
 
     path = Path(db)
     if path.is_file() and path.stat().st_size > 0:
-        with contextlib.closing(_read_only_connection(path)) as probe:
+        with _read_only_connection(path) as probe:
             tables = _tables(probe, str(db))
         if tables and "checkpoints" not in tables:
             listed = ", ".join(sorted(tables)[:5])
@@ -103,26 +110,169 @@ def thread_ids(saver: Any) -> list[str]:
     try:
         rows = saver.conn.execute("SELECT DISTINCT thread_id FROM checkpoints ORDER BY thread_id")
         return [str(r["thread_id"] if isinstance(r, dict) else r[0]) for r in rows]
+    except InputError:  # already one line (a damaged SQLite file)
+        raise
     except Exception as exc:  # sqlite3 or psycopg: no such table, a damaged file
         msg = f"not a checkpoint database: {shorten(str(exc))}"
         raise InputError(msg) from exc
 
 
-def _read_only_connection(path: Path) -> sqlite3.Connection:
-    # `mode=ro` alone still creates -wal and -shm files beside a WAL database when there are
-    # none; `immutable=1` reads the file as it is. With a -wal file present a writer may be at
-    # work (or left committed pages there), so only `mode=ro` reads them.
+# The columns LangGraph's savers and stores read, per table: a table of that name with other
+# columns is someone else's (a query naming a missing column would end in a traceback).
+_SQLITE_COLUMNS = {
+    "checkpoints": {
+        "thread_id", "checkpoint_ns", "checkpoint_id", "parent_checkpoint_id", "type",
+        "checkpoint", "metadata",
+    },
+    "writes": {
+        "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "type",
+        "value",
+    },
+}  # fmt: skip
+_POSTGRES_COLUMNS = {
+    "checkpoints": _SQLITE_COLUMNS["checkpoints"],
+    "checkpoint_blobs": {"thread_id", "checkpoint_ns", "channel", "version", "type", "blob"},
+    "checkpoint_writes": {
+        "thread_id", "checkpoint_ns", "checkpoint_id", "task_id", "idx", "channel", "type",
+        "blob",
+    },
+}  # fmt: skip
+_STORE_COLUMNS = {"prefix", "key", "value", "created_at", "updated_at"}
+# The stored values a command loads, as (table, column): bounded before any is loaded.
+_SQLITE_VALUES = (("checkpoints", "checkpoint"), ("writes", "value"), ("store", "value"))
+# bytea by octet_length (its size, not read); jsonb by pg_column_size (its stored size).
+_POSTGRES_VALUES = (
+    ("checkpoints", "pg_column_size(checkpoint)"),
+    ("checkpoint_blobs", "octet_length(blob)"),
+    ("checkpoint_writes", "octet_length(blob)"),
+    ("store", "pg_column_size(value)"),
+)
+
+
+class _ReadCursor(sqlite3.Cursor):
+    """A cursor whose SQLite errors (a damaged page met mid-read) are one `InputError` line."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> _ReadCursor:
+        """`sqlite3.Cursor.execute`, its errors said in one line."""
+        with _damaged(self.connection):
+            return super().execute(sql, parameters)
+
+    def fetchone(self) -> Any:
+        """`sqlite3.Cursor.fetchone`, its errors said in one line."""
+        with _damaged(self.connection):
+            return super().fetchone()
+
+    def fetchmany(self, size: int | None = 1) -> list[Any]:
+        """`sqlite3.Cursor.fetchmany`, its errors said in one line."""
+        with _damaged(self.connection):
+            return super().fetchmany(size)
+
+    def fetchall(self) -> list[Any]:
+        """`sqlite3.Cursor.fetchall`, its errors said in one line."""
+        with _damaged(self.connection):
+            return super().fetchall()
+
+    def __next__(self) -> Any:
+        """The next row, its errors said in one line."""
+        with _damaged(self.connection):
+            return super().__next__()
+
+
+class _ReadConnection(sqlite3.Connection):
+    """A read-only connection to a handed file whose cursors are `_ReadCursor`s."""
+
+    label = ""
+    """The file as the user named it, for the error line."""
+
+    def cursor(self, factory: Any = None) -> Any:
+        """`sqlite3.Connection.cursor`, a `_ReadCursor` by default."""
+        return super().cursor(factory or _ReadCursor)
+
+    def execute(self, sql: str, parameters: Any = (), /) -> Any:
+        """`sqlite3.Connection.execute` through a `_ReadCursor`."""
+        return self.cursor().execute(sql, parameters)
+
+
+@contextlib.contextmanager
+def _damaged(conn: sqlite3.Connection) -> Iterator[None]:
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        name = getattr(conn, "label", "") or "the database"
+        msg = (
+            f"{name} cannot be read ({exc}): the file is damaged or is not a checkpoint "
+            "database LangGraph wrote; nothing was written"
+        )
+        raise InputError(msg) from exc
+
+
+@contextlib.contextmanager
+def _read_only_connection(path: Path) -> Iterator[sqlite3.Connection]:
+    """`path` opened to read only, nothing created or changed beside it.
+
+    `mode=ro` alone creates -wal and -shm files beside a WAL database that has none, so:
+    no -wal file: `immutable=1`, the file read as it is; a -wal and a -shm file (a writer may
+    be at work): `mode=ro`, which reads the committed pages in the -wal and creates nothing;
+    a -wal without a -shm (left by a crash, or copied without it; no writer is at work, as
+    one keeps a -shm): the -wal's committed pages are part of the database, and reading them
+    in place would create the -shm, so both files are copied to a private folder and read
+    there (`immutable=1` would silently read the database without them).
+    """
     wal = path.with_name(path.name + "-wal")
-    flags = "mode=ro" if wal.exists() else "mode=ro&immutable=1"
-    return sqlite3.connect(f"{path.resolve().as_uri()}?{flags}", uri=True, check_same_thread=False)
+    shm = path.with_name(path.name + "-shm")
+    with contextlib.ExitStack() as stack:
+        source, flags = path.resolve(), "mode=ro&immutable=1"
+        if wal.exists() and shm.exists():
+            flags = "mode=ro"
+        elif wal.exists():
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="lgctx-db-")))
+            source, flags = folder / "handed.sqlite", "mode=ro"
+            shutil.copyfile(path, source)
+            shutil.copyfile(wal, folder / "handed.sqlite-wal")
+        conn = sqlite3.connect(
+            f"{source.as_uri()}?{flags}",
+            uri=True,
+            check_same_thread=False,
+            factory=_ReadConnection,
+        )
+        stack.callback(conn.close)
+        conn.label = str(path)  # type: ignore[attr-defined]
+        yield conn
 
 
 def _tables(conn: sqlite3.Connection, db: str) -> set[str]:
     try:
         return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    except sqlite3.DatabaseError as exc:
-        msg = f"{db} is not a checkpoint database (not even SQLite: {exc})"
+    except (sqlite3.DatabaseError, InputError) as exc:
+        cause = exc.__cause__ if isinstance(exc, InputError) else exc
+        msg = f"{db} is not a checkpoint database (not even SQLite: {cause})"
         raise InputError(msg) from exc
+
+
+def _check_columns(db: str, found: dict[str, set[str]], wanted: dict[str, set[str]]) -> None:
+    """Refuse a table of a checkpoint table's name that lacks a column LangGraph reads."""
+    for table, columns in wanted.items():
+        have = found.get(table)
+        if have is None:
+            msg = f"{db} is not a checkpoint database: it has no {table} table"
+            raise InputError(msg)
+        if not columns <= have:
+            lacking = ", ".join(sorted(columns - have))
+            msg = (
+                f"{db} is not a checkpoint database: its {table} table is another program's "
+                f"(no {lacking} column)"
+            )
+            raise InputError(msg)
+
+
+def _check_largest(db: str, largest: int | None, where: str) -> None:
+    """Refuse a stored value over the input cap or too large for the free memory.
+
+    A value holds messages the commands count (`frontier --db` counts them as it counts a
+    transcript's), so it takes the transcript's factor.
+    """
+    if largest:
+        check_loaded_size(f"{db} ({where})", largest, MESSAGES_MEMORY_FACTOR)
 
 
 @contextlib.contextmanager
@@ -136,21 +286,30 @@ def _read_sqlite(db: str) -> Iterator[Opened]:
             f"no checkpoint database at {db}; pass a SQLite checkpoint file or a postgresql:// URI"
         )
         raise InputError(msg)
-    conn = _read_only_connection(path)
-    try:
+    with _read_only_connection(path) as conn:
         tables = _tables(conn, db)
         if "checkpoints" not in tables:
             msg = f"{db} is not a checkpoint database: it has no checkpoints table"
             raise InputError(msg)
+        wanted = dict(_SQLITE_COLUMNS, **({"store": _STORE_COLUMNS} if "store" in tables else {}))
+        # The table names come from our own list, never from the file.
+        found = {
+            table: {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+            for table in wanted
+            if table in tables
+        }
+        _check_columns(db, found, wanted)
+        for table, column in _SQLITE_VALUES:
+            if table in tables:  # length() reads a value's size, not the value
+                row = conn.execute(f"SELECT max(length({column})) FROM {table}").fetchone()
+                _check_largest(db, row[0], f"{table}.{column}")
         saver = SqliteSaver(conn, serde=StrictSerializer())
         saver.is_setup = True  # the tables are there; setup would write
         store = None
         if "store" in tables:
-            store = SqliteStore(conn)
+            store = SqliteStore(conn, ttl={"refresh_on_read": False})  # a refresh writes
             store.is_setup = True
         yield Opened(saver, store)
-    finally:
-        conn.close()
 
 
 @contextlib.contextmanager
@@ -158,7 +317,6 @@ def _read_postgres(uri: str) -> Iterator[Opened]:
     try:
         import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver
-        from langgraph.store.postgres import PostgresStore
         from psycopg.rows import dict_row
     except ImportError:
         msg = (
@@ -180,17 +338,56 @@ def _read_postgres(uri: str) -> Iterator[Opened]:
         msg = f"cannot read the PostgreSQL database: {shorten(first, 200)}"
         raise InputError(msg) from exc
     with conn:
-        tables = {
-            r["tablename"]
-            for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
-        }
-        if "checkpoints" not in tables:
+        found: dict[str, set[str]] = {}
+        for row in conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema = 'public'"
+        ):
+            found.setdefault(row["table_name"], set()).add(row["column_name"])
+        if "checkpoints" not in found:
             msg = (
                 "the PostgreSQL database has no checkpoints table: it is not a checkpoint database"
             )
             raise InputError(msg)
+        has_store = "store" in found
+        wanted = dict(_POSTGRES_COLUMNS, **({"store": _STORE_COLUMNS} if has_store else {}))
+        _check_columns("the PostgreSQL database", found, wanted)
+        for table, size in _POSTGRES_VALUES:
+            if table in found:
+                found_size = conn.execute(f"SELECT max({size}) AS n FROM {table}").fetchone()
+                largest = None if found_size is None else found_size["n"]
+                _check_largest("the PostgreSQL database", largest, table)
         saver = PostgresSaver(conn, serde=StrictSerializer())
-        yield Opened(saver, PostgresStore(conn) if "store" in tables else None)
+        yield Opened(saver, _PostgresStoreReader(conn) if has_store else None)
+
+
+@dataclass(frozen=True)
+class _StoredItem:
+    value: Any
+
+
+class _PostgresStoreReader:
+    """What the commands read of a `PostgresStore`: an item's value by one plain SELECT.
+
+    `PostgresStore.get` refreshes TTLs in the same statement (an UPDATE in a CTE, even when
+    told not to refresh), which the read-only session refuses: every archived entry would
+    read as unreadable.
+    """
+
+    def __init__(self, conn: Any) -> None:
+        self.conn = conn
+
+    def get(self, namespace: tuple[str, ...], key: str) -> _StoredItem | None:
+        """The item at `namespace`/`key` (its `value` only), or None."""
+        row = self.conn.execute(
+            "SELECT value FROM store WHERE prefix = %s AND key = %s",
+            (".".join(namespace), key),  # the prefix as PostgresStore writes it
+        ).fetchone()
+        return None if row is None else _StoredItem(row["value"])
+
+    async def aget(self, namespace: tuple[str, ...], key: str) -> _StoredItem | None:
+        """`get` (the connection is a sync one)."""
+        return self.get(namespace, key)
 
 
 class ReadBoth:

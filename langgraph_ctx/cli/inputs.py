@@ -7,8 +7,9 @@ memory and time, or it is refused with one line and exit 2 before anything is wr
 - a size cap on the bytes read, after decompression (`DEFAULT_MAX_INPUT_MB`, raised with
   `--max-input-mb`): a 1.4 MB `.json.gz` that expands to 1.5 GB is refused after reading
   the cap, not after filling the memory;
-- a file whose parsed form would not fit the free memory is refused before it is parsed
-  (`MEMORY_FACTOR`: Python objects take several times the text's bytes);
+- a file whose reading would not fit the free memory is refused before it is parsed
+  (`MEMORY_FACTORS`, measured per reader: a transcript's messages, counted, take up to 47
+  times its bytes; `check_loaded_size` is the same bound for a checkpoint database's values);
 - nesting deeper than `MAX_DEPTH` is refused (no transcript, schema or config nests deeper,
   and deeper nesting only serves to exhaust the interpreter's recursion limit later).
 """
@@ -31,7 +32,9 @@ from langgraph_ctx.replay.settings import Setting, setting_from_data
 __all__ = [
     "DEFAULT_MAX_INPUT_MB",
     "MAX_DEPTH",
-    "MEMORY_FACTOR",
+    "MEMORY_FACTORS",
+    "MESSAGES_MEMORY_FACTOR",
+    "check_loaded_size",
     "input_limit",
     "load_setting",
     "read_json",
@@ -42,9 +45,19 @@ DEFAULT_MAX_INPUT_MB = 512
 """Most megabytes (MiB) of one input file the commands read, after decompression."""
 MAX_DEPTH = 64
 """Deepest nesting of lists and objects a JSON input may have."""
-MEMORY_FACTOR = 8
-"""Parsed JSON takes about this many times its text's bytes; a file needing more than the
-free memory is refused before it is parsed."""
+MESSAGES_MEMORY_FACTOR = 56
+"""Peak memory of a command over the bytes of the messages it reads, measured with 8 MB of
+one tool output (`tests/reliability/test_handed_databases.py` holds each reader under a
+memory limit): one long word took 46 to 47 times its bytes for `count`, `view`, `compact` and
+`frontier` (a transcript file, or a checkpoint for `frontier --db`: the token counter's work
+on one long word), 8 MB of short lines 11 to 15 times, and `inspect` 13 times; 56 leaves a
+fifth for what a run varies."""
+MEMORY_FACTORS = {"transcript": MESSAGES_MEMORY_FACTOR, "system prompt": MESSAGES_MEMORY_FACTOR}
+"""The factor per kind of file (`what`) that holds messages or text the commands count; a
+file needing more than the free memory is refused before it is parsed."""
+DEFAULT_MEMORY_FACTOR = 16
+"""The factor of the other files (tools, strategies, settings: JSON parsed, not counted;
+parsed JSON of short lines took 11 times its bytes)."""
 
 _MB = 1 << 20
 _CHUNK = 1 << 20
@@ -81,7 +94,7 @@ def read_text(path: str | Path, what: str) -> str:
     except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
         msg = f"{path} is not a readable gzip file ({exc})"
         raise InputError(msg) from exc
-    _check_memory(file, len(raw))
+    check_loaded_size(str(file), len(raw), MEMORY_FACTORS.get(what, DEFAULT_MEMORY_FACTOR))
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -139,12 +152,26 @@ def _available_bytes() -> int | None:
         return None  # unknown: only the cap bounds the read
 
 
-def _check_memory(file: Path, size: int) -> None:
+def check_loaded_size(name: str, size: int, factor: float) -> None:
+    """Refuse `size` bytes of input before they are loaded: over the cap, or too large.
+
+    Too large: `factor` times `size` is more memory than is free.
+
+    Raises:
+        InputError: Over the cap (`--max-input-mb`), or more than the free memory.
+    """
+    limit = _limit_mb.get() * _MB
+    if size > limit:
+        msg = (
+            f"{name} holds a value of {size / _MB:,.0f} MB, over {limit // _MB:,} MB, the cap on "
+            "one input; pass --max-input-mb with a larger number if you mean it"
+        )
+        raise InputError(msg)
     free = _available_bytes()
-    need = size * MEMORY_FACTOR
+    need = size * factor
     if free is not None and need > free:
         msg = (
-            f"{file} holds {size / _MB:,.0f} MB of text, which takes about {need / _MB:,.0f} MB "
+            f"{name} holds {size / _MB:,.0f} MB, which takes about {need / _MB:,.0f} MB "
             f"once read, and only {free / _MB:,.0f} MB of memory are free; split it or run on "
             "a larger machine"
         )
