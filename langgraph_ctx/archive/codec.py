@@ -30,7 +30,8 @@ def _dumps(obj: Any) -> bytes:
 def _loads(data: bytes, where: str) -> Any:
     try:
         return json.loads(data.decode(_UTF8, _SURROGATES))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        # RecursionError: nested deeper than the parser goes, which no entry we write is.
         msg = f"archive entry {where} is not valid JSON ({exc}); it was damaged after writing"
         raise ArchiveCorruptError(msg) from exc
 

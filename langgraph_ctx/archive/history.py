@@ -26,6 +26,7 @@ from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.dumps import plan_all_dump_refs
 from langgraph_ctx.checks import check_bool, check_int, check_str
 from langgraph_ctx.errors import ArchiveError, ConfigError
+from langgraph_ctx.ledger.repair import load_ledger
 
 logger = logging.getLogger("langgraph_ctx.memory")  # where these warnings were always logged
 """Warnings for what a run survives but an operator should see."""
@@ -65,6 +66,9 @@ def _plan_full_history(
 ) -> Plan[FullHistory]:
     """`full_history` as a plan: it reads the dumps the ledger names, then merges."""
     check_bool("strict", strict)
+    # Read as every build reads it: a part of the wrong shape (a hand edit, a crafted
+    # checkpoint) is left out rather than raising an AttributeError below.
+    ledger = None if ledger is None else load_ledger(ledger)
     dumps: list[list[BaseMessage]] = []
     unreadable: list[tuple[str, str]] = []
     try:

@@ -16,8 +16,9 @@ Commands:
 The handlers are `langgraph_ctx.cli.handlers`; the work happens in `langgraph_ctx.cli.demo` and
 `langgraph_ctx.cli.replay`. Exit codes:
 0 success, 1 a runtime failure (the prompt cannot fit, an archive entry is missing), 2 a usage
-error (bad arguments, a missing or malformed file, a transcript with no conversation, an
-unknown strategy). Errors are one line on stderr.
+error (bad arguments, a missing or malformed file, database or archive entry, a transcript with
+no conversation, an unknown strategy). Errors are one line on stderr, shown like everything the
+commands print (`langgraph_ctx.cli.output.inert`: no control character, no password).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from langgraph_ctx.cli.handlers import (
 )
 from langgraph_ctx.cli.inputs import DEFAULT_MAX_INPUT_MB
 from langgraph_ctx.errors import (
+    ArchiveCorruptError,
     ConfigError,
     InvalidMessagesError,
     LangGraphCtxError,
@@ -95,7 +97,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     from langgraph_ctx.cli.inputs import input_limit
     from langgraph_ctx.errors import InputError
 
-    unusable = (InputError, ConfigError, InvalidMessagesError, UntrustedCheckpointError)
+    # A corrupt archive entry is a handed folder that cannot be used, like a bad file.
+    unusable = (
+        InputError,
+        ConfigError,
+        InvalidMessagesError,
+        UntrustedCheckpointError,
+        ArchiveCorruptError,
+    )
     try:
         with input_limit(getattr(args, "max_input_mb", None)):
             return int(args.handler(args))
@@ -185,12 +194,15 @@ def _build_parser() -> argparse.ArgumentParser:
         "the window, summarized, removed) with the archive references that restore them, and "
         "the last report.",
     )
-    inspect.add_argument("--db", type=Path, required=True, help="SQLite checkpoint file")
+    inspect.add_argument(
+        "--db", required=True, help="checkpoint database: a SQLite file or postgresql:// URI"
+    )
     inspect.add_argument("--thread", required=True, help="thread id")
     inspect.add_argument(
         "--archive", type=Path, default=HOME / "archive",
         help="archive folder (entries not there: the database's own store)",
     )  # fmt: skip
+    _input_arg(inspect)  # the cap on one stored value of --db
     inspect.set_defaults(handler=_inspect)
 
     restore = sub.add_parser(

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from langgraph_ctx.cli.output import Output
+from langgraph_ctx.cli.output import Output, say, visible_controls
 from langgraph_ctx.errors import shorten
 
 PROG = "langgraph-ctx"
@@ -27,7 +27,7 @@ DEFAULT_VIEW_WINDOW = 32_000
 
 
 def _fail(message: str, code: int) -> int:
-    print(message, file=sys.stderr)
+    say(message, err=True)
     return code
 
 
@@ -61,7 +61,8 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _demo_page(args: argparse.Namespace, result: Any) -> None:
     """The demo thread's page (`langgraph-ctx view`), beside its database."""
-    from langgraph_ctx.cli.demo import SYSTEM_PROMPT, make_tools
+    from langgraph_ctx.cli.demo import SYSTEM_PROMPT
+    from langgraph_ctx.cli.folder_tools import make_tools
     from langgraph_ctx.cli.view import thread_from_db, write_page
     from langgraph_ctx.cli.view_data import page_data
 
@@ -102,7 +103,7 @@ def _view(args: argparse.Namespace) -> int:
     page = page_data(data)
     write_page(page, args.html)
     size = args.html.stat().st_size
-    print(f"wrote {args.html}: {len(page['calls'])} model calls, {size:,} bytes")
+    say(f"wrote {args.html}: {len(page['calls'])} model calls, {size:,} bytes")
     return 0
 
 
@@ -176,6 +177,7 @@ def _inspect(args: argparse.Namespace) -> int:
     window = ledger.get("window") or {}
     full = data["full"]
     compacted = ledger.get("compacted") or {}
+    entities = (ledger.get("entities") or {}).get("values") or {}
     rows = [
         ("live messages", f"{len(data['live'])}"),
         (
@@ -208,11 +210,13 @@ def _inspect(args: argparse.Namespace) -> int:
             "compression hint",
             f"yes ({len(hint.get('cleared_ids') or [])} messages cleared)" if hint else "none",
         ),
-        ("entities", json.dumps((ledger.get("entities") or {}).get("values") or {})),
+        ("entities", json.dumps(entities, default=repr)),  # repr: bytes, sets from msgpack
         ("reports in the checkpoints", f"{len(data['reports'])}"),
     ]
     out = Output()
     out.table(f"thread {args.thread} in {args.db}", rows, {})
+    for repair in data["ledger_repairs"]:
+        out.note(f"damaged ledger, shown without that part: {repair}")
     if summary.get("text"):
         out.text("running summary", summary["text"])
     _edits_grid(out, data["edits"], args)
@@ -261,12 +265,11 @@ def _edits_grid(out: Output, edits: list[Any], args: argparse.Namespace) -> None
             lines.append(f"  {edit.kind:<15} … {len(edit.refs) - _REFS_SHOWN} more")
     if lines:
         restore = f"{PROG} restore REF --thread {args.thread} --archive {args.archive}"
-        out.console.print(
+        out.lines(
             f"restore any of these with: {restore}\n(a message id works too; 'still live' "
-            "messages are in the thread unchanged, the prompt only showed them less)",
-            soft_wrap=True,
+            "messages are in the thread unchanged, the prompt only showed them less)"
         )
-        out.console.print("\n".join(lines), soft_wrap=True, markup=False)
+        out.lines("\n".join(lines))
 
 
 _REFS_SHOWN = 5
@@ -280,12 +283,12 @@ def _restore(args: argparse.Namespace) -> int:
     data = restore_entry(args.ref, thread=args.thread, archive_dir=args.archive)
     if args.out is not None:
         args.out.write_bytes(data)
-        print(f"wrote {len(data):,} bytes to {args.out}", file=sys.stderr)
+        say(f"wrote {len(data):,} bytes to {args.out}", err=True)
         return 0
-    if args.json:
-        sys.stdout.write(data.decode("utf-8", "surrogatepass") + "\n")
-    else:
-        sys.stdout.write(readable_entry(data) + "\n")
+    # The entry is a model's or a tool's words: what a terminal would act on is escaped (the
+    # JSON record stays JSON); --out writes the bytes as they are.
+    text = data.decode("utf-8", "surrogatepass") if args.json else readable_entry(data)
+    sys.stdout.write(visible_controls(text, keep_lines=True) + "\n")
     return 0
 
 
@@ -317,7 +320,7 @@ def _compact(args: argparse.Namespace) -> int:
     args.out.write_text(text, encoding="utf-8")
     done = ", ".join(counted(count, word) for word, count in tally(report.decisions))
     done = done or "no edits needed"
-    print(
+    say(
         f"wrote {args.out}: {report.messages_in} messages, {before:,} tokens -> "
         f"{len(messages)} messages, {report.tokens:,} tokens (limit {report.limit:,}); {done}; "
         f"archive {args.archive} (thread {args.thread})"
@@ -348,7 +351,7 @@ def _count(args: argparse.Namespace) -> int:
     tool_part = f"; tool schemas {counter.count_tools(tools):,}" if tools else ""
     largest = max((n for v in per_type.values() for n in v), default=0)
     median = int(statistics.median([n for v in per_type.values() for n in v] or [0]))
-    print(
+    say(
         f"{total:,} tokens for {args.model} ({encoding_name_for_model(args.model)}): "
         f"{len(messages)} messages: {parts}{tool_part}; per message median {median:,}, "
         f"largest {largest:,}"

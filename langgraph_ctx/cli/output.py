@@ -1,61 +1,148 @@
-"""What the commands print: rich tables and panels on stdout, progress and notes on stderr.
+r"""What the commands print: rich tables and panels on stdout, progress and notes on stderr.
 
 Tables are 110 columns wide when stdout is not a terminal, so piped output and test captures
 read the same everywhere. Progress is a live bar on a terminal and lines otherwise (a log file
 gets a readable trace, not escape codes); either way every edit of the prompt is shown as it
 happens.
+
+Everything printed may carry data: a thread id or a summary from a checkpoint, a window id
+from a ledger, a file name, a tool's output, a model's words. None of it is trusted, so none of
+it reaches the terminal as it is (`inert`, the one rule): a control character (ESC starting an
+OSC title or clipboard write or a CSI screen clear, BEL, CR, a C1 code), a bidi override, a
+lone surrogate is shown as its `\uXXXX` escape; a URI's password is shown as `***`. `Output`
+hands rich only `Text` objects, which rich never reads as markup, so `[link=...]` in data
+stays those characters; its console parses no markup and no emoji codes either, so a string
+printed on it directly is literal too. Every method of `Output` applies `inert` itself: a
+caller cannot forget it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.panel import Panel
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
+from rich.text import Text
+
+__all__ = ["Output", "inert", "masked", "say", "visible_controls"]
+
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 but tab and newline, DEL, C1 (0x9b is CSI, 0x9d OSC)
+    "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidi marks, embeddings, overrides, isolates
+    "\u2028\u2029"  # line and paragraph separators: a line break to some readers, not to others
+    "\ud800-\udfff]"  # lone surrogates (read with surrogatepass): no terminal encoding has them
+)
+_LINE_BREAKS = re.compile("[\t\n]")
+_PASSWORD_IN_URI = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*):[^@/?#\s]*@")
+_PASSWORD_PARAM = re.compile(r"(\bpassword=)[^&\s]*", re.IGNORECASE)
+
+
+def masked(text: str | Path) -> str:
+    """`text` with the password of every URI in it shown as `***`.
+
+    `postgresql://user:pw@host/db` reads `postgresql://user:***@host/db`, and a
+    `password=...` parameter `password=***`: a database named on the command line is shown
+    in tables, errors and the page without what opens it.
+    """
+    shown = _PASSWORD_IN_URI.sub(r"\1:***@", str(text))
+    return _PASSWORD_PARAM.sub(r"\1***", shown)
+
+
+def inert(value: object, *, keep_lines: bool = False) -> str:
+    r"""`value` as text safe to print: no control character, no bidi override, no password.
+
+    Each character a terminal could act on (ESC, BEL, CR, backspace, a C1 code), each bidi
+    control that would reorder what is shown, each line or paragraph separator and each lone
+    surrogate becomes its `\uXXXX` escape, so what was there stays visible and nothing runs;
+    passwords in URIs are masked (`masked`). Tab and newline are escaped too, unless
+    `keep_lines` (a block of text: a summary, an answer, a cell).
+    """
+    return visible_controls(masked(str(value)), keep_lines=keep_lines)
+
+
+def visible_controls(text: str, *, keep_lines: bool = False) -> str:
+    r"""`text` with the characters `inert` escapes as `\uXXXX`, and nothing else changed.
+
+    For what must stay as written but for what a terminal would act on: an archived
+    message `restore` prints (a URI in it is the message's, not ours to mask). The escapes
+    are valid in JSON strings too, so a JSON record stays JSON.
+    """
+    if not keep_lines and _LINE_BREAKS.search(text):
+        text = _LINE_BREAKS.sub(_escaped, text)
+    return _UNSAFE.sub(_escaped, text) if _UNSAFE.search(text) else text
+
+
+def _escaped(found: re.Match[str]) -> str:
+    return f"\\u{ord(found.group()):04x}"
+
+
+def _data(value: object, *, style: str = "", keep_lines: bool = True) -> Text:
+    """`value` as a rich `Text`: inert, and never read as markup (`[link=...]` stays text)."""
+    return Text(inert(value, keep_lines=keep_lines), style=style)
 
 
 class Output:
-    """Tables, text blocks, notes and progress for one command."""
+    """Tables, text blocks, lines, notes and progress for one command.
+
+    Every string it is given is data (see the module): made `inert` and handed to rich as
+    `Text`, so no caller can print markup or a control character by forgetting to escape.
+    """
 
     def __init__(self) -> None:
         width = None if sys.stdout.isatty() else 110
-        self.console = Console(file=sys.stdout, width=width, highlight=False)
+        # No markup, no emoji codes: a string printed on the console directly is literal too.
+        self.console = Console(
+            file=sys.stdout, width=width, highlight=False, markup=False, emoji=False
+        )
 
     def table(self, title: str, rows: list[tuple[str, str]], files: dict[str, str]) -> None:
         """A two-column table, with the files in a second section."""
-        table = Table(title=title, show_header=False, title_justify="left")
+        table = Table(
+            title=_data(title, style="table.title", keep_lines=False),
+            show_header=False,
+            title_justify="left",
+        )
         table.add_column(style="bold")
         table.add_column(overflow="fold")
         for key, value in rows:
-            table.add_row(key, value)
+            table.add_row(_data(key), _data(value))
         if files:
             table.add_section()
             for key, value in files.items():
-                table.add_row(key, value)
+                table.add_row(_data(key), _data(value))
         self.console.print(table)
 
     def grid(self, title: str, header: list[str], body: list[list[str]]) -> None:
         """A table with a header row."""
-        table = Table(title=title, title_justify="left")
+        table = Table(
+            title=_data(title, style="table.title", keep_lines=False), title_justify="left"
+        )
         for name in header:
-            table.add_column(name, justify="left" if name in ("kind", "setting") else "right")
+            right = name not in ("kind", "setting")
+            table.add_column(_data(name, keep_lines=False), justify="right" if right else "left")
         for row in body:
-            table.add_row(*row)
+            table.add_row(*(_data(cell) for cell in row))
         self.console.print(table)
 
     def text(self, title: str, body: str) -> None:
         """A titled block of text."""
-        self.console.print(Panel(escape(body), title=title, title_align="left"))
+        title_text = _data(title, keep_lines=False)
+        self.console.print(Panel(_data(body), title=title_text, title_align="left"))
+
+    def lines(self, text: str) -> None:
+        """Lines of text on stdout, folded at the width like the tables (newlines kept)."""
+        self.console.print(_data(text), soft_wrap=True)
 
     def note(self, text: str) -> None:
         """A side remark on stderr."""
-        print(f"note: {text}", file=sys.stderr)
+        say(f"note: {text}", err=True)
 
     @contextlib.contextmanager
     def progress(self, label: str, total: list[int] | None) -> Iterator[Callable[[Any], None]]:
@@ -69,23 +156,29 @@ class Output:
 
             def plain(stat: Any) -> None:
                 if stat.decisions or stat.index == 1 or stat.index % 10 == 0:
-                    print(f"{label}: call {stat.index}, {_call_line(stat)}", file=sys.stderr)
+                    say(f"{label}: call {stat.index}, {_call_line(stat)}", err=True)
 
             yield plain
             return
-        err = Console(stderr=True, highlight=False)
-        columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
-        with Progress(*columns, console=err, transient=True) as bar:
-            task = bar.add_task(label, total=None)
+        err = Console(stderr=True, highlight=False, markup=False, emoji=False)
+        columns = [TextColumn("{task.description}", markup=False), BarColumn()]
+        with Progress(*columns, MofNCompleteColumn(), console=err, transient=True) as bar:
+            task = bar.add_task(inert(label), total=None)
 
             def live(stat: Any) -> None:
                 if total:
                     bar.update(task, total=total[0])
                 if stat.decisions:  # printed above the bar, and kept
-                    bar.console.print(escape(f"call {stat.index}: {_call_line(stat)}"))
-                bar.update(task, completed=stat.index, description=f"{label}: {_call_line(stat)}")
+                    bar.console.print(_data(f"call {stat.index}: {_call_line(stat)}"))
+                description = inert(f"{label}: {_call_line(stat)}")
+                bar.update(task, completed=stat.index, description=description)
 
             yield live
+
+
+def say(line: str, *, err: bool = False) -> None:
+    """Print one line of ours that carries data (a path, a thread id, an error), made inert."""
+    print(inert(line), file=sys.stderr if err else sys.stdout, flush=err)
 
 
 def _call_line(stat: Any) -> str:

@@ -50,7 +50,7 @@ from langgraph_ctx.cli.runs import (
     summary_rows,
     write_reports,
 )
-from langgraph_ctx.errors import InputError
+from langgraph_ctx.errors import InputError, shorten
 from langgraph_ctx.tokens.exact import TiktokenCounter
 
 # --- the checkpointer ---------------------------------------------------------------------------
@@ -148,14 +148,44 @@ class CheckpointView:
 
     def get_state(self, config: RunnableConfig) -> Any:
         """The newest checkpoint's values (`.values`)."""
-        item = self.saver.get_tuple(config)
-        values = dict(item.checkpoint.get("channel_values") or {}) if item else {}
-        return _Values(values)
+        return _Values(checkpoint_values(self.saver.get_tuple(config)))
 
     def get_state_history(self, config: RunnableConfig) -> Iterator[Any]:
         """Every checkpoint's values, newest first."""
         for item in self.saver.list(config):
-            yield _Values(dict(item.checkpoint.get("channel_values") or {}))
+            yield _Values(checkpoint_values(item))
+
+
+def checkpoint_values(item: Any) -> dict[str, Any]:
+    """The channel values of a checkpoint read from a database (a `CheckpointTuple` or None).
+
+    The one reading of a checkpoint the commands were handed: its row's type tag can make it
+    anything the serializer reads (`null`, `bytes`), and its values anything a crafted or
+    edited file holds, so the shape the commands rely on is checked here, once: the checkpoint
+    and its channel values are dicts, `messages` a list of messages, `context_ledger` a dict.
+
+    Raises:
+        InputError: One line naming the checkpoint and what it holds instead.
+    """
+    if item is None:
+        return {}
+    checkpoint = item.checkpoint
+    values = checkpoint.get("channel_values") if isinstance(checkpoint, Mapping) else checkpoint
+    if values is None and isinstance(checkpoint, Mapping):
+        return {}
+    if isinstance(values, Mapping):
+        problem = _values_problem(values)
+        if problem is None:
+            return dict(values)
+    else:
+        problem = f"{type(values).__name__} {shorten(values)} instead of its values (a dict)"
+    configurable = (getattr(item, "config", None) or {}).get("configurable") or {}
+    msg = (
+        f"checkpoint {shorten(configurable.get('checkpoint_id'))} of thread "
+        f"{shorten(configurable.get('thread_id'))} holds {problem}: it was not written by a "
+        "LangGraph agent, or was edited since; pass a database an agent recorded"
+    )
+    raise InputError(msg)
 
 
 @dataclass
@@ -257,6 +287,25 @@ def execute(
     )
 
 
+def _values_problem(values: Mapping[str, Any]) -> str | None:
+    """What is wrong with a checkpoint's values, in words, or None (see `checkpoint_values`)."""
+    messages = values.get("messages", [])
+    if not isinstance(messages, list):
+        return f"messages {type(messages).__name__} {shorten(messages)}, not a list"
+    for message in messages:
+        if not isinstance(message, BaseMessage):
+            return f"a message {type(message).__name__} {shorten(message)}, not a message"
+    ledger = values.get("context_ledger")
+    if ledger is not None and not isinstance(ledger, Mapping):
+        return f"context_ledger {type(ledger).__name__} {shorten(ledger)}, not a dict"
+    return None
+
+
+def _file_stem(text: str) -> str:
+    """`text` as a file name's stem: a thread id may hold `/` or `..`, a file name may not."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text)[:100] or "replay"
+
+
 def replay(
     path: str | Path,
     *,
@@ -297,8 +346,7 @@ def replay(
     if on_start is not None:
         on_start(len(replies))
     name = Path(path).name.removesuffix(".gz")  # run.json.gz: the thread is replay-run
-    stem = re.sub(r"[^A-Za-z0-9_-]+", "-", Path(name).stem)[:100] or "replay"
-    thread_id = thread or f"replay-{stem}"
+    thread_id = thread or f"replay-{_file_stem(Path(name).stem)}"
     result = execute(
         model=model,
         tools=tools,
@@ -308,7 +356,7 @@ def replay(
         archive_dir=archive_dir,
         thread=thread_id,
         reset=thread is None,
-        reports=reports or db.with_name(f"{thread_id}.reports.json"),
+        reports=reports or db.with_name(f"{_file_stem(thread_id)}.reports.json"),
         middleware=[end_of_script(model, len(replies))],
         recursion_limit=4 * len(replies) + 100,
         on_call=on_call,

@@ -10,7 +10,6 @@ problem with the input is an `InputError` with one line saying what to pass inst
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,9 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_archive, thread_ids
+from langgraph_ctx.cli.output import say
 from langgraph_ctx.cli.playback import load_transcript, with_ids
+from langgraph_ctx.cli.replay import checkpoint_values
 from langgraph_ctx.errors import InputError, shorten
 
 __all__ = ["Thread", "check_room", "model_terms", "threads_from_db", "threads_from_files"]
@@ -61,7 +62,7 @@ def threads_from_files(paths: Sequence[Path], notes: list[str] | None = None) ->
             except InputError as exc:
                 line = f"left out {file}: {exc}"
                 if notes is None:
-                    print(f"frontier: {line}", file=sys.stderr, flush=True)
+                    say(f"frontier: {line}", err=True)  # a file name is data: made inert
                 else:
                     notes.append(line)
         if not kept:
@@ -93,9 +94,7 @@ class _SaverView:
 
     def get_state(self, config: RunnableConfig) -> Any:
         """The newest checkpoint's values (`.values`)."""
-        item = self.checkpointer.get_tuple(config)
-        values = dict(item.checkpoint.get("channel_values") or {}) if item else {}
-        return _Values(values)
+        return _Values(checkpoint_values(self.checkpointer.get_tuple(config)))
 
 
 @dataclass

@@ -49,9 +49,10 @@ def opened_thread(
         yield opened.saver, backend, memory, {"configurable": {"thread_id": thread}}
 
 
-def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
+def inspect_thread(db: str | Path, thread: str, archive_dir: Path) -> dict[str, Any]:
     """What a stored thread holds: ledger, summary, reports, live and full history, edits."""
     from langgraph_ctx.archive.archive import Archive
+    from langgraph_ctx.ledger.repair import repair_ledger
 
     with opened_thread(db, thread, archive_dir) as (saver, archive, memory, config):
         view = CheckpointView(saver)
@@ -62,10 +63,13 @@ def inspect_thread(db: Path, thread: str, archive_dir: Path) -> dict[str, Any]:
         unreadable = getattr(full, "unreadable", [])
         full_error = "; ".join(reason for _, reason in unreadable) or None
         live = list(values.get("messages") or [])
+        # A ledger is read as the pipeline reads it: a part of the wrong shape is left out.
+        ledger, repairs = repair_ledger(values.get("context_ledger"))
         edits = thread_edits(reports, Archive(archive, thread_id=thread), {m.id for m in live})
     return {
         "live": live,
-        "ledger": dict(values.get("context_ledger") or {}),
+        "ledger": dict(ledger),
+        "ledger_repairs": repairs,
         "reports": reports,
         "full": full,
         "full_error": full_error,

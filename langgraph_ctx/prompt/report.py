@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 from langchain_core.messages import AIMessage
 
-from langgraph_ctx.checks import check_bool, check_int, check_number
-from langgraph_ctx.errors import ConfigError
+from langgraph_ctx.checks import check_bool, check_int, check_list, check_number, check_str
+from langgraph_ctx.errors import ConfigError, InputError, shorten
 from langgraph_ctx.ledger.edits import set_last_report
 from langgraph_ctx.ledger.schema import ContextLedger
 from langgraph_ctx.tokens._calibration import reported_input_tokens
@@ -255,7 +255,11 @@ class ContextCostReport:
 
         Keys a report does not have are ignored, so a brief report reads back too: its
         decisions then name no messages (it only counts them) and carry no detail.
+
+        Raises:
+            InputError: `data` is not shaped as a report (`check_report`).
         """
+        check_report(data)
         known = {f.name for f in dataclasses.fields(cls)}
         fields = {k: v for k, v in data.items() if k in known}
         names = {f.name for f in dataclasses.fields(Decision)}
@@ -269,6 +273,82 @@ class ContextCostReport:
         """One line for logs: `tokens/limit (kinds)`."""
         kinds = ", ".join(self.kinds()) or "no edits"
         return f"{self.tokens}/{self.limit} tokens ({kinds})"
+
+
+_COUNTS = ("limit", "tokens", "tokens_in", "messages_in", "messages_out")
+"""Report fields that are token or message counts (`limit` and `tokens` always present)."""
+_OPTIONAL_COUNTS = ("trigger", "reported_tokens", "received_tokens")
+"""Report fields that are counts or None."""
+
+
+def check_report(data: Any, *, where: str = "a context_cost report") -> Mapping[str, Any]:
+    """`data`, after checking it has a report's shape (`to_dict` or `brief_report` output).
+
+    A report is read back from graph state or an AI message's `response_metadata`, which a
+    hand edit, a migration or a crafted checkpoint can change: every count must be a whole
+    number >= 0 (`inf`, `nan` or `"12"` is none), `calibration_ratio` a finite number > 0,
+    `ok` a flag, and `decisions` a list of dicts each with a string `kind` and whole token
+    counts. Keys a report does not have are not looked at (`from_dict` ignores them).
+
+    Args:
+        data: The report as read.
+        where: Where it was read, for the message.
+
+    Returns:
+        `data`, unchanged.
+
+    Raises:
+        InputError: One line naming the first field of the wrong kind and its value.
+    """
+    try:
+        _check_report_fields(data)
+    except ConfigError as exc:
+        msg = (
+            f"{where} is not a report langgraph-ctx wrote: {exc}; the state was edited or "
+            "written by something else: pass a thread an agent with ContextMemory recorded"
+        )
+        raise InputError(msg) from None
+    checked: Mapping[str, Any] = data
+    return checked
+
+
+def _check_report_fields(data: Any) -> None:
+    if not isinstance(data, Mapping):
+        msg = f"it must be a dict, got {type(data).__name__} {shorten(data)}"
+        raise ConfigError(msg)
+    for name in _COUNTS:
+        check_int(name, data.get(name, None if name in ("limit", "tokens") else 0))
+    for name in _OPTIONAL_COUNTS:
+        check_int(name, data.get(name), optional=True)
+    check_number("calibration_ratio", data.get("calibration_ratio", 1.0), gt=0)
+    ratios = data.get("calibration_ratios")
+    if ratios is not None:
+        if not isinstance(ratios, Mapping):
+            msg = (
+                f"calibration_ratios must be a dict, got {type(ratios).__name__} {shorten(ratios)}"
+            )
+            raise ConfigError(msg)
+        for part, ratio in ratios.items():
+            check_number(f"calibration_ratios[{part!r}]", ratio, gt=0)
+    check_bool("ok", data.get("ok", True))
+    check_str("error", data.get("error"), optional=True, empty=True)
+    decisions = data.get("decisions", [])
+    check_list("decisions", decisions, "dicts, one per decision", of=dict)
+    for n, decision in enumerate(decisions):
+        check_str(f"decisions[{n}]['kind']", decision.get("kind"))
+        for name in ("tokens_before", "tokens_after"):
+            check_int(f"decisions[{n}][{name!r}]", decision.get(name))
+        check_int(f"decisions[{n}]['attempt']", decision.get("attempt"), optional=True)
+        check_int(f"decisions[{n}]['messages']", decision.get("messages", 0))
+        ids = decision.get("message_ids", [])
+        check_list(f"decisions[{n}]['message_ids']", ids, "message ids", of=str)
+        detail = decision.get("detail", {})
+        if not isinstance(detail, Mapping):
+            msg = (
+                f"decisions[{n}]['detail'] must be a dict, got {type(detail).__name__} "
+                f"{shorten(detail)}"
+            )
+            raise ConfigError(msg)
 
 
 BRIEF_KEYS = (

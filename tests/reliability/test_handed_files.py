@@ -32,7 +32,7 @@ from langgraph_ctx.archive import Archive
 from langgraph_ctx.archive.recall import make_recall_tool
 from langgraph_ctx.cli import inputs as cli_inputs
 from langgraph_ctx.cli import main
-from langgraph_ctx.cli.demo import make_tools
+from langgraph_ctx.cli.folder_tools import make_tools
 from langgraph_ctx.errors import UntrustedCheckpointError
 from langgraph_ctx.graph.serde import StrictSerializer
 from tests.fakes import ScriptedChatModel
@@ -308,7 +308,7 @@ def test_search_text_stays_inside_and_walks_each_folder_once(tmp_path: Path) -> 
 def test_a_catastrophic_pattern_gets_an_error_not_a_hung_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import langgraph_ctx.cli.demo as demo
+    import langgraph_ctx.cli.folder_tools as demo
 
     monkeypatch.setattr(demo, "SEARCH_SECONDS", 0.3)
     (tmp_path / "a.txt").write_text("a" * 100_000 + "b\n", encoding="utf-8")
@@ -467,3 +467,176 @@ def test_a_postgres_database_is_read_strictly_and_only_read(
     assert main(argv) == 2
     assert "os.mkdir" in one_error_line(capsys)
     assert not target.exists()
+
+
+# --- 3. a bad value in a handed file: one line, exit 2 (issue 50) ------------------------------
+
+
+def edit_checkpoints(db: Path, change: Any, thread: str = "t1") -> None:
+    """Apply `change` to each decoded checkpoint of `thread` whose state holds a ledger."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT checkpoint_id, checkpoint FROM checkpoints WHERE thread_id = ?", (thread,)
+        ).fetchall()
+        for checkpoint_id, blob in rows:
+            data = ormsgpack.unpackb(blob, ext_hook=lambda code, raw: ormsgpack.Ext(code, raw))
+            if not data["channel_values"].get("context_ledger"):
+                continue
+            change(data)
+            conn.execute(
+                "UPDATE checkpoints SET checkpoint = ? WHERE thread_id = ? AND checkpoint_id = ?",
+                (ormsgpack.packb(data), thread, checkpoint_id),
+            )
+
+
+def edit_ledgers(db: Path, change: Any, thread: str = "t1") -> None:
+    """Apply `change` to the ledger of every checkpoint of `thread` that has one."""
+    edit_checkpoints(db, lambda data: change(data["channel_values"]["context_ledger"]), thread)
+
+
+def read_thread_commands(db: Path) -> list[list[str]]:
+    return [
+        ["inspect", "--db", str(db), "--thread", "t1"],
+        ["view", "--db", str(db), "--thread", "t1", "--html", "page.html"],
+    ]
+
+
+BAD_REPORTS = {
+    "tokens-a-string": ("tokens", "1200", "tokens must be a whole number >= 0, got str '1200'"),
+    "tokens-inf": ("tokens", float("inf"), "tokens must be a whole number >= 0, got float inf"),
+    "limit-nan": ("limit", float("nan"), "limit must be a whole number >= 0, got float nan"),
+    "limit-a-word": ("limit", "lots", "limit must be a whole number >= 0, got str 'lots'"),
+    "ratio-a-string": ("calibration_ratio", "1.2", "calibration_ratio must be a finite number"),
+    "ratio-inf": ("calibration_ratio", float("inf"), "calibration_ratio must be a finite number"),
+    "ratio-nan": ("calibration_ratio", float("nan"), "calibration_ratio must be a finite number"),
+    "decisions-a-string": ("decisions", "prune", "decisions must be a list, got str 'prune'"),
+    "decisions-of-numbers": ("decisions", [1], "decisions[0] must be a dict, got int 1"),
+}
+
+
+@pytest.mark.parametrize(("field", "value", "said"), BAD_REPORTS.values(), ids=BAD_REPORTS.keys())
+def test_a_report_field_of_the_wrong_kind_is_one_line_and_exit_2(
+    field: str, value: Any, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "run.sqlite"
+    record_agent_thread(db)
+    edit_ledgers(db, lambda ledger: ledger["last_report"].__setitem__(field, value))
+    for argv in read_thread_commands(db):
+        assert main(argv) == 2, argv
+        line = one_error_line(capsys)
+        assert said in line and "not a report langgraph-ctx wrote" in line, line
+    assert not (tmp_path / "page.html").exists()
+
+
+BAD_CHECKPOINTS = {
+    "tag-null": ("null", None, "holds NoneType None instead of its values"),
+    "tag-bytes": ("bytes", None, "holds bytes b"),
+    "message-bytes": (None, [b"\x00raw"], "holds a message bytes b'\\x00raw', not a message"),
+    "message-null": (None, [None], "holds a message NoneType None, not a message"),
+    "messages-a-number": (None, 5, "holds messages int 5, not a list"),
+}
+
+
+@pytest.mark.parametrize(("tag", "messages", "said"), BAD_CHECKPOINTS.values(), ids=BAD_CHECKPOINTS)
+def test_a_checkpoint_of_the_wrong_shape_is_one_line_and_exit_2(
+    tag: str | None,
+    messages: Any,
+    said: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A type tag the serializer reads as `None` or bytes, a message list that is not one."""
+    db = tmp_path / "run.sqlite"
+    record_agent_thread(db)
+    if tag is not None:
+        with sqlite3.connect(db) as conn:
+            conn.execute("UPDATE checkpoints SET type = ?", (tag,))
+    else:
+
+        def plant_messages(data: dict[str, Any]) -> None:
+            values = data["channel_values"]
+            values["messages"] = (
+                messages if not isinstance(messages, list) else [*values["messages"], *messages]
+            )
+
+        edit_checkpoints(db, plant_messages)
+    frontier = ["frontier", "--db", str(db), "--window", "4000", "--no-neighbours"]
+    for argv in [*read_thread_commands(db), frontier]:
+        assert main(argv) == 2, argv
+        line = one_error_line(capsys)
+        assert said in line and "it was not written by a LangGraph agent" in line, line
+
+
+def test_a_damaged_ledger_part_is_shown_without_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`inspect` reads a ledger as the pipeline does: a part of the wrong shape is left out."""
+    db = tmp_path / "run.sqlite"
+    record_agent_thread(db)
+
+    def damage(ledger: dict[str, Any]) -> None:
+        ledger["compacted"] = {"t1": "not an entry"}
+        ledger["summary"] = ["not", "a", "summary"]
+        ledger["entities"] = {"values": {"raw": b"\x00bytes"}}
+
+    edit_ledgers(db, damage)
+    assert main(["inspect", "--db", str(db), "--thread", "t1"]) == 0
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err
+    assert "note: damaged ledger, shown without that part: ledger['summary']" in out.err
+    assert "b'\\\\x00bytes'" in out.out  # a value JSON has no form for, shown as Python does
+
+
+def archive_of_a_replay(tmp_path: Path) -> tuple[Path, Path]:
+    """A real replay's database and archive folder: 12 long tool outputs, most compacted."""
+    messages: list[Any] = [HumanMessage("list it", id="u1")]
+    for n in range(12):
+        call = {"name": "ls", "args": {}, "id": f"c{n}"}
+        messages.append(AIMessage("", tool_calls=[call], id=f"a{n}"))
+        messages.append(ToolMessage("a.py\n" * 400, tool_call_id=f"c{n}", name="ls", id=f"t{n}"))
+    messages.append(AIMessage("done", id="z"))
+    recording = tmp_path / "run.json"
+    recording.write_text(json.dumps(messages_to_dict(messages)), encoding="utf-8")
+    db, archive = tmp_path / "run.sqlite", tmp_path / "arch"
+    argv = ["replay", str(recording), "--window", "3000", "--thread", "r1"]
+    assert main([*argv, "--db", str(db), "--archive", str(archive)]) == 0
+    return db, archive
+
+
+@pytest.mark.parametrize("kind", ["index", "message"])
+def test_deep_json_in_an_archive_folder_is_one_line(
+    kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An entry nested 100,000 deep stored under its own sha256 (so it passes the hash check)."""
+    db, archive = archive_of_a_replay(tmp_path)
+    capsys.readouterr()
+    deep = b"[" * 100_000 + b"]" * 100_000
+    folder = archive / "langgraph_ctx" / "r1" / kind
+    for entry in folder.iterdir():
+        entry.write_bytes(deep)
+    address = hashlib.sha256(deep).hexdigest()
+    (archive / "langgraph_ctx" / "r1" / "message" / address).write_bytes(deep)
+
+    ref = f"lgctx:r1:message:{address}" if kind == "message" else "t0"
+    assert main(["restore", ref, "--thread", "r1", "--archive", str(archive)]) == 2
+    line = one_error_line(capsys)
+    assert "ArchiveCorruptError" not in line and "is not valid JSON" in line, line
+    # The commands that read a whole thread show the rest and name what they cannot read.
+    thread = ["--db", str(db), "--thread", "r1", "--archive", str(archive)]
+    for argv in (["inspect", *thread], ["view", *thread, "--html", str(tmp_path / "p.html")]):
+        assert main(argv) == 0, argv
+        assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_thread_id_with_a_slash_replays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`replay --thread a/b`: the default reports file is named after the id, made a file name."""
+    messages = [HumanMessage("hi", id="u1"), AIMessage("hello", id="a1")]
+    recording = tmp_path / "run.json"
+    recording.write_text(json.dumps(messages_to_dict(messages)), encoding="utf-8")
+    db = tmp_path / "run.sqlite"
+    assert main(["replay", str(recording), "--db", str(db), "--thread", "a/b"]) == 0
+    assert (tmp_path / "a-b.reports.json").is_file()
+    assert "Traceback" not in capsys.readouterr().err
+    assert main(["inspect", "--db", str(db), "--thread", "a/b"]) == 0
