@@ -21,6 +21,8 @@ Everything comes out as plain data for `langgraph_ctx.cli.view_data.page_data`.
 
 from __future__ import annotations
 
+import base64
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -30,8 +32,9 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langgraph_ctx.cli.threads import entry_parts, opened_thread
 from langgraph_ctx.errors import InputError
+from langgraph_ctx.prompt.report import check_report
 
-__all__ = ["prompt_parts", "thread_from_db", "thread_from_file", "write_page"]
+__all__ = ["page_policy", "prompt_parts", "thread_from_db", "thread_from_file", "write_page"]
 
 Counter = Callable[[Sequence[BaseMessage]], int]
 
@@ -147,7 +150,8 @@ def thread_from_db(
         tools: The agent's own tools (their schemas are counted as a part).
     """
     from langgraph_ctx.archive.archive import Archive
-    from langgraph_ctx.cli.replay import CheckpointView
+    from langgraph_ctx.cli.output import masked
+    from langgraph_ctx.cli.replay import CheckpointView, checkpoint_values
 
     counter = _counter(model)
     calls: list[dict[str, Any]] = []
@@ -158,7 +162,7 @@ def thread_from_db(
         own = [memory.recall_tool(), memory.search_tool()]
         seen: set[str] = set()
         for item in reversed(items):  # oldest first
-            values = item.checkpoint.get("channel_values") or {}
+            values = checkpoint_values(item)
             parent = by_id.get(
                 ((item.parent_config or {}).get("configurable") or {}).get("checkpoint_id", "")
             )
@@ -167,21 +171,21 @@ def thread_from_db(
                 if not isinstance(message, AIMessage) or not report or message.id in seen:
                     continue
                 seen.add(message.id or "")
-                before = (parent.checkpoint.get("channel_values") or {}) if parent else {}
+                before = checkpoint_values(parent)
                 calls.append(_db_call(before, values, report, counter, base, [*tools, *own]))
             if calls:  # a step after the call (a rebuild, a removal) adds to its report
                 _extend(calls[-1], (values.get("context_ledger") or {}).get("last_report"))
         full = memory.get_full_history(CheckpointView(saver), config)
         archive = Archive(backend, thread_id=thread)
         # The page names the database, never its password.
-        shown = re.sub(r"(://[^:/@]*):[^@/]*@", r"\1@", str(db))
-        shown = re.sub(r"(password=)[^&\s]*", r"\1***", shown)
-        return _thread(f"thread {thread} of {shown}", calls, list(full), archive)
+        return _thread(f"thread {thread} of {masked(db)}", calls, list(full), archive)
 
 
 def _extend(call: dict[str, Any], newer: Mapping[str, Any] | None) -> None:
     """Take `newer` as the call's report when it is the same report with decisions added."""
     report = call["report"]
+    if newer:
+        check_report(newer, where="the ledger's last_report")
     if not newer or report.get("brief") or newer.get("tokens") != report.get("tokens"):
         return
     decisions = list(newer.get("decisions") or [])
@@ -205,6 +209,9 @@ def _db_call(
 
     ledger = dict(after.get("context_ledger") or {})
     full = ledger.get("last_report") or {}
+    check_report(brief, where="the report on an AI message")
+    if full:
+        check_report(full, where="the ledger's last_report")
     report = dict(full) if full.get("tokens") == brief.get("tokens") else dict(brief)
     # The search tool is bound once something has left the prompt (as `ContextMiddleware`
     # binds it); excerpts and the summary then name it.
@@ -300,15 +307,58 @@ def write_page(data: Mapping[str, Any], out: Path) -> Path:
 
     The JSON goes in gzip-compressed and base64-encoded (the page inflates it with the
     browser's own `DecompressionStream`): a thread's text is most of the page, and text
-    compresses several times over.
+    compresses several times over. Base64 cannot close the element it sits in, and the page's
+    policy lets only its own script and style run (`page_policy`).
     """
-    import base64
     import gzip
     import json
     from importlib.resources import files
 
     template = files("langgraph_ctx.cli").joinpath("view_page.html").read_text("utf-8")
-    payload = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    packed = base64.b64encode(gzip.compress(payload, compresslevel=9, mtime=0)).decode("ascii")
-    out.write_text(template.replace("/*DATA*/", packed, 1), encoding="utf-8")
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:  # an inf or NaN from a handed report: JSON has no such number
+        text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"))
+    packed = base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0))
+    page = page_policy(template).replace("/*DATA*/", packed.decode("ascii"), 1)
+    out.write_text(page, encoding="utf-8")
     return out
+
+
+def _finite(value: Any) -> Any:
+    """`value` with each inf or NaN float as its name (`"inf"`, `"nan"`), so that it stays JSON.
+
+    The browser's `JSON.parse` refuses Python's `NaN` and `Infinity`, which left the page
+    blank; as a string the page names the value in its call's heading and draws nothing with it.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    if isinstance(value, Mapping):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
+_INLINE = {tag: re.compile(rf"<{tag}>(.*?)</{tag}>", re.DOTALL) for tag in ("script", "style")}
+
+
+def page_policy(template: str) -> str:
+    """The page's template with its Content-Security-Policy completed: hashes, no 'unsafe-inline'.
+
+    The policy lets the page run its one inline script and apply its one inline style sheet,
+    named by their sha256 (computed here from the template, so an edit of either cannot be
+    left out of date), and nothing else: no other script or style, no request, no inline event
+    handler, and no HTML parsed from a string (Trusted Types required, none allowed). The
+    embedded data is a `type="application/octet-stream"` element, which never runs.
+    """
+    import hashlib
+
+    for tag, element in _INLINE.items():
+        bodies = element.findall(template)
+        if len(bodies) != 1:  # the package's own template: a broken build, not a user's input
+            msg = f"view_page.html must hold one plain <{tag}> element, found {len(bodies)}"
+            raise RuntimeError(msg)
+        digest = base64.b64encode(hashlib.sha256(bodies[0].encode("utf-8")).digest())
+        template = template.replace(f"/*{tag.upper()}-HASH*/", f"'sha256-{digest.decode()}'", 1)
+    return template

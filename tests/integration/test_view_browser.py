@@ -122,3 +122,5 @@ def test_the_demo_page_in_chromium(
     assert text_of(browser, "#shown")
     browser.save_screenshot(str(tmp_path / "view-search.png"))
     assert (tmp_path / "view-call.png").stat().st_size > 10_000
+    # The page's own script and style ran under its policy: nothing refused, nothing thrown.
+    assert [e["message"] for e in browser.get_log("browser") if e["level"] != "INFO"] == []
