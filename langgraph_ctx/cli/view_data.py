@@ -19,7 +19,9 @@ item); calls list item numbers. The format:
 - `entries`: `{ref: [string, ...] | null}`: an archive entry restored, the lines
   `langgraph-ctx restore` prints joined by newlines (null: the archive cannot read it);
 - `window`: the model's window when it is known (a replayed file, `--window`), else null: a
-  report records the budget (the window less the output reserved), not the window.
+  report records the budget (the window less the output reserved), not the window;
+- `reserved`: the output reserved, `window` less the budget (the largest `limit` of the
+  calls), so that the page's header states three numbers that add up; null without a window.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 
 from langgraph_ctx.cli.edits import describe, edit_of
 from langgraph_ctx.cli.runs import changed
+from langgraph_ctx.errors import InputError
 
 __all__ = ["KINDS", "page_data"]
 
@@ -83,9 +86,11 @@ def page_data(thread: Mapping[str, Any]) -> dict[str, Any]:
         ref: None if parts is None else [strings(p) for p in parts]
         for ref, parts in (thread.get("entries") or {}).items()
     }
+    window = thread.get("window")
     return {
         "title": thread.get("title", ""),
-        "window": thread.get("window"),
+        "window": window,
+        "reserved": _reserved(window, calls),
         "kinds": [list(k) for k in KINDS],
         "strings": strings.texts,
         "items": [[*key[:3], list(key[3]), key[4]] for key in items],
@@ -93,6 +98,26 @@ def page_data(thread: Mapping[str, Any]) -> dict[str, Any]:
         "messages": rows,
         "entries": entries,
     }
+
+
+def _reserved(window: int | None, calls: Sequence[Sequence[Any]]) -> int | None:
+    """The output reserved: the window less the budget every report records (`limit`).
+
+    A budget is the window less the reserve, so a window below the largest recorded budget
+    cannot be this thread's (a `--window` given too small): refused, rather than a page whose
+    header states a negative reserve.
+    """
+    if window is None:
+        return None
+    budget = max((int(call[1]) for call in calls), default=0)
+    if window < budget:
+        msg = (
+            f"the window {window:,} is less than the thread's recorded budget {budget:,} tokens "
+            f"(the window less the output reserved); pass the model's window (--window "
+            f"{budget} or more) or leave --window out"
+        )
+        raise InputError(msg)
+    return int(window) - budget
 
 
 def _call(

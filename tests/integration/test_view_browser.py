@@ -78,6 +78,10 @@ def test_the_demo_page_in_chromium(
     assert browser.find_elements("css selector", "#timeline .rule.limit")
     assert browser.find_elements("css selector", "#timeline .rule.window")
     assert "window 3,500" in browser.find_element("id", "axis").text
+    # The demo ran in a 3,000-token window with no reserve; --window says 3,500: the header
+    # states the three numbers so that they add up (the budget is what the reports recorded).
+    totals = text_of(browser, "#totals")
+    assert "budget 3,000 tokens (the window 3,500 less the output reserved 500)" in totals
 
     # A click on a call, then on one of its excerpts: the original, byte for byte as
     # `langgraph-ctx restore REF` prints it.
@@ -124,3 +128,24 @@ def test_the_demo_page_in_chromium(
     assert (tmp_path / "view-call.png").stat().st_size > 10_000
     # The page's own script and style ran under its policy: nothing refused, nothing thrown.
     assert [e["message"] for e in browser.get_log("browser") if e["level"] != "INFO"] == []
+
+    # At 600 px and on a phone: the call's scale labels apart, no label cut, the page no wider
+    # than the screen (tests/reliability/test_view_page.py checks each rule on its own).
+    for width, phone in ((600, False), (390, True)):
+        metrics = {"width": width, "height": 844, "deviceScaleFactor": 1, "mobile": phone}
+        browser.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+        browser.get(page.as_uri())
+        wait_ready(browser)
+        browser.execute_script("document.querySelector('tr.item').click()")
+        fits = browser.execute_script(
+            "const boxes = [...document.querySelectorAll('#hscale span, #axis div')]"
+            "  .map(e => e.getBoundingClientRect());"
+            "const apart = (a, b) => a.right <= b.left || b.right <= a.left"
+            "  || a.bottom <= b.top || b.bottom <= a.top;"
+            "return [document.documentElement.scrollWidth <= innerWidth,"
+            "  boxes.every((a, n) => boxes.slice(n + 1).every((b) => apart(a, b))),"
+            "  [...document.querySelectorAll('.hseg')].every(s => s.scrollWidth <= s.clientWidth)]"
+        )
+        assert fits == [True, True, True], width
+        browser.save_screenshot(str(tmp_path / f"view-{width}.png"))
+        assert (tmp_path / f"view-{width}.png").stat().st_size > 10_000

@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import messages_to_dict
 
-from langgraph_ctx.cli.view import write_page
+from langgraph_ctx.cli.view import thread_from_file, write_page
 from langgraph_ctx.cli.view_data import page_data
+from langgraph_ctx.errors import InputError
+from tests.conftest import make_conversation
 from tests.integration import test_view_browser
 from tests.integration.test_view_browser import text_of
 from tests.unit.test_view import unpack
@@ -161,4 +165,185 @@ def test_a_page_of_150_000_calls_draws(browser: Any, tmp_path: Path) -> None:
     assert 0 in drawn()
     browser.find_element("css selector", "#timeline .bar[data-call='2']").click()
     assert text_of(browser, "#call-head").startswith("Call 3 of 150,000")
+    assert browser_log(browser) == []
+
+
+# The page on a narrow screen, what an edit's message shows, the budget in the header (issue 51,
+# item 4). The thread: a recorded run of 20 turns replayed through the default pipeline in a
+# 6,000-token window with 500 tokens reserved for the output, as `langgraph-ctx view FILE
+# --window 6000 --reserved 500` does: its calls excerpt tool outputs, and one cuts the window.
+
+WINDOW, RESERVED = 6_000, 500
+
+
+@pytest.fixture(scope="module")
+def replayed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The page of the replayed run (written once for the tests below)."""
+    folder = tmp_path_factory.mktemp("replayed")
+    source = folder / "run.json"
+    messages = make_conversation(20, long_output=3_000)
+    source.write_text(json.dumps(messages_to_dict(messages)), encoding="utf-8")
+    thread = thread_from_file(source, window=WINDOW, reserved=RESERVED)
+    return write_page(page_data(thread), folder / "run.html")
+
+
+def test_the_reserve_is_the_window_less_the_recorded_budget() -> None:
+    """One rule (`page_data`): reserved = window - budget; a window under the budget refused."""
+    assert page_data({**thread(), "window": 250})["reserved"] == 50  # the budget is 200
+    assert page_data(thread())["reserved"] is None  # no window: the report records no reserve
+    with pytest.raises(InputError, match=r"the window 150 is less than .* budget 200 .*--window"):
+        page_data({**thread(), "window": 150})
+
+
+def test_a_replayed_files_reserve_is_the_one_it_was_replayed_with(replayed: Path) -> None:
+    data = unpack(replayed.read_text(encoding="utf-8"))
+    assert (data["window"], data["reserved"]) == (WINDOW, RESERVED)
+    assert {call[1] for call in data["calls"]} == {WINDOW - RESERVED}
+
+
+def open_page(driver: Any, page: Path, width: int, *, phone: bool = False) -> None:
+    """Load `page` in a viewport `width` CSS pixels wide (`phone`: as a phone lays it out)."""
+    from benchmarks.view import wait_ready
+
+    metrics = {"width": width, "height": 844, "deviceScaleFactor": 1, "mobile": phone}
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    driver.get(page.as_uri())
+    wait_ready(driver, timeout=20)
+
+
+@pytest.mark.slow
+def test_the_header_states_budget_reserve_and_window(browser: Any, replayed: Path) -> None:
+    open_page(browser, replayed, 1200)
+    totals = text_of(browser, "#totals")
+    assert "budget 5,500 tokens (the window 6,000 less the output reserved 500)" in totals
+    assert totals.count("6,000") == 1  # the window, stated once
+    axis = browser.find_element("id", "axis").text
+    assert "budget 5,500" in axis and "window 6,000" in axis
+    assert browser_log(browser) == []
+
+
+@pytest.mark.slow
+def test_an_edits_message_shows_what_that_calls_prompt_held(browser: Any, replayed: Path) -> None:
+    """Never the stored full text as "as the prompt showed it" when the prompt held other text."""
+    data = unpack(replayed.read_text(encoding="utf-8"))
+    strings = data["strings"]
+    open_page(browser, replayed, 1200)
+    # Every message every edit names, clicked at its call: what the reader then shows.
+    opened = browser.execute_script(
+        """
+        const seen = [];
+        for (let i = 0; i < CALLS.length; i++) {
+          showCall(i);
+          for (const chip of document.querySelectorAll('#edits .chip')) {
+            chip.click();
+            seen.push([i, +chip.dataset.message, $('shown-head').textContent,
+                       $('shown').textContent, $('original').textContent]);
+          }
+        }
+        return seen;
+        """
+    )
+    shown_in_prompt = absent = 0
+    for call, message, head, shown, original in opened:
+        assert head == f"as call {call + 1}'s prompt showed it"
+        items = [data["items"][n] for n in data["calls"][call][4]]
+        held = [item for item in items if item[2] == message]
+        stored = strings[data["messages"][message][3]]
+        if held:  # an excerpt, a shortened turn: its text at that call, not the stored one
+            assert shown == "\n".join(strings[n] for n in held[0][3])
+            shown_in_prompt += shown != stored
+        else:  # it had left the window: said so, and the original beside it
+            assert shown == "not in this call's prompt"
+            ref = data["messages"][message][4]  # an index into strings, -1: not archived
+            entry = data["entries"][strings[ref]] if ref >= 0 else None
+            whole = "\n".join(strings[n] for n in entry) if entry else stored
+            assert original == whole
+            absent += 1
+    assert shown_in_prompt and absent  # both cases happened in this thread
+    assert browser_log(browser) == []
+
+
+def rects(driver: Any, selector: str) -> list[dict[str, float]]:
+    """The bounding boxes of the elements `selector` finds."""
+    script = (
+        "return [...document.querySelectorAll(arguments[0])].map(e => {"
+        " const r = e.getBoundingClientRect();"
+        " return {left: r.left, right: r.right, top: r.top, bottom: r.bottom}; })"
+    )
+    return list(driver.execute_script(script, selector))
+
+
+def overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (
+        a["left"] < b["right"]
+        and b["left"] < a["right"]
+        and a["top"] < b["bottom"]
+        and b["top"] < a["bottom"]
+    )
+
+
+def overflowing(driver: Any, selector: str) -> list[str]:
+    """The texts of the elements `selector` finds whose text does not fit their box."""
+    script = (
+        "return [...document.querySelectorAll(arguments[0])]"
+        ".filter(e => e.scrollWidth > e.clientWidth).map(e => e.textContent)"
+    )
+    return list(driver.execute_script(script, selector))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("width", "phone"), [(600, False), (390, True)])
+def test_the_page_holds_on_a_narrow_screen(
+    browser: Any, replayed: Path, tmp_path: Path, width: int, phone: bool
+) -> None:
+    """At 600 px and on a phone: no label on another, none cut, nothing wider than the screen."""
+    open_page(browser, replayed, width, phone=phone)
+    assert browser.execute_script("return window.innerWidth") == width
+    assert browser.execute_script("return document.documentElement.scrollWidth") <= width
+    # The call's scale: "trigger 4,950", "budget 5,500", "window 6,000", apart and in the box.
+    labels = rects(browser, "#hscale span")
+    assert len(labels) == 3 and text_of(browser, "#hscale").startswith("trigger 4,950")
+    box = rects(browser, "#hbar")[0]
+    for n, label in enumerate(labels):
+        assert box["left"] <= label["left"] and label["right"] <= box["right"]
+        assert not any(overlap(label, other) for other in labels[n + 1 :])
+    axis = rects(browser, "#axis div")
+    assert len(axis) == 4  # 0, trigger, budget, window
+    assert not any(overlap(a, b) for n, a in enumerate(axis) for b in axis[n + 1 :])
+    # Every bar of the 40 calls on screen, none pushed out of view.
+    assert browser.execute_script("return $('timeline').offsetWidth <= $('scroll').clientWidth")
+    # The call's parts: a segment's label whole or none; the table's numbers and ids whole.
+    assert overflowing(browser, "#hbar .hseg") == []
+    assert browser.execute_script(
+        "return [...document.querySelectorAll('#hbar .hseg')].some(s => s.textContent)"
+    )
+    assert overflowing(browser, "#items td.num, #items td.msg") == []
+    shot = tmp_path / f"view-{width}.png"
+    browser.save_screenshot(str(shot))
+    # An excerpt opened: its archive reference (a long unbroken word) wraps, the page stays.
+    browser.execute_script("document.querySelector('tr.item[data-kind=\"3\"]').click()")
+    assert "restored from the archive (" in text_of(browser, "#original-head")
+    assert browser.execute_script("return document.documentElement.scrollWidth") <= width
+    browser.save_screenshot(str(tmp_path / f"view-{width}-excerpt.png"))
+    assert shot.stat().st_size > 10_000
+    assert browser_log(browser) == []
+
+
+@pytest.mark.slow
+def test_labels_of_lines_a_few_tokens_apart_stay_apart(browser: Any, tmp_path: Path) -> None:
+    """A trigger at 99% of the budget and a window 1% above it: three labels, none on another."""
+    data = page_data({**thread(calls=3), "window": 202})
+    for call in data["calls"]:
+        call[2] = 198  # the trigger
+    page = write_page(data, tmp_path / "p.html")
+    open_page(browser, page, 600)
+    for selector in ("#axis div", "#hscale span"):
+        labels = rects(browser, selector)
+        assert len(labels) >= 3
+        assert not any(overlap(a, b) for n, a in enumerate(labels) for b in labels[n + 1 :])
+    # The axis's labels stay beside the chart, under its heading.
+    [chart] = rects(browser, "#chart")
+    assert all(chart["top"] <= a["top"] for a in rects(browser, "#axis div"))
+    assert "(the window 202 less the output reserved 2)" in text_of(browser, "#totals")
+    browser.save_screenshot(str(tmp_path / "near.png"))
     assert browser_log(browser) == []
