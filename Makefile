@@ -17,7 +17,7 @@ LLAMA_BIN_VENV ?= .venv-llama-bin
 LLAMA_BIN_STAMP := $(LLAMA_BIN_VENV)/.installed
 BOUNDS_STAMP := $(BOUNDS_VENV)/.installed
 
-.PHONY: help install browser test test_bounds test_integration llama_cpp llama_server fuzz lint format type notebooks bench bench_quick demo clean
+.PHONY: help install browser test test_bounds wheel_check test_integration llama_cpp llama_server fuzz lint format type notebooks bench bench_quick demo clean
 
 help:  ## list the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -70,6 +70,31 @@ test_bounds: $(BOUNDS_STAMP)  ## a venv with the lowest declared versions (tests
 		tests/unit/test_imports.py tests/integration/test_deploy.py \
 		tests/integration/test_ui_history.py tests/integration/test_composition.py \
 		tests/unit/test_guard.py
+
+# The release a user installs: the wheel built from the files git tracks (a copy outside the
+# tree, so no stale build/ folder leaks into it and the tree stays clean), installed with the
+# `cli` extra into a new venv in a temporary folder, and the demo run from there, offline.
+wheel_check:  ## build the wheel, install it with [cli] in a clean venv outside the tree, run `langgraph-ctx demo` from it
+	@set -eu; tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/langgraph-ctx-wheel.XXXXXX"); \
+	trap 'rm -rf "$$tmp"' EXIT; \
+	mkdir "$$tmp/src" "$$tmp/run"; \
+	git ls-files -z --cached --others --exclude-standard \
+		| tar --null --files-from=- --ignore-failed-read -cf - | tar -xf - -C "$$tmp/src"; \
+	$(PYTHON) -m venv "$$tmp/venv"; \
+	"$$tmp/venv/bin/python" -m pip install --quiet --upgrade pip; \
+	"$$tmp/venv/bin/python" -m pip wheel --quiet --no-deps -w "$$tmp/dist" "$$tmp/src"; \
+	wheel=$$(ls "$$tmp"/dist/langgraph_ctx-*.whl); echo "wheel_check: built $$(basename "$$wheel")"; \
+	"$$tmp/venv/bin/python" -c 'import sys, zipfile; names = set(zipfile.ZipFile(sys.argv[1]).namelist()); \
+		missing = {"langgraph_ctx/py.typed", "langgraph_ctx/cli/view_page.html"} - names; \
+		sys.exit(f"the wheel lacks {sorted(missing)}" if missing else 0)' "$$wheel"; \
+	"$$tmp/venv/bin/python" -m pip install --quiet "$$wheel[cli]"; \
+	cd "$$tmp/run"; \
+	"$$tmp/venv/bin/python" -c 'import langgraph_ctx, sys; p = langgraph_ctx.__file__; \
+		sys.exit(0 if "site-packages" in p else f"imported from {p}, not the installed wheel")'; \
+	"$$tmp/venv/bin/langgraph-ctx" demo > demo.out 2> demo.err || { cat demo.err demo.out; exit 1; }; \
+	grep -q "calls over the limit *│ 0 " demo.out || { cat demo.out; exit 1; }; \
+	test -s .langgraph_ctx/demo.html; \
+	echo "wheel_check: langgraph-ctx demo ran from the installed wheel: $$(grep 'turns / model calls' demo.out | tr -s ' │' ' ')"
 
 test_integration: $(STAMP)  ## only the tests that need PostgreSQL (set LANGGRAPH_CTX_TEST_POSTGRES_URI)
 	$(BIN)/python -m pytest -m postgres $(TEST)
@@ -125,3 +150,6 @@ demo: $(DEMO_STAMP)  ## the main job: a real agent kept inside a small window, o
 
 clean:
 	rm -rf $(VENV) $(BOUNDS_VENV) $(LLAMA_VENV) $(LLAMA_BIN_VENV) .pytest_cache .mypy_cache .ruff_cache
+
+pictures: $(STAMP) browser  ## the README's two pictures in docs/pictures/, from a demo run in a scratch folder
+	$(BIN)/python -m benchmarks.pictures $(ARGS)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "RELIABILITY.md"
 
@@ -109,3 +111,26 @@ def test_the_readme_reaches_the_configuration_early() -> None:
     lines = README.read_text(encoding="utf-8").split("\n")
     assert len(lines) - 1 <= 300, "README.md: at most 300 lines, the rest goes to docs/"
     assert lines.index("## Configuration") < 250
+
+
+def test_the_search_example_prints_what_the_page_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """docs/integration.md's `search_history` example: the agent's search finds the line."""
+    from tests.test_readme import BLOCK_RE, run_block, section
+
+    monkeypatch.chdir(tmp_path)
+    # The search reads entries for at most 1 s (READ_SECONDS), which a machine busy with other
+    # work can exceed; this test checks what the example prints, not that bound.
+    monkeypatch.setattr("langgraph_ctx.archive.search.READ_SECONDS", 60.0)
+    page, text = section("Searching what left the prompt")
+    (code,) = BLOCK_RE.findall(text)
+    namespace = run_block(code, 0, page)
+    printed = capsys.readouterr().out
+    shown = text.split("```text\n", 1)[1].split("```", 1)[0]
+    # The run's message id and reference are random; everything else is what the page says.
+    pattern = re.escape(shown).replace("<id>", "[0-9a-f-]+").replace("<sha256>", "[0-9a-f]{64}")
+    assert re.fullmatch(pattern, printed), printed
+    # The model called the tool while it was bound (a real model cannot call any other).
+    bound = [[t["function"]["name"] for t in tools] for tools in namespace["model"].prompt_tools]
+    assert "search_history" not in bound[0] and "search_history" in bound[3], bound

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EDITS", "Edit", "counted", "describe", "edit_of", "tally"]
+__all__ = ["EDITS", "Edit", "counted", "describe", "edit_of", "tally", "what_happened"]
 
 
 @dataclass(frozen=True)
@@ -39,18 +39,23 @@ class Edit:
     """What it counts, plural (`tool outputs`)."""
     meaning: str
     """One sentence: what happened to the prompt."""
+    archived: str = ""
+    """What the edit wrote to the archive first (`archived whole`), said only where references
+    to it were found (`what_happened`); empty for an edit that archives nothing itself."""
 
 
 EDITS: dict[str, Edit] = {
     "excerpted": Edit(
         "excerpted",
         "tool outputs",
-        "archived; the prompt shows an excerpt of each and the reference that reads it back",
+        "the prompt shows an excerpt of each and the reference that reads it back",
+        "archived",
     ),
     "shortened": Edit(
         "shortened",
         "model turns",
-        "archived whole; the prompt keeps their first and last lines and their calls",
+        "the prompt keeps their first and last lines and their calls",
+        "archived whole",
     ),
     "pruned": Edit(
         "pruned", "tool outputs", "shown as a one-line placeholder; the state keeps them"
@@ -67,7 +72,7 @@ EDITS: dict[str, Edit] = {
         "messages",
         "cleared from the live history after a turn; the next prompt is rebuilt from a hint",
     ),
-    "removed": Edit("removed", "messages", "left the live state; the archive holds them"),
+    "removed": Edit("removed", "messages", "they left the live state", "archived"),
     "entities": Edit("entities", "updates", "the extracted entities were updated"),
 }
 """Every edit, in the order the pipeline takes them."""
@@ -100,6 +105,20 @@ def edit_of(decision: Any) -> str | None:
     if kind == "compact":
         return "shortened" if (_field(decision, "detail") or {}).get("model_turns") else "excerpted"
     return _WORDS.get(kind)
+
+
+def what_happened(word: str, refs: int) -> str:
+    """What an edit did, as `inspect` prints it beside the `refs` references it found.
+
+    An edit that archives what it hides says so only when references were found: with none
+    (the archive read is not the run's), it says that instead of claiming an archive copy.
+    """
+    edit = EDITS[word]
+    if not edit.archived:
+        return edit.meaning
+    if refs:
+        return f"{edit.archived}; {edit.meaning}"
+    return f"{edit.meaning}; no reference found in the archive read (pass the run's --archive)"
 
 
 def counted(count: int, word: str) -> str:

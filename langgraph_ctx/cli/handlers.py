@@ -241,13 +241,13 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _edits_grid(out: Output, edits: list[Any], args: argparse.Namespace) -> None:
     """Everything the thread's edits took out of the prompt, and the references to restore."""
-    from langgraph_ctx.cli.edits import EDITS
+    from langgraph_ctx.cli.edits import EDITS, what_happened
 
     header = ["edit", "what happened", "edits", "messages", "still live", "references"]
     body = [
         [
             f"{EDITS[edit.kind].things} {edit.kind}",
-            EDITS[edit.kind].meaning,
+            what_happened(edit.kind, len(edit.refs)),
             str(edit.edits),
             str(len(edit.message_ids)),
             str(edit.live),
@@ -256,7 +256,7 @@ def _edits_grid(out: Output, edits: list[Any], args: argparse.Namespace) -> None
         for edit in edits
     ]
     caption = "what the thread's edits took out of the prompt (from every report of the thread)"
-    out.grid(caption, header, body or [["(no edits)", "", "", "", "", ""]])
+    out.grid(caption, header, body or [["(no edits)", "", "", "", "", ""]], labels=2)
     lines = []
     for edit in edits:
         for ref in edit.refs[:_REFS_SHOWN]:

@@ -1,9 +1,11 @@
 r"""What the commands print: rich tables and panels on stdout, progress and notes on stderr.
 
-Tables are 110 columns wide when stdout is not a terminal, so piped output and test captures
-read the same everywhere. Progress is a live bar on a terminal and lines otherwise (a log file
-gets a readable trace, not escape codes); either way every edit of the prompt is shown as it
-happens.
+On a terminal, tables fit its width. When stdout is not a terminal (a pipe, a file, a test
+capture), tables take the width they need, so a setting's name, a row's label and a number are
+never cut or wrapped, and piped output reads the same everywhere; only long free text (a
+two-column table's value, a panel's text) folds, at `FOLD_WIDTH` columns. Progress is a live
+bar on a terminal and lines otherwise (a log file gets a readable trace, not escape codes);
+either way every edit of the prompt is shown as it happens.
 
 Everything printed may carry data: a thread id or a summary from a checkpoint, a window id
 from a ledger, a file name, a tool's output, a model's words. None of it is trusted, so none of
@@ -31,7 +33,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ["Output", "inert", "masked", "say", "visible_controls"]
+__all__ = ["FOLD_WIDTH", "Output", "inert", "masked", "say", "visible_controls"]
 
 _UNSAFE = re.compile(
     "[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 but tab and newline, DEL, C1 (0x9b is CSI, 0x9d OSC)
@@ -42,6 +44,10 @@ _UNSAFE = re.compile(
 _LINE_BREAKS = re.compile("[\t\n]")
 _PASSWORD_IN_URI = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*):[^@/?#\s]*@")
 _PASSWORD_PARAM = re.compile(r"(\bpassword=)[^&\s]*", re.IGNORECASE)
+
+FOLD_WIDTH = 110
+"""Where long free text folds when stdout is not a terminal: a panel's width, a table's value."""
+_UNBOUNDED = 100_000  # a console "width" no table reaches: piped tables take their own width
 
 
 def masked(text: str | Path) -> str:
@@ -96,21 +102,34 @@ class Output:
     """
 
     def __init__(self) -> None:
-        width = None if sys.stdout.isatty() else 110
+        # Not a terminal: no width to fit, so nothing is cut (see the module); long free
+        # text still folds, at FOLD_WIDTH (`_fold`).
+        self.piped = not sys.stdout.isatty()
+        width = _UNBOUNDED if self.piped else None
         # No markup, no emoji codes: a string printed on the console directly is literal too.
         self.console = Console(
             file=sys.stdout, width=width, highlight=False, markup=False, emoji=False
         )
 
+    def _fold(self, width: int) -> int | None:
+        """The most columns free text takes (None on a terminal: its width decides)."""
+        return width if self.piped else None
+
     def table(self, title: str, rows: list[tuple[str, str]], files: dict[str, str]) -> None:
-        """A two-column table, with the files in a second section."""
+        """A two-column table, with the files in a second section.
+
+        The labels are never wrapped; a value too long for the line folds.
+        """
         table = Table(
             title=_data(title, style="table.title", keep_lines=False),
             show_header=False,
             title_justify="left",
         )
-        table.add_column(style="bold")
-        table.add_column(overflow="fold")
+        labels = max((len(key) for key, _ in [*rows, *files.items()]), default=0)
+        table.add_column(style="bold", no_wrap=self.piped)
+        # Piped, the value column folds where the whole table reaches FOLD_WIDTH (7: borders
+        # and padding), never narrower than a file's path needs to read well.
+        table.add_column(overflow="fold", max_width=self._fold(max(FOLD_WIDTH - 7 - labels, 40)))
         for key, value in rows:
             table.add_row(_data(key), _data(value))
         if files:
@@ -119,14 +138,23 @@ class Output:
                 table.add_row(_data(key), _data(value))
         self.console.print(table)
 
-    def grid(self, title: str, header: list[str], body: list[list[str]]) -> None:
-        """A table with a header row."""
+    def grid(
+        self, title: str, header: list[str], body: list[list[str]], *, labels: int = 1
+    ) -> None:
+        """A table with a header row; piped, every column takes the width it needs.
+
+        The first `labels` columns are words (a setting, an edit, what it did), aligned
+        left; the others are figures, aligned right so their digits line up.
+        """
         table = Table(
             title=_data(title, style="table.title", keep_lines=False), title_justify="left"
         )
-        for name in header:
-            right = name not in ("kind", "setting")
-            table.add_column(_data(name, keep_lines=False), justify="right" if right else "left")
+        for n, name in enumerate(header):
+            table.add_column(
+                _data(name, keep_lines=False),
+                justify="left" if n < labels else "right",
+                no_wrap=self.piped,
+            )
         for row in body:
             table.add_row(*(_data(cell) for cell in row))
         self.console.print(table)
@@ -134,10 +162,13 @@ class Output:
     def text(self, title: str, body: str) -> None:
         """A titled block of text."""
         title_text = _data(title, keep_lines=False)
-        self.console.print(Panel(_data(body), title=title_text, title_align="left"))
+        panel = Panel(
+            _data(body), title=title_text, title_align="left", width=self._fold(FOLD_WIDTH)
+        )
+        self.console.print(panel)
 
     def lines(self, text: str) -> None:
-        """Lines of text on stdout, folded at the width like the tables (newlines kept)."""
+        """Lines of text on stdout, as they are (newlines kept; a terminal wraps long ones)."""
         self.console.print(_data(text), soft_wrap=True)
 
     def note(self, text: str) -> None:

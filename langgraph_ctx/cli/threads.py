@@ -13,17 +13,33 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
+from langgraph_ctx._effects import run_plan
+from langgraph_ctx._ids import RefKind
 from langgraph_ctx.archive.codec import encode_message
 from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_archive, thread_ids
 from langgraph_ctx.cli.edits import EDITS, edit_of
 from langgraph_ctx.cli.playback import load_strategies, load_transcript
 from langgraph_ctx.cli.replay import CheckpointView
 from langgraph_ctx.errors import ArchiveError, InputError, shorten
+
+_THREADS_LISTED = 10
+
+
+def unknown_thread(thread: str, where: str | Path, known: Sequence[str]) -> InputError:
+    """The one error for a thread that a database or an archive folder does not hold.
+
+    It names the thread and where it was looked for, and lists the threads that are there
+    (the first ten, then `...`), so the next command can be typed from it. Every command
+    that takes `--thread` raises this error, so they all read the same and exit 2.
+    """
+    listed = ", ".join(known[:_THREADS_LISTED]) + (" ..." if len(known) > _THREADS_LISTED else "")
+    msg = f"no thread {shorten(thread)} in {where}; threads there: {listed or 'none'}"
+    return InputError(msg)
 
 
 @contextlib.contextmanager
@@ -41,9 +57,7 @@ def opened_thread(
     with read_checkpoints(db) as opened:
         known = thread_ids(opened.saver)
         if thread not in known:
-            listed = ", ".join(known[:10]) or "none"
-            msg = f"no thread {shorten(thread)} in {db}; threads there: {listed}"
-            raise InputError(msg)
+            raise unknown_thread(thread, db, known)
         backend = thread_archive(archive_dir, opened)
         memory = ContextMemory(context_window_tokens=1, archive=backend)
         yield opened.saver, backend, memory, {"configurable": {"thread_id": thread}}
@@ -120,9 +134,13 @@ def thread_edits(
                     edit.refs.append(str(ref))
     for edit in found.values():
         edit.live = sum(1 for i in edit.message_ids if i in live_ids)
-        if edit.kind in {"pruned", "left the window", "memory dropped"}:
-            for message_id in edit.message_ids:  # archived later (a dump), or not at all
-                ref = None if message_id in live_ids else _lookup(archive, message_id)
+        # A shortened turn was archived whole by its id before the edit (its decision names
+        # no reference); the others were archived later (a dump), or not at all.
+        shortened = edit.kind == "shortened"
+        if shortened or edit.kind in {"pruned", "left the window", "memory dropped"}:
+            for message_id in edit.message_ids:
+                looked_up = shortened or message_id not in live_ids
+                ref = _lookup(archive, message_id) if looked_up else None
                 if ref and ref not in edit.refs:
                     edit.refs.append(ref)
     return [found[word] for word in EDITS if word in found]
@@ -189,12 +207,35 @@ def restore_entry(ref_or_id: str, *, thread: str, archive_dir: Path) -> bytes:
     if not archive_dir.is_dir():
         msg = f"no archive directory at {archive_dir}; pass the --archive a run wrote"
         raise InputError(msg)
-    entry = Archive(DirectoryBackend(archive_dir), thread_id=thread).read(ref_or_id)
+    archive = Archive(DirectoryBackend(archive_dir), thread_id=thread)
+    # A thread the folder holds nothing of is a wrong --thread (exit 2, the threads listed),
+    # not a missing entry of a real thread.
+    if not any(run_plan(archive.plan_refs(kind)) for kind in get_args(RefKind)):
+        raise unknown_thread(thread, archive_dir, archived_threads(archive_dir))
+    entry = archive.read(ref_or_id)
     if isinstance(entry, BaseMessage):
         return encode_message(entry)
     if isinstance(entry, list):
         return encode_messages(entry)
     return entry.encode("utf-8", "surrogatepass")
+
+
+def archived_threads(archive_dir: Path) -> list[str]:
+    """The threads a `DirectoryBackend` folder holds entries of, sorted.
+
+    Each is a folder `<archive_dir>/langgraph_ctx/<thread>/` holding entry folders (`message`,
+    `messages`, `text`); a thread id that is not path-safe is stored, and listed, as `~` and
+    its sha256. Threads of a user scope (`<user>/<thread>/`) are not listed.
+    """
+    from langgraph_ctx.archive.archive import NAMESPACE_ROOT
+
+    kinds = get_args(RefKind)
+    root = archive_dir / NAMESPACE_ROOT
+    try:
+        folders = [p for p in root.iterdir() if p.is_dir() and not p.is_symlink()]
+    except OSError:  # no such folder, or not one
+        return []
+    return sorted(p.name for p in folders if any((p / kind).is_dir() for kind in kinds))
 
 
 def compact_transcript(

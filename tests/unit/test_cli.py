@@ -294,7 +294,15 @@ def test_compact_impossible_budget(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_restore_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["restore", "m1", "--thread", "t", "--archive", str(tmp_path / "nope")]) == 2
     assert "no archive directory" in one_error_line(capsys)
+    # A thread the folder holds nothing of: a usage error listing the threads there.
     (tmp_path / "arch").mkdir()
+    assert main(["restore", "m1", "--thread", "t", "--archive", str(tmp_path / "arch")]) == 2
+    assert one_error_line(capsys).endswith("arch; threads there: none")
+    source = write(tmp_path / "t.json", recording(6))
+    argv = ["compact", str(source), "--window", "3000", "--out", "o.json", "--archive", "arch"]
+    assert main([*argv, "--thread", "t"]) == 0
+    capsys.readouterr()
+    # The thread is there: an entry it lacks, or a reference of another thread, is exit 1.
     assert main(["restore", "m1", "--thread", "t", "--archive", str(tmp_path / "arch")]) == 1
     assert "ArchiveEntryNotFoundError" in one_error_line(capsys)
     ref = "lgctx:other:message:" + "0" * 64

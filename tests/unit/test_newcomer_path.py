@@ -141,8 +141,8 @@ def test_restore_reads_as_text_names_the_right_thread_and_keeps_the_exact_record
     assert text.splitlines()[0].startswith(f"[{message.type}")
     assert f"id={message.id}" in text.splitlines()[0]
     assert not text.startswith("{")
-    assert main(["restore", ref, "--thread", "wrong"]) == 1
-    assert "(thread 'demo')" in error_line(capsys)
+    assert main(["restore", ref, "--thread", "wrong"]) == 2  # a usage error, like inspect's
+    assert "no thread 'wrong' in .langgraph_ctx/archive; threads there: demo" in error_line(capsys)
 
 
 def test_frontier_defects_of_a_first_try(
