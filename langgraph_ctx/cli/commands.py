@@ -286,13 +286,15 @@ def _frontier_parser(sub: Any) -> None:
         "effective cost and its ratio to the defaults, next-step recall, prompts over the "
         "budget, invalid prompts, share restorable. No model is called unless --summarizer "
         "names one (the alternatives that need one get a stand-in that writes nothing). The "
-        "last line recommends the setting of ours with the best recall that costs at most "
-        "--max-cost times the defaults (ties to the cheaper), with every prompt within the "
-        "budget, and how to apply it.",
+        "last line recommends a change only when it buys something over the defaults (+1 point "
+        "of recall within --max-cost times their cost, or 2% less cost at no less recall; of "
+        "those the best recall), else keeps the defaults and names the runner-up, and says how "
+        "to apply it.",
     )
     frontier.add_argument(
-        "inputs", nargs="*", type=Path, metavar="PATH", help="message JSON files or folders"
-    )
+        "inputs", nargs="*", type=Path, metavar="PATH",
+        help="message JSON files (.json or .json.gz) or folders of them",
+    )  # fmt: skip
     frontier.add_argument("--db", help="checkpoint database: a SQLite file or postgresql:// URI")
     frontier.add_argument(
         "--thread", action="append", help="a thread of --db (repeatable; default: every thread)"

@@ -3,8 +3,9 @@
 Everything the input can get wrong is checked before the first replay (the files, the
 database, the window, the output folders), so bad input gets one line and nothing written.
 The table goes to stdout with a line defining the measures; `--json` writes the rows,
-`--plot` draws cost against recall; the last line recommends a setting and says how to apply
-it (`recommend`, `apply_code`).
+`--plot` draws cost against recall; the last line recommends a change only when it buys
+something over the defaults, else keeps them and the line before names the runner-up
+(`recommend`, `runner_up`), and says how to apply it (`apply_code`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from langgraph_ctx.cli.sources import (
     Thread,
     check_room,
     model_terms,
+    recorded_files,
     threads_from_db,
     threads_from_files,
 )
@@ -39,11 +42,14 @@ from langgraph_ctx.replay.settings import (
 )
 from langgraph_ctx.replay.tally import (
     ALTERNATIVES,
+    MIN_COST_SAVING,
+    MIN_RECALL_GAIN,
     Tally,
     Terms,
     pareto_front,
     recommend,
     replay_row,
+    runner_up,
 )
 
 __all__ = ["run_frontier", "rows_of"]
@@ -97,7 +103,8 @@ def run_frontier(args: argparse.Namespace) -> int:
     settings += [load_setting(path) for path in args.setting or ()]
     notes: list[str] = []
     window, counter = model_terms(args.model, args.window)
-    size = sum(p.stat().st_size for p in args.inputs if p.is_file())
+    files = [f for p in args.inputs for f in (recorded_files(p) if p.is_dir() else [p])]
+    size = sum(f.stat().st_size for f in files if f.is_file())
     if size > LARGE_INPUT_BYTES:  # a read that takes a while says so; bad input stays one line
         _say(f"reading {size / (1 << 20):,.0f} MB of input")
     threads = _threads(args, notes)
@@ -253,7 +260,7 @@ def _cells(row: dict[str, Any]) -> list[str]:
     return [
         ("* " if row["recommended"] else "") + row["setting"],
         _tokens(row["cost"]),
-        "-" if row["cost_ratio"] is None else f"{row['cost_ratio']:.2f}x",
+        "-" if row["cost_ratio"] is None else f"{row['cost_ratio']:.3f}x",  # 0.997x, 1.002x
         "-" if recall is None else f"{100 * recall:.1f}%",
         "-" if row["one_search"] is None else f"{100 * row['one_search']:.1f}%",
         str(row["over_budget"]),
@@ -265,6 +272,8 @@ def _cells(row: dict[str, Any]) -> list[str]:
 def _recommendation(
     best: Tally | None, tallies: Sequence[Tally], terms: Terms, args: argparse.Namespace
 ) -> str:
+    """The last line (and the runner-up's line before it when the defaults are kept)."""
+    price = terms.cache_price
     base = next((t for t in tallies if t.is_defaults), None)
     if best is None and base is not None and base.within_budget:
         return (
@@ -281,32 +290,70 @@ def _recommendation(
     )
     fitting = [t.recall for t in tallies if t.within_budget and t.recall is not None and t.setting]
     top = f" (best {100 * max(fitting):.1f}%)" if fitting else ""
-    ratio = ""
-    if base is not None and base.cost(terms.cache_price):
-        ratio = (
-            f" ({best.cost(terms.cache_price) / base.cost(terms.cache_price):.2f}x the defaults)"
-        )
     assert best.setting is not None  # only a setting of ours is recommended
     code = apply_code(best.setting, window=terms.window, reserved=terms.reserved, model=args.model)
+    others = [t for t in tallies if t.setting is not None and t is not base]
+    if best is base and not others:  # --no-neighbours and no --setting: nothing to compare
+        return (
+            f"recommended: keep the defaults: cost {_tokens(base.cost(price))}, next-step recall "
+            f"{recall}, no prompt over the budget; no other setting of ours was replayed (drop "
+            f"--no-neighbours or add --setting FILE to compare); apply it: {code}"
+        )
+    if best is base:
+        second = runner_up(tallies, base, price, args.max_cost)
+        why = (
+            f"runner-up: {second.label}: {_versus(second, base, price)}; not recommended: "
+            f"{_shortfall(second, base, price, args.max_cost)}\n"
+            if second is not None
+            else "runner-up: none: every other setting shows less recall, or as much for no less\n"
+        )
+        return (
+            f"{why}recommended: keep the defaults: cost {_tokens(base.cost(price))}, next-step "
+            f"recall {recall}{top}, no prompt over the budget; no setting gains {_LEAST_GAIN} "
+            f"within --max-cost {args.max_cost:g}x; apply it: {code}"
+        )
+    gain = "" if base is None else f" ({_versus(best, base, price)})"
     return (
-        f"recommended: {best.label}: cost {_tokens(best.cost(terms.cache_price))}"
-        f"{ratio}, next-step recall {recall}{top}, no prompt over the budget"
-        f"{_per_point(best, base, terms.cache_price, args.max_cost)}; apply it: {code}"
+        f"recommended: {best.label}: cost {_tokens(best.cost(price))}{gain}, next-step recall "
+        f"{recall}{top}, no prompt over the budget{_reason(best, base, price, args.max_cost)}; "
+        f"apply it: {code}"
     )
 
 
-def _per_point(best: Tally, base: Tally | None, price: float, max_cost: float) -> str:
-    """What a point of recall costs between the defaults and the pick (within --max-cost)."""
-    within = f" (the best recall within {max_cost:g}x the defaults' cost)"
-    if base is None or best is base or best.recall is None or base.recall is None:
-        return within
-    points = 100 * (best.recall - base.recall)
+_LEAST_GAIN = (
+    f"+{100 * MIN_RECALL_GAIN:g} point of recall or {100 * MIN_COST_SAVING:g}% of cost at no "
+    "less recall"
+)
+"""The least gain `recommend` asks of a change (`buys_something`), as a line says it."""
+
+
+def _versus(tally: Tally, base: Tally, price: float) -> str:
+    """`tally` against the defaults: points of recall and the cost ratio, to 3 decimals."""
+    points = 100 * ((tally.recall or 0.0) - (base.recall or 0.0))
+    base_cost = base.cost(price)
+    ratio = f"{tally.cost(price) / base_cost:.3f}x" if base_cost else "-"
+    return f"{points:+.2f} points of recall at {ratio} the defaults' cost"
+
+
+def _shortfall(tally: Tally, base: Tally, price: float, max_cost: float) -> str:
+    """Why `tally` was not picked over the defaults (the rule is `recommend`'s)."""
+    if tally.cost(price) > max_cost * base.cost(price) + 1e-9:
+        return f"over --max-cost {max_cost:g}x (raise it to pick it)"
+    return f"under the least gain ({_LEAST_GAIN})"
+
+
+def _reason(best: Tally, base: Tally | None, price: float, max_cost: float) -> str:
+    """Why the pick, and what a point of recall over the defaults costs."""
+    if base is None or not base.within_budget or max_cost < 1:  # the defaults do not qualify
+        return f" (the best recall within {max_cost:g}x the defaults' cost)"
+    points = 100 * ((best.recall or 0.0) - (base.recall or 0.0))
     extra = best.cost(price) - base.cost(price)
+    why = f" (it gains at least {_LEAST_GAIN} within {max_cost:g}x the defaults' cost)"
     if points <= 0:
-        return within
+        return why
     if extra <= 0:
-        return f"{within}; it shows {points:.1f} points more than the defaults for less"
-    return f"{within}; a point of recall over the defaults costs {_tokens(extra / points)}"
+        return f"{why}; it shows {points:.2f} points more than the defaults for less"
+    return f"{why}; a point of recall over the defaults costs {_tokens(extra / points)}"
 
 
 def _say(line: str) -> None:
@@ -358,77 +405,198 @@ def _progress(total: int) -> Iterator[Callable[..., None]]:
         yield live
 
 
+ZOOM_COST = 0.1
+"""The plot's second panel shows the settings within this share of the defaults' cost: the
+ones a recommendation at a `--max-cost` near 1 chooses among, too close to tell apart at the
+scale of the alternatives."""
+
+
 def _plot(rows: Sequence[dict[str, Any]], path: Path, title: str) -> None:
+    """Cost against recall, and a panel zoomed on the settings near the defaults' cost.
+
+    The Pareto front, the defaults, the pick and the alternatives carry their names beside
+    them; the other settings a number, listed beside the plot (points at one place share a
+    label). The defaults are drawn over every other point; the key is a legend outside the
+    axes, so no point hides it.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Rectangle
 
-    fig, ax = plt.subplots(figsize=(9, 6))
     shown = [r for r in rows if r["recall"] is not None]
     valid = [r for r in shown if r["over_budget"] == 0 and r["invalid"] == 0]
-    xy = [(r["cost"] / 1e3, 100 * r["recall"]) for r in valid]
-    front = [valid[i] for i in pareto_front(xy)]
-    if front:  # the settings nothing beats on both cost and recall
-        ax.step(*zip(*[xy[valid.index(r)] for r in front], strict=True), where="post",
-                color="tab:green", alpha=0.4, zorder=2)  # fmt: skip
-    legend: list[str] = []
-    labelled: list[tuple[float, float, str, bool]] = []
-    for row in shown:
-        x, y = row["cost"] / 1e3, 100 * row["recall"]
-        ok = row in valid
-        marker, color, size = ("o", "tab:blue", 60) if ok else ("x", "tab:gray", 60)
-        if row["alternative"]:  # what a team would pick instead: marked apart
-            marker, color, size = ("D", "tab:orange", 70) if ok else ("x", "tab:orange", 70)
-        if row["defaults"]:
-            marker, color, size = "*", "tab:red", 220
-        ax.scatter(x, y, marker=marker, color=color, s=size, zorder=3)
-        if row["recommended"]:
-            ax.scatter(x, y, marker="o", s=400, facecolors="none", edgecolors="tab:green", lw=2)
-        label = row["setting"] + (" (recommended)" if row["recommended"] else "")
-        at = next(
-            (f for f in front if (f["cost"], f["recall"]) == (row["cost"], row["recall"])), None
-        )
-        if row in front or row["defaults"] or row["alternative"]:  # the rest: in the legend
-            labelled.append((x, y, label, row["alternative"]))
-        elif at is not None:  # the same cost and recall as a labelled point
-            legend.append(f"{len(legend) + 1}: {label} (= {at['setting']})")
-        else:
-            legend.append(f"{len(legend) + 1}: {label}")
-            ax.annotate(str(len(legend)), (x, y), fontsize=6, xytext=(3, -8),
-                        textcoords="offset points", color="dimgray")  # fmt: skip
-    key = "red star: the defaults; blue dots: our settings; orange diamonds: the alternatives"
-    key += "; x: a prompt over the budget or invalid; green line: the Pareto front"
-    ax.text(0.0, -0.16, "\n".join([key, *legend]), transform=ax.transAxes, fontsize=6, va="top")
-    ax.set_xlabel("effective cost (thousand tokens), lower is better")
-    ax.set_ylabel("next-step recall (%), higher is better")
-    ax.set_title(title, fontsize=8, wrap=True)
-    ax.grid(alpha=0.3)
+    front = [valid[i] for i in pareto_front([_at(r) for r in valid])]
+    named = [r for r in shown if r in front or r["defaults"] or r["recommended"]]
+    named += [r for r in shown if r["alternative"] and r not in named]
+    numbered = [r for r in shown if r not in named]
+    base = next((r for r in shown if r["defaults"]), None)
+    near = [
+        r
+        for r in shown
+        if base is not None and abs(r["cost"] / base["cost"] - 1) <= ZOOM_COST and r is not base
+    ]
+    places = {_at(r) for r in near}
+    panels = 2 if base is not None and len(places - {_at(base)}) >= 2 else 1  # else: no more
+    fig, axes = plt.subplots(1, panels, figsize=(8 + 6 * (panels - 1), 6.5), squeeze=False)
+    main = axes[0][0]
+    outside = [r for r in shown if panels == 1 or r not in near]  # a zoom names those inside
+    placed = [(main, _draw(main, shown, front, named, numbered, labelled=outside))]
+    if base is not None and panels == 2:
+        zoom = axes[0][1]
+        inside = [base, *near]
+        placed.append((zoom, _draw(zoom, inside, front, named, numbered, labelled=inside)))
+        zoom.set_title(f"within {ZOOM_COST:.0%} of the defaults' cost", fontsize=8)
+        (x0, x1), (y0, y1) = zoom.get_xlim(), zoom.get_ylim()
+        main.add_patch(Rectangle((x0, y0), x1 - x0, y1 - y0, fill=False, ls="--", lw=0.8,
+                                 color="gray", zorder=1))  # fmt: skip
+        main.annotate("zoomed on the right", (x1, y1), xytext=(4, 4), textcoords="offset points",
+                      fontsize=7, color="gray")  # fmt: skip
+    key = [
+        Line2D([], [], marker="*", color="tab:red", ms=14, ls="", label="the defaults"),
+        Line2D([], [], marker="o", color="tab:blue", ms=7, ls="", label="our settings"),
+        Line2D([], [], marker="D", color="tab:orange", ms=6, ls="", label="the alternatives"),
+        Line2D([], [], marker="x", color="tab:gray", ms=7, ls="",
+               label="a prompt over the budget or invalid"),
+        Line2D([], [], marker="o", color="tab:green", mfc="none", ms=14, ls="", lw=2,
+               label="recommended"),
+        Line2D([], [], color="tab:green", alpha=0.4, label="the Pareto front"),
+    ]  # fmt: skip
+    last = axes[0][-1]
+    last.legend(handles=key, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8,
+                frameon=False, borderaxespad=0)  # fmt: skip
+    if numbered:  # the numbered points, under the key
+        lines = [f"{n}: {r['setting']}" for n, r in enumerate(numbered, 1)]
+        last.text(1.03, 0.62, "\n".join(lines), transform=last.transAxes, fontsize=7, va="top")
+    fig.suptitle(title, fontsize=8, wrap=True)
     fig.tight_layout()
-    _label(ax, labelled)  # after the layout: labels are placed where they will be drawn
+    for ax, labels in placed:  # after the layout: placed where they will be drawn
+        _place_labels(ax, labels)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
 
-def _label(ax: Any, labelled: Sequence[tuple[float, float, str, bool]]) -> None:
-    """Name each point beside it; a label that would cover one placed before moves down."""
-    ax.autoscale_view()
+def _at(row: dict[str, Any]) -> tuple[float, float]:
+    """Where a row is drawn: cost in thousand tokens, recall in percent."""
+    return row["cost"] / 1e3, 100 * row["recall"]
+
+
+def _draw(
+    ax: Any,
+    rows: Sequence[dict[str, Any]],
+    front: Sequence[dict[str, Any]],
+    named: Sequence[dict[str, Any]],
+    numbered: Sequence[dict[str, Any]],
+    labelled: Sequence[dict[str, Any]],
+) -> list[_Label]:
+    """Draw `rows` on `ax` (the front among them as a line); the labels of `labelled`'s."""
+    line = [_at(r) for r in front if r in rows]
+    if line:  # the settings nothing beats on both cost and recall
+        ax.step(*zip(*line, strict=True), where="post", color="tab:green", alpha=0.4, zorder=2)
+    labels: dict[tuple[float, float], _Label] = {}  # one label per place
+    for row in sorted(rows, key=lambda r: r["defaults"]):  # the defaults drawn last: on top
+        x, y = _at(row)
+        ok = row["over_budget"] == 0 and row["invalid"] == 0
+        marker, color, size, z = ("o", "tab:blue", 45, 3) if ok else ("x", "tab:gray", 45, 3)
+        if row["alternative"]:  # what a team would pick instead: marked apart
+            marker, color, z = ("D" if ok else "x"), "tab:orange", 4
+        if row["defaults"]:
+            marker, color, size, z = "*", "tab:red", 260, 6
+        edge = {} if marker == "x" else {"edgecolors": "white", "linewidths": 0.6}  # apart
+        ax.scatter(x, y, marker=marker, color=color, s=size, zorder=z, **edge)
+        if row["recommended"]:
+            ax.scatter(x, y, marker="o", s=420, facecolors="none", edgecolors="tab:green",
+                       lw=1.5, zorder=5)  # fmt: skip
+        if row not in labelled:
+            continue
+        label = labels.setdefault((x, y), _Label(x, y))
+        if row in named:
+            label.names.append(row["setting"] + (" (recommended)" if row["recommended"] else ""))
+            label.rank = min(label.rank, 0 if row["defaults"] or row["recommended"] else 1)
+            alone = row["alternative"] and label.color != "black"  # only alternatives here
+            label.color = "tab:orange" if alone else "black"
+        else:
+            label.numbers.append(str(numbered.index(row) + 1))
+    ax.set_xlabel("effective cost (thousand tokens), lower is better")
+    ax.set_ylabel("next-step recall (%), higher is better")
+    ax.grid(alpha=0.3)
+    ax.margins(x=0.15, y=0.1)
+    return list(labels.values())
+
+
+@dataclass
+class _Label:
+    """What is written beside one place of the plot: names, numbers, or both."""
+
+    x: float
+    y: float
+    names: list[str] = field(default_factory=list)
+    numbers: list[str] = field(default_factory=list)
+    rank: int = 2
+    """Placed first, nearest its point: 0 the defaults and the pick, 1 named, 2 numbered."""
+    color: str = "dimgray"
+
+    @property
+    def text(self) -> str:
+        rows = [", ".join(self.numbers[i : i + 8]) for i in range(0, len(self.numbers), 8)]
+        return "\n".join([*self.names, *rows])  # numbers 8 to a line: the label stays narrow
+
+
+_OFFSETS = [(dx * r, dy * r) for r in (1, 2, 3, 4, 6, 8)
+            for dx, dy in ((1, 0.3), (-1, 0.3), (1, -1), (-1, -1), (0, 1.2), (0, -1.8),
+                           (1, 1), (-1, 1))]  # fmt: skip
+"""Where a label is tried, in points from its dot times 7: beside it first, then further."""
+
+
+def _place_labels(ax: Any, labels: Sequence[_Label]) -> None:
+    """Write each label beside its point, where it covers no other label and no point.
+
+    The first spot of `_OFFSETS` that covers nothing and stays in the axes; a label moved far
+    from its point gets a thin line to it. Greedy, in display coordinates measured by the
+    renderer: the defaults and the pick first, then the named points, then the numbered ones,
+    each from the top left.
+    """
+    fig = ax.figure
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
     to_screen = ax.transData.transform
-    middle = sum(ax.get_xlim()) / 2
-    placed: list[tuple[float, float, float]] = []  # (left, right, y) in points on the figure
-    scale = 72 / ax.figure.dpi
-    for x, y, label, alternative in sorted(labelled, key=lambda p: (-p[1], p[0])):
-        sx, sy = (v * scale for v in to_screen((x, y)))
-        width = 4.2 * len(label)  # about 7-point text
-        right = x > middle  # labels stay inside the axes
-        left_edge = sx - 6 - width if right else sx + 6
-        dy = 3.0
-        while any(
-            a < left_edge + width and left_edge < b and abs(py - (sy + dy)) < 9
-            for a, b, py in placed
-        ):
-            dy -= 9
-        placed.append((left_edge, left_edge + width, sy + dy))
-        ax.annotate(label, (x, y), fontsize=7, xytext=(-6 if right else 6, dy),
-                    textcoords="offset points", ha="right" if right else "left",
-                    color="tab:orange" if alternative else "black")  # fmt: skip
+    taken = []  # every marker drawn (labelled or not), as a box of its size, in pixels
+    for dots in ax.collections:
+        sizes = list(dots.get_sizes()) or [36.0]
+        for n, (x, y) in enumerate(to_screen(dots.get_offsets())):
+            half = (sizes[min(n, len(sizes) - 1)] ** 0.5) / 2 * fig.dpi / 72  # s is points²
+            taken.append((x - half, y - half, x + half, y + half))
+    for label in sorted(labels, key=lambda lb: (lb.rank, -lb.y, lb.x)):
+        if not label.text:
+            continue
+        spot = None
+        for dx, dy in _OFFSETS:
+            ox, oy = 7 * dx, 7 * dy
+            note = ax.annotate(label.text, (label.x, label.y), xytext=(ox, oy),
+                               textcoords="offset points", fontsize=7, color=label.color,
+                               ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                               va="center", zorder=7)  # fmt: skip
+            box = note.get_window_extent(renderer)
+            edges = (box.x0 - 1, box.y0 - 1, box.x1 + 1, box.y1 + 1)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0
+            if inside and box.y1 <= frame.y1 and not any(_overlap(edges, t) for t in taken):
+                spot = note
+                break
+            note.remove()
+        if spot is None:  # no free spot: the nearest one, over whatever is there
+            spot = ax.annotate(label.text, (label.x, label.y), xytext=(7, 2),
+                               textcoords="offset points", fontsize=7, color=label.color,
+                               va="center", zorder=7)  # fmt: skip
+        box = spot.get_window_extent(renderer)
+        taken.append((box.x0 - 1, box.y0 - 1, box.x1 + 1, box.y1 + 1))
+        ox, oy = spot.xyann
+        if abs(ox) + abs(oy) > 20:  # far from its point: a line says whose it is
+            ax.annotate("", (label.x, label.y), xytext=(ox, oy), textcoords="offset points",
+                        arrowprops={"arrowstyle": "-", "color": "0.35", "lw": 0.6,
+                                    "shrinkA": 0, "shrinkB": 4}, zorder=4.5)  # fmt: skip
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]

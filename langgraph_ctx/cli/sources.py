@@ -1,6 +1,7 @@
 """What `langgraph-ctx frontier` replays, and with which window and counter.
 
-Threads come from message JSON files (`messages_to_dict` output), folders of them, or a
+Threads come from message JSON files (`messages_to_dict` output, plain or `.json.gz`),
+folders of them (`recorded_files`: the one reader of a folder of runs), or a
 checkpoint database: a SQLite file or a PostgreSQL URI (with the `postgres` extra), opened
 read-only and read as data (`langgraph_ctx.cli.checkpoints`). A thread a `ContextMemory`
 managed is read whole (`get_full_history`: live state plus archive), so the messages it
@@ -22,9 +23,18 @@ from langgraph_ctx.cli.checkpoints import read_checkpoints, thread_archive, thre
 from langgraph_ctx.cli.output import say
 from langgraph_ctx.cli.playback import load_transcript, with_ids
 from langgraph_ctx.cli.replay import checkpoint_values
+from langgraph_ctx.cli.threads import unknown_thread
 from langgraph_ctx.errors import InputError, shorten
 
-__all__ = ["Thread", "check_room", "model_terms", "threads_from_db", "threads_from_files"]
+__all__ = [
+    "RECORDED_SUFFIXES",
+    "Thread",
+    "check_room",
+    "model_terms",
+    "recorded_files",
+    "threads_from_db",
+    "threads_from_files",
+]
 
 
 @dataclass
@@ -42,11 +52,27 @@ class Thread:
         return sum(isinstance(m, AIMessage) for m in self.messages[1:])
 
 
+RECORDED_SUFFIXES = (".json", ".json.gz")
+"""The files of a folder read as recorded runs: message JSON, plain or gzip-compressed."""
+
+
+def recorded_files(folder: Path) -> list[Path]:
+    """The files of `folder` (and its sub-folders) that may hold a recorded run, sorted.
+
+    The one rule for what a folder of runs holds, for every command that takes a folder:
+    `RECORDED_SUFFIXES` (the repository's own `data/trajectories` is `.json.gz`); whatever
+    else sits there (a README, a LICENSE) is not looked at.
+    """
+    return sorted(
+        p for p in folder.rglob("*") if p.name.endswith(RECORDED_SUFFIXES) and p.is_file()
+    )
+
+
 def threads_from_files(paths: Sequence[Path], notes: list[str] | None = None) -> list[Thread]:
-    """Each JSON file of `paths` (files, or folders searched for `*.json`) as a thread.
+    """Each recorded run of `paths` (files, or folders read by `recorded_files`) as a thread.
 
     A file named in `paths` must be a recorded thread. A file found in a folder that is not one
-    (another JSON file kept beside the runs) is left out with a line in `notes` (or on stderr);
+    (a `manifest.json` kept beside the runs) is left out with a line in `notes` (or on stderr);
     only a folder with no thread left is an error.
     """
     threads = []
@@ -54,19 +80,24 @@ def threads_from_files(paths: Sequence[Path], notes: list[str] | None = None) ->
         if not path.is_dir():
             threads.append(_thread_of(path))  # load_transcript names a missing file
             continue
-        found = sorted(p for p in path.rglob("*.json") if p.is_file())
+        found = recorded_files(path)
         kept = []
         for file in found:
             try:
                 kept.append(_thread_of(file))
-            except InputError as exc:
-                line = f"left out {file}: {exc}"
+            except InputError as exc:  # "FILE is not ...; expected ...": the reason, short
+                reason = str(exc).removeprefix(f"{file} ").split("; ")[0]
+                line = f"left out {file}: not a recorded thread: it {reason}"
                 if notes is None:
                     say(f"frontier: {line}", err=True)  # a file name is data: made inert
                 else:
                     notes.append(line)
         if not kept:
-            what = "no .json file" if not found else "no recorded thread (see the lines above)"
+            what = (
+                "no .json or .json.gz file"
+                if not found
+                else "no recorded thread (see the lines above)"
+            )
             msg = f"folder {path} holds {what}; pass message JSON files or folders of them"
             raise InputError(msg)
         threads.extend(kept)
@@ -78,7 +109,16 @@ def _thread_of(file: Path) -> Thread:
     if not any(isinstance(m, AIMessage) for m in messages):
         msg = f"{file} has no AI message: there is no model call to replay"
         raise InputError(msg)
-    return Thread(file.stem, messages)
+    return Thread(_run_name(file), messages)
+
+
+def _run_name(file: Path) -> str:
+    """The run's name: the file's name without `.json` / `.json.gz` (run1.json.gz: run1)."""
+    name = file.name
+    for suffix in sorted(RECORDED_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return file.stem
 
 
 # --- checkpoint databases ------------------------------------------------------------------------
@@ -126,9 +166,7 @@ def threads_from_db(
             raise InputError(msg)
         missing = [t for t in only or () if t not in known]
         if missing:
-            listed = ", ".join(known[:10]) + (" ..." if len(known) > 10 else "")
-            msg = f"no thread {shorten(missing[0])} in {db}; threads there: {listed}"
-            raise InputError(msg)
+            raise unknown_thread(missing[0], db, known)
         # The archive is read where it is, never derived (deriving sets a store up: a write).
         archive = thread_archive(archive_dir, opened)
         memory = ContextMemory(context_window_tokens=1, archive=archive)

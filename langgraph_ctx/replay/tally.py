@@ -33,10 +33,14 @@ __all__ = [
     "ALTERNATIVES",
     "Alternative",
     "Tally",
+    "MIN_COST_SAVING",
+    "MIN_RECALL_GAIN",
     "Terms",
+    "buys_something",
     "pareto_front",
     "recommend",
     "replay_row",
+    "runner_up",
     "system_for",
 ]
 
@@ -279,14 +283,43 @@ DEFAULT_MAX_COST = 1.0
 """The most a recommended setting may cost, as a ratio to the defaults' cost (`--max-cost`)."""
 
 
+MIN_RECALL_GAIN = 0.01
+"""The least gain in next-step recall (1 point) for which a setting is recommended over the
+defaults, at no more than `--max-cost` times their cost. A change of configuration costs its
+user a review and a new run; under a point is under one name in a hundred the next steps use,
+within what another set of the same agent's threads would move. Not fitted to any runs."""
+MIN_COST_SAVING = 0.02
+"""The least saving (2% of the defaults' effective cost) for which a setting that shows no
+less recall is recommended. The effective cost takes the cache's hits as the replay measured
+them; a real provider's hits move by more than that, so a smaller saving may not be one."""
+
+
+def buys_something(tally: Tally, base: Tally, cache_price: float, max_cost: float) -> bool:
+    """Whether `tally` gains enough over the defaults `base` to be worth changing to.
+
+    At least `MIN_RECALL_GAIN` more next-step recall at no more than `max_cost` times the
+    defaults' cost, or at least `MIN_COST_SAVING` lower cost at no less recall; and every
+    prompt within the budget and valid.
+    """
+    if not tally.within_budget or tally.setting is None or tally is base:
+        return False
+    cost, base_cost = tally.cost(cache_price), base.cost(cache_price)
+    gain = (tally.recall or 0.0) - (base.recall or 0.0)
+    if gain >= MIN_RECALL_GAIN - 1e-12 and cost <= max_cost * base_cost + 1e-9:
+        return True
+    return gain >= -1e-12 and cost <= (1 - MIN_COST_SAVING) * base_cost + 1e-9
+
+
 def recommend(
     tallies: Sequence[Tally], cache_price: float, max_cost: float = DEFAULT_MAX_COST
 ) -> Tally | None:
-    """The setting with the best recall that costs at most `max_cost` times the defaults.
+    """The setting to run: a change only when it buys something, else the defaults.
 
-    Only settings with no prompt over the budget, none refused and none invalid qualify; among
-    those within the cost, the best next-step recall wins, ties to the cheaper (the defaults
-    on an equal cost). Without a defaults row the cost is not capped. The alternatives are
+    When the defaults qualify (no prompt over the budget, none refused or invalid, within
+    `max_cost`), a setting is picked over them only if it `buys_something`; of those the best
+    next-step recall wins, ties to the cheaper; none: the defaults. When they do not (they
+    overflow, or `max_cost` is under 1), the best recall among the settings that qualify,
+    ties to the cheaper; without a defaults row the cost is not capped. The alternatives are
     not ours to apply: never recommended. None when no setting qualifies.
     """
     fitting = [t for t in tallies if t.within_budget and t.setting is not None]
@@ -294,12 +327,41 @@ def recommend(
     if base is not None:
         cap = max_cost * base.cost(cache_price) + 1e-9
         fitting = [t for t in fitting if t.cost(cache_price) <= cap]
+        if base in fitting:
+            fitting = [
+                base,
+                *(t for t in fitting if buys_something(t, base, cache_price, max_cost)),
+            ]
     if not fitting:
         return None
     return min(
         fitting,
         key=lambda t: (-(t.recall or 0.0), t.cost(cache_price), not t.is_defaults),
     )
+
+
+def runner_up(
+    tallies: Sequence[Tally], base: Tally, cache_price: float, max_cost: float = DEFAULT_MAX_COST
+) -> Tally | None:
+    """When the defaults are kept: the nearest miss, the setting a user would look at next.
+
+    The cheapest setting that gains enough but costs over `max_cost` times the defaults (a
+    higher `--max-cost` picks it); else, of those within it that show more recall than the
+    defaults, or as much for less, but under the least gains, the best recall (ties to the
+    cheaper). None: every other setting shows less recall, or as much for no less.
+    """
+    ours = [t for t in tallies if t.within_budget and t.setting is not None and t is not base]
+    priced = [t for t in ours if buys_something(t, base, cache_price, float("inf"))]
+    if priced:
+        return min(priced, key=lambda t: (t.cost(cache_price), -(t.recall or 0.0)))
+    recall, cost = base.recall or 0.0, base.cost(cache_price)
+    better = [
+        t
+        for t in ours
+        if (t.recall or 0.0) > recall
+        or ((t.recall or 0.0) == recall and t.cost(cache_price) < cost)
+    ]
+    return min(better, key=lambda t: (-(t.recall or 0.0), t.cost(cache_price)), default=None)
 
 
 def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
