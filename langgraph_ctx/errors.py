@@ -184,3 +184,15 @@ def shorten(value: Any, limit: int = 80) -> str:
     """`repr(value)` cut to `limit` characters, for showing a bad value in an error message."""
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def install_extra(extra: str) -> str:
+    """How to add the package's `extra` (`cli`, `postgres`) today, for a message that needs it.
+
+    The package is not on a package index yet, so `pip install "langgraph-ctx[cli]"` would
+    fail: a clone installs itself editable, a built wheel is installed with the extra named.
+    """
+    return (
+        f'pip install -e ".[{extra}]" in a clone, or pip install "<the built wheel>[{extra}]" '
+        "(README: Install)"
+    )

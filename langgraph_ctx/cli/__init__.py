@@ -1,6 +1,6 @@
 """The tools for people: the `langgraph-ctx` command line and the machinery behind it.
 
-Installed with `pip install "langgraph-ctx[cli]"`; the library itself never imports this
+Installed with the `cli` extra (`install_extra("cli")`); the library itself never imports this
 package, so its dependencies (rich, matplotlib) stay out of a plain install.
 
 Modules:
@@ -13,9 +13,9 @@ Modules:
 * `recorder`: record a run call by call; `runs`: the record, the check that nothing was lost,
   the reports and plots.
 * `explorer`: the offline chat models (the demo's scripted explorer and their shared base).
-* `demo`: the demo agent and its read-only tools over a local folder.
-* `frontier_run`: the `frontier` command; `frontier`: a thread replayed under one setting and
-  the recommendation; `sources`: the threads it reads (files, checkpoint databases); `inputs`:
+* `demo`: the demo agent; `folder_tools`: its read-only tools over a local folder.
+* `frontier_run`: the `frontier` command; `frontier_plot`: its plot; `sources`: the threads
+  it reads (files, checkpoint databases); `inputs`:
   reading a file a person hands over, within bounds. The settings compared and the measures
   (effective cost, next-step recall) live one layer down, in `langgraph_ctx.replay`, where the
   benchmarks use them too.
@@ -26,9 +26,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+from langgraph_ctx.errors import install_extra
+
 __all__ = ["main"]
 
-INSTALL_HINT = 'langgraph-ctx: the command line needs its extra: pip install "langgraph-ctx[cli]"'
+INSTALL_HINT = f"langgraph-ctx: the command line needs its extra: {install_extra('cli')}"
 """The one line printed when the `cli` extra is missing."""
 _EXTRA_MODULES = frozenset({"rich"})
 """Top-level modules of the `cli` extra the commands import up front (matplotlib is imported

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_ctx.cli.inputs import MESSAGES_MEMORY_FACTOR, check_loaded_size
-from langgraph_ctx.errors import ArchiveError, InputError, shorten
+from langgraph_ctx.errors import ArchiveError, InputError, install_extra, shorten
 from langgraph_ctx.graph.serde import StrictSerializer
 
 __all__ = [
@@ -319,9 +319,7 @@ def _read_postgres(uri: str) -> Iterator[Opened]:
         from langgraph.checkpoint.postgres import PostgresSaver
         from psycopg.rows import dict_row
     except ImportError:
-        msg = (
-            'a PostgreSQL database needs the postgres extra: pip install "langgraph-ctx[postgres]"'
-        )
+        msg = f"a PostgreSQL database needs the postgres extra: {install_extra('postgres')}"
         raise InputError(msg) from None
     try:
         # Every transaction of this session is read-only: the server refuses any write.

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph_ctx.cli.output import Output, say, visible_controls
-from langgraph_ctx.errors import shorten
+from langgraph_ctx.errors import install_extra, shorten
 
 PROG = "langgraph-ctx"
 
@@ -123,8 +123,7 @@ def _replay(args: argparse.Namespace) -> int:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            msg = "--plot needs matplotlib: pip install 'langgraph-ctx[cli]'"
-            raise InputError(msg) from None
+            raise InputError(f"--plot needs matplotlib: {install_extra('cli')}") from None
         _existing_folder(args.plot, "--plot")
     out = Output()
     total: list[int] = []

@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.archive.codec import encode_message
 from langgraph_ctx.cli.edits import counted, edit_of, tally
-from langgraph_ctx.errors import ArchiveError, InputError
+from langgraph_ctx.errors import ArchiveError, InputError, install_extra
 
 MODEL_NODE = "model"
 """The model node of a `create_agent` graph."""
@@ -283,8 +283,7 @@ def plot_run(path: str | Path, log: RunLog, *, title: str) -> Path:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as exc:
-        msg = '--plot needs matplotlib: pip install "langgraph-ctx[cli]"'
-        raise InputError(msg) from exc
+        raise InputError(f"--plot needs matplotlib: {install_extra('cli')}") from exc
     calls = log.calls
     limit = max([c.limit for c in calls] + [1])
     top = limit * 1.25

@@ -21,7 +21,8 @@ from langchain_core.messages import messages_to_dict
 
 from benchmarks.workload import generate_workload
 from langgraph_ctx.cli import main
-from langgraph_ctx.cli.frontier_run import _cells, _plot, _recommendation, rows_of
+from langgraph_ctx.cli.frontier_plot import plot_frontier
+from langgraph_ctx.cli.frontier_run import _cells, _recommendation, rows_of
 from langgraph_ctx.replay.settings import Setting
 from langgraph_ctx.replay.tally import Tally, Terms, recommend, runner_up
 
@@ -163,7 +164,7 @@ def test_the_plot_names_each_point_beside_it_without_overlap(
     ]
     rows += [_plot_row("same place as defaults", 1250e3, 0.834)]
     rows += [_plot_row("alt: trim_messages", 4620e3, 0.705, alternative=True)]
-    _plot(rows, tmp_path / "plot.png", "a title")
+    plot_frontier(rows, tmp_path / "plot.png", "a title")
     (figure,) = figures
     renderer = figure.canvas.get_renderer()
     main, zoom = figure.axes  # the settings within 10% of the defaults' cost, zoomed
@@ -185,7 +186,7 @@ def test_the_plot_names_each_point_beside_it_without_overlap(
     close(figure)
     # Settings all at the defaults' place: one panel (a zoom would show no more), each named.
     same = [_plot_row(f"same {n}", 1250e3, 0.834) for n in range(5)]
-    _plot([rows[0], *same, rows[-1]], tmp_path / "one.png", "a title")
+    plot_frontier([rows[0], *same, rows[-1]], tmp_path / "one.png", "a title")
     (figure,) = figures[1:]
     (ax,) = figure.axes
     assert any(t.get_text() == "defaults (recommended)\n1, 2, 3, 4, 5" for t in ax.texts)

@@ -12,7 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langgraph_ctx import count_tokens
-from langgraph_ctx.cli import main
+from langgraph_ctx.cli import INSTALL_HINT, main
 from langgraph_ctx.cli.demo import run_demo
 from langgraph_ctx.cli.edits import edit_of
 from langgraph_ctx.cli.explorer import ScriptedExplorer, keywords, read_view
@@ -368,9 +368,7 @@ def test_without_the_cli_extra_one_line_and_exit_2(
     assert main(["demo", str(tree), "--window", "4000", "--steps", "3"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert (
-        err == 'langgraph-ctx: the command line needs its extra: pip install "langgraph-ctx[cli]"\n'
-    )
+    assert err == INSTALL_HINT + "\n"
     assert not Path(".langgraph_ctx").exists()  # nothing ran
 
 
