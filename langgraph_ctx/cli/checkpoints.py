@@ -21,7 +21,7 @@ import contextlib
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,14 +58,22 @@ def is_postgres(db: str | Path) -> bool:
 
 
 @contextlib.contextmanager
-def read_checkpoints(db: str | Path) -> Iterator[Opened]:
+def read_checkpoints(db: str | Path, threads: Sequence[str] | None = None) -> Iterator[Opened]:
     """Open `db` (a SQLite file or a PostgreSQL URI) to read only; nothing is created or written.
 
+    Args:
+        db: The database.
+        threads: The threads the command reads (None: every thread): the largest stored
+            value is bounded among theirs, so a value over the cap in another thread does not
+            keep this one from being read (the store's values, not keyed by thread, are all
+            bounded).
+
     Raises:
-        InputError: No such file, not a SQLite database, no checkpoints table, no connection.
+        InputError: No such file, not a SQLite database, no checkpoints table, no connection,
+            a stored value over the cap.
     """
     opener = _read_postgres if is_postgres(db) else _read_sqlite
-    with opener(str(db)) as opened:
+    with opener(str(db), None if threads is None else list(threads)) as opened:
         yield opened
 
 
@@ -265,6 +273,16 @@ def _check_columns(db: str, found: dict[str, set[str]], wanted: dict[str, set[st
             raise InputError(msg)
 
 
+def _of_threads(table: str, threads: list[str] | None, mark: str) -> tuple[str, list[str]]:
+    """The WHERE clause keeping `threads`' rows of a checkpoint table, and its parameters.
+
+    The store's rows are keyed by namespace, not thread: all of them are kept.
+    """
+    if threads is None or table == "store":
+        return "", []
+    return f" WHERE thread_id IN ({', '.join([mark] * len(threads))})", threads
+
+
 def _check_largest(db: str, largest: int | None, where: str) -> None:
     """Refuse a stored value over the input cap or too large for the free memory.
 
@@ -276,7 +294,7 @@ def _check_largest(db: str, largest: int | None, where: str) -> None:
 
 
 @contextlib.contextmanager
-def _read_sqlite(db: str) -> Iterator[Opened]:
+def _read_sqlite(db: str, threads: list[str] | None) -> Iterator[Opened]:
     from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.store.sqlite import SqliteStore
 
@@ -301,7 +319,9 @@ def _read_sqlite(db: str) -> Iterator[Opened]:
         _check_columns(db, found, wanted)
         for table, column in _SQLITE_VALUES:
             if table in tables:  # length() reads a value's size, not the value
-                row = conn.execute(f"SELECT max(length({column})) FROM {table}").fetchone()
+                where, params = _of_threads(table, threads, "?")
+                sql = f"SELECT max(length({column})) FROM {table}{where}"
+                row = conn.execute(sql, params).fetchone()
                 _check_largest(db, row[0], f"{table}.{column}")
         saver = SqliteSaver(conn, serde=StrictSerializer())
         saver.is_setup = True  # the tables are there; setup would write
@@ -313,7 +333,7 @@ def _read_sqlite(db: str) -> Iterator[Opened]:
 
 
 @contextlib.contextmanager
-def _read_postgres(uri: str) -> Iterator[Opened]:
+def _read_postgres(uri: str, threads: list[str] | None) -> Iterator[Opened]:
     try:
         import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver
@@ -352,7 +372,9 @@ def _read_postgres(uri: str) -> Iterator[Opened]:
         _check_columns("the PostgreSQL database", found, wanted)
         for table, size in _POSTGRES_VALUES:
             if table in found:
-                found_size = conn.execute(f"SELECT max({size}) AS n FROM {table}").fetchone()
+                where, params = _of_threads(table, threads, "%s")
+                sql = f"SELECT max({size}) AS n FROM {table}{where}"
+                found_size = conn.execute(sql, params).fetchone()
                 largest = None if found_size is None else found_size["n"]
                 _check_largest("the PostgreSQL database", largest, table)
         saver = PostgresSaver(conn, serde=StrictSerializer())

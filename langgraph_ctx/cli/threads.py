@@ -54,7 +54,7 @@ def opened_thread(
     """
     from langgraph_ctx.graph.memory import ContextMemory
 
-    with read_checkpoints(db) as opened:
+    with read_checkpoints(db, [thread]) as opened:
         known = thread_ids(opened.saver)
         if thread not in known:
             raise unknown_thread(thread, db, known)

@@ -168,7 +168,7 @@ def one_word_transcript(path: Path, megabytes: float) -> Path:
     return path
 
 
-def one_word_thread(db: Path, megabytes: float) -> Path:
+def one_word_thread(db: Path, megabytes: float, thread: str = "t1") -> Path:
     """A real agent's thread on a SQLite checkpointer whose tool returned one long word."""
 
     @tool
@@ -180,7 +180,7 @@ def one_word_thread(db: Path, megabytes: float) -> Path:
     model = ScriptedChatModel(messages=[AIMessage("", tool_calls=[call]), AIMessage("done")])
     with SqliteSaver.from_conn_string(str(db)) as saver:
         agent = create_agent(model, [dump], checkpointer=saver)
-        config = {"configurable": {"thread_id": "t1"}}
+        config = {"configurable": {"thread_id": thread}}
         agent.invoke({"messages": [HumanMessage("dump it", id="h1")]}, config)  # type: ignore[arg-type]
     return db
 
@@ -236,6 +236,30 @@ def test_a_checkpoint_value_over_the_cap_is_refused_before_it_is_loaded(
         assert main([*argv, "--max-input-mb", "2"]) == 2, argv
         error = one_error_line(capsys)
         assert "holds a value of 3 MB, over 2 MB, the cap on one input" in error, error
+
+
+def test_a_value_over_the_cap_in_another_thread_does_not_block_this_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = one_word_thread(tmp_path / "two.sqlite", 3, thread="big")
+    one_word_thread(db, 0.01, thread="small")
+    for argv in reads(db, "small", tmp_path / "page.html"):
+        assert main([*argv, "--max-input-mb", "2"]) == 0, (argv, capsys.readouterr().err)
+    capsys.readouterr()
+    for argv in reads(db, "big", tmp_path / "page.html"):
+        assert main([*argv, "--max-input-mb", "2"]) == 2, argv
+        assert "over 2 MB, the cap on one input" in one_error_line(capsys)
+    # frontier over every thread reads the big one too: refused.
+    every = [
+        "frontier",
+        "--db",
+        str(db),
+        "--window",
+        "4000",
+        "--no-neighbours",
+        "--no-alternatives",
+    ]
+    assert main([*every, "--max-input-mb", "2"]) == 2
 
 
 # --- PostgreSQL: the archive read without writing ----------------------------------------------
