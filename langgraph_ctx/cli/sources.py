@@ -158,7 +158,7 @@ def threads_from_db(
     from langgraph_ctx.graph.memory import ContextMemory
 
     threads = []
-    with read_checkpoints(db, only) as opened:
+    with read_checkpoints(db, only or None) as opened:  # no list: every thread
         saver = opened.saver
         known = thread_ids(saver)
         if not known:
