@@ -274,10 +274,7 @@ def _check_columns(db: str, found: dict[str, set[str]], wanted: dict[str, set[st
 
 
 def _of_threads(table: str, threads: list[str] | None, mark: str) -> tuple[str, list[str]]:
-    """The WHERE clause keeping `threads`' rows of a checkpoint table, and its parameters.
-
-    The store's rows are keyed by namespace, not thread: all of them are kept.
-    """
+    """The WHERE clause keeping `threads`' rows of a table (the store's, by namespace: all)."""
     if threads is None or table == "store":
         return "", []
     return f" WHERE thread_id IN ({', '.join([mark] * len(threads))})", threads
