@@ -33,7 +33,7 @@ from langgraph_ctx.checks import check_bool, check_number, check_str
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.graph.durable import checkpointer_archive
 from langgraph_ctx.graph.middleware import AgentMemory
-from langgraph_ctx.graph.persistence import _backend, _config_of, _in_run, _persistence
+from langgraph_ctx.graph.persistence import archive_backend, config_of, graph_persistence, in_run
 from langgraph_ctx.graph.removals import Removals
 from langgraph_ctx.graph.views import ThreadViews
 from langgraph_ctx.pipeline.manager import ContextManager
@@ -129,7 +129,7 @@ class ContextMemory(Removals, ThreadViews, AgentMemory):
                 f"those of ContextManager: {sorted(_MANAGER_OPTIONS)}"
             )
             raise ConfigError(msg)
-        backend = _backend(archive)
+        backend = archive_backend(archive)
         self.manager = ContextManager(
             model=model,
             context_window_tokens=context_window_tokens,
@@ -186,7 +186,7 @@ class ContextMemory(Removals, ThreadViews, AgentMemory):
         # user's search_history found another's archived secrets). `config_identity` refuses.
         configurable = dict((config or {}).get("configurable") or {})
         backend, where = self._backend_for(configurable, graph)
-        return Archive.from_config(backend, _config_of(configurable), where=where)
+        return Archive.from_config(backend, config_of(configurable), where=where)
 
     def _backend_for(
         self, configurable: Mapping[str, Any], graph: Any
@@ -196,14 +196,14 @@ class ContextMemory(Removals, ThreadViews, AgentMemory):
             return self._archive, f"ContextMemory(archive=...) ({_kind(self._archive)})"
         if self._store is not None:
             return self._store, f"ContextMemory(store=...) ({_kind(self._store)})"
-        store, checkpointer = _persistence(configurable, graph)
+        store, checkpointer = graph_persistence(configurable, graph)
         whose = "the graph's" if graph is not None else "the run's"
         if store is not None:
             return store, f"{whose} store ({_kind(store)})"
         durable = checkpointer_archive(checkpointer)
         if durable is not None:
             return durable, f"{whose} checkpointer's database ({_kind(checkpointer)})"
-        if graph is None and not _in_run(configurable):
+        if graph is None and not in_run(configurable):
             # Outside a run and without the graph, its store and checkpointer are unknown: a
             # memory does not remember those of a graph it ran under (one memory may serve
             # graphs with different stores, and a process that never ran the graph would

@@ -18,6 +18,8 @@ from langgraph_ctx.archive._backends import ArchiveBackend, DirectoryBackend
 from langgraph_ctx.checks import check_path
 from langgraph_ctx.errors import ConfigError, shorten
 
+__all__ = ["archive_backend", "config_of", "graph_persistence", "in_run"]
+
 # LangGraph's run-config keys for the run's runtime (its `.store`) and its checkpointer.
 _CONFIG_KEY_RUNTIME = "__pregel_runtime"
 
@@ -25,12 +27,12 @@ _CONFIG_KEY_RUNTIME = "__pregel_runtime"
 _CONFIG_KEY_CHECKPOINTER = "__pregel_checkpointer"
 
 
-def _config_of(configurable: Mapping[str, Any]) -> RunnableConfig:
+def config_of(configurable: Mapping[str, Any]) -> RunnableConfig:
     """A run config holding only `configurable`."""
     return {"configurable": dict(configurable)}
 
 
-def _persistence(configurable: Mapping[str, Any], graph: Any) -> tuple[BaseStore | None, Any]:
+def graph_persistence(configurable: Mapping[str, Any], graph: Any) -> tuple[BaseStore | None, Any]:
     """The store and checkpointer of a compiled `graph`, else of the run `configurable` is of."""
     if graph is not None:
         store, checkpointer = getattr(graph, "store", None), getattr(graph, "checkpointer", None)
@@ -41,12 +43,18 @@ def _persistence(configurable: Mapping[str, Any], graph: Any) -> tuple[BaseStore
     return (store if isinstance(store, BaseStore) else None), checkpointer
 
 
-def _in_run(configurable: Mapping[str, Any]) -> bool:
+def in_run(configurable: Mapping[str, Any]) -> bool:
     """Whether `configurable` is a run's (LangGraph put its runtime or checkpointer in it)."""
     return _CONFIG_KEY_RUNTIME in configurable or _CONFIG_KEY_CHECKPOINTER in configurable
 
 
-def _backend(archive: Any) -> ArchiveBackend | BaseStore | None:
+def archive_backend(archive: Any) -> ArchiveBackend | BaseStore | None:
+    """The backend `ContextMemory(archive=...)` names: a directory path, a store or a backend.
+
+    Raises:
+        ConfigError: An empty or bytes path, or a value of another type; the message says
+            what to pass instead.
+    """
     if archive is None:
         return None
     if isinstance(archive, (str, bytes, os.PathLike)):

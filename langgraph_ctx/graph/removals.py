@@ -21,7 +21,7 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.archive._backends import ArchiveBackend
 from langgraph_ctx.archive.archive import Archive
-from langgraph_ctx.graph.persistence import _persistence
+from langgraph_ctx.graph.persistence import graph_persistence
 from langgraph_ctx.ledger.edits import set_last_report
 from langgraph_ctx.pipeline.manager import ContextManager
 from langgraph_ctx.pipeline.removal import summarized_removal
@@ -89,7 +89,7 @@ class Removals:
                 config = get_config()
             except RuntimeError:
                 config = {}
-        _, checkpointer = _persistence(dict((config or {}).get("configurable") or {}), None)
+        _, checkpointer = graph_persistence(dict((config or {}).get("configurable") or {}), None)
         return checkpointer is None or isinstance(checkpointer, InMemorySaver)
 
 
