@@ -180,6 +180,22 @@ def is_context_overflow(exc: BaseException) -> bool:
     return any(phrase in text for phrase in OVERFLOW_PHRASES)
 
 
+ACTING_CHARACTERS: tuple[range, ...] = (
+    range(0x00, 0x20),  # C0 controls: ESC starts an OSC title or clipboard write, a CSI clear
+    range(0x7F, 0xA0),  # DEL and C1 controls (0x9B is CSI, 0x9D OSC, 0x85 a line break)
+    range(0x061C, 0x061D),  # the Arabic letter mark, a bidi control
+    range(0x200E, 0x2010),  # left-to-right and right-to-left marks
+    range(0x2028, 0x202F),  # line and paragraph separators; bidi embeddings and overrides
+    range(0x2066, 0x206A),  # bidi isolates
+    range(0xD800, 0xE000),  # lone surrogates: no encoding has them
+)
+"""Characters a reader acts on rather than shows: untrusted text (a tool output, a model's
+words, a file, a checkpoint) shown to a person or a model never carries them as they are. The
+one list; each place that shows data chooses how to render them (`cli.output.inert` as
+`\\uXXXX` on a terminal, `archive.search_answer` as U+FFFD in a search answer), and which of
+tab and newline a block of text keeps."""
+
+
 def shorten(value: Any, limit: int = 80) -> str:
     """`repr(value)` cut to `limit` characters, for showing a bad value in an error message."""
     text = repr(value)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from langgraph_ctx.archive.matching import Source
 from langgraph_ctx.archive.ranking import MAX_HITS, SEARCH_SECONDS, Hit, Hits
-from langgraph_ctx.errors import shorten
+from langgraph_ctx.errors import ACTING_CHARACTERS, shorten
 
 __all__ = ["CONTEXT_CHARS", "LINE_CHARS", "RECALL_AROUND", "bounded", "render_hits"]
 
@@ -33,24 +33,10 @@ def bounded(text: str, max_chars: int) -> str:
     return text if len(text) <= max_chars else text[: max_chars - 1] + "…"
 
 
-_UNPRINTABLE = {
-    c: "\ufffd"
-    for c in (
-        *range(32),  # C0 controls but the tab: a line break would forge a hit of its own
-        *range(127, 160),  # DEL and C1 controls (U+0085 is a line break to some readers)
-        0x061C,  # the Arabic letter mark, a bidi control
-        0x200E,  # left-to-right and right-to-left marks
-        0x200F,
-        0x2028,  # line and paragraph separators: a line break to JavaScript and many viewers
-        0x2029,
-        *range(0x202A, 0x202F),  # bidi embeddings and overrides (U+202E turns text around)
-        *range(0x2066, 0x206A),  # bidi isolates
-    )
-    if c != 9
-}
-"""What a shown piece of data (a line, a tool name, an id) must not carry: each becomes
-U+FFFD. Line breaks would let an archived line pose as another hit or as the tool's own
-words; bidi controls make a line read otherwise than it is."""
+_UNPRINTABLE = {c: "\ufffd" for span in ACTING_CHARACTERS for c in span if c != 9}
+"""What a shown piece of data (a line, a tool name, an id) must not carry (`ACTING_CHARACTERS`
+but the tab): each becomes U+FFFD. Line breaks would let an archived line pose as another hit
+or as the tool's own words; bidi controls make a line read otherwise than it is."""
 
 
 def _cut(line: str, at: int, width: int) -> str:

@@ -33,15 +33,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
+from langgraph_ctx.errors import ACTING_CHARACTERS
+
 __all__ = ["FOLD_WIDTH", "Output", "inert", "masked", "say", "visible_controls"]
 
-_UNSAFE = re.compile(
-    "[\x00-\x08\x0b-\x1f\x7f-\x9f"  # C0 but tab and newline, DEL, C1 (0x9b is CSI, 0x9d OSC)
-    "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"  # bidi marks, embeddings, overrides, isolates
-    "\u2028\u2029"  # line and paragraph separators: a line break to some readers, not to others
-    "\ud800-\udfff]"  # lone surrogates (read with surrogatepass): no terminal encoding has them
-)
-_LINE_BREAKS = re.compile("[\t\n]")
+# Each acting character as its escape; tab and newline apart: a block of text keeps them.
+_ESCAPES = {c: f"\\u{c:04x}" for span in ACTING_CHARACTERS for c in span if c not in (9, 10)}
+_ESCAPES_AND_LINES = {**_ESCAPES, 9: "\\u0009", 10: "\\u000a"}
 _PASSWORD_IN_URI = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/?#@\s]*):[^@/?#\s]*@")
 _PASSWORD_PARAM = re.compile(r"(\bpassword=)[^&\s]*", re.IGNORECASE)
 
@@ -80,13 +78,7 @@ def visible_controls(text: str, *, keep_lines: bool = False) -> str:
     message `restore` prints (a URI in it is the message's, not ours to mask). The escapes
     are valid in JSON strings too, so a JSON record stays JSON.
     """
-    if not keep_lines and _LINE_BREAKS.search(text):
-        text = _LINE_BREAKS.sub(_escaped, text)
-    return _UNSAFE.sub(_escaped, text) if _UNSAFE.search(text) else text
-
-
-def _escaped(found: re.Match[str]) -> str:
-    return f"\\u{ord(found.group()):04x}"
+    return text.translate(_ESCAPES if keep_lines else _ESCAPES_AND_LINES)
 
 
 def _data(value: object, *, style: str = "", keep_lines: bool = True) -> Text:
