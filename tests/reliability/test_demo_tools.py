@@ -288,32 +288,6 @@ def test_a_slow_pattern_is_still_blamed(tmp_path: Path, monkeypatch: pytest.Monk
     assert "ran out of time" in text and "nested repetition" in text
 
 
-def test_a_pattern_that_would_fill_the_memory_is_refused(tmp_path: Path) -> None:
-    # Compiling `a{4294967294}` took all of the host's memory; here under a 2 GB limit.
-    (tmp_path / "a.txt").write_text("aaa\n", encoding="utf-8")
-    script = (
-        "import resource, sys\n"
-        "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))\n"
-        "from langgraph_ctx.cli.folder_tools import make_tools\n"
-        "tool = next(t for t in make_tools(sys.argv[1]) if t.name == 'search_text')\n"
-        "for pattern in ('a{4294967294}', 'a{10000000}', '(?:a{1000}){1000}'):\n"
-        "    r = tool.invoke({'type': 'tool_call', 'id': 'c', 'name': 'search_text',\n"
-        "                     'args': {'pattern': pattern}})\n"
-        "    print(r.status, r.content.replace(chr(10), ' ')[:300])\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    answers = done.stdout.splitlines()
-    assert len(answers) == 3
-    assert all(a.startswith("error Error: ") for a in answers), answers
-
-
 def test_a_crowded_folder_is_read_in_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(demo, "MAX_SCANNED_ENTRIES", 50)  # 20,000 by default
     for n in range(80):

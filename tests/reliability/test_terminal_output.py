@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import unicodedata
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import ormsgpack
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_to_dict
 
 from langgraph_ctx.cli import main
-from tests.reliability.test_handed_files import one_error_line, record_agent_thread
+from tests.reliability.test_handed_files import (
+    edit_ledgers,
+    one_error_line,
+    record_agent_thread,
+)
 
 TITLE = "\x1b]0;pwned-title\x07"
 CLIPBOARD = "\x1b]52;c;ZWNobyBwd25lZA==\x07"
@@ -39,24 +40,6 @@ def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("LANGGRAPH_STRICT_MSGPACK", raising=False)
     for name in ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
         monkeypatch.delenv(name, raising=False)
-
-
-def edit_ledgers(db: Path, change: Callable[[dict[str, Any]], None], thread: str = "t1") -> None:
-    """Apply `change` to the ledger of every checkpoint of `thread` that has one."""
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute(
-            "SELECT checkpoint_id, checkpoint FROM checkpoints WHERE thread_id = ?", (thread,)
-        ).fetchall()
-        for checkpoint_id, blob in rows:
-            data = ormsgpack.unpackb(blob, ext_hook=lambda code, raw: ormsgpack.Ext(code, raw))
-            ledger = data["channel_values"].get("context_ledger")
-            if not ledger:
-                continue
-            change(ledger)
-            conn.execute(
-                "UPDATE checkpoints SET checkpoint = ? WHERE thread_id = ? AND checkpoint_id = ?",
-                (ormsgpack.packb(data), thread, checkpoint_id),
-            )
 
 
 def hostile_ledger(ledger: dict[str, Any]) -> None:
