@@ -57,6 +57,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="cost section: our row's ContextBudget trigger (share of the limit; default 0.9)",
     )
     parser.add_argument(
+        "--summaries",
+        choices=["same", "shape"],
+        default="same",
+        help="sections comparing systems: every system's summarizer; same = the deterministic"
+        " summary (default), shape = the conversation's shape only, no line of any tool output",
+    )
+    parser.add_argument(
         "--plot",
         default=None,
         help="frontier section: where to write the cost/recall plot"

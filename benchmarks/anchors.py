@@ -1,6 +1,6 @@
 """The anchors the benchmarks compare with: `langgraph_ctx.replay.anchors` (and its deepagents
 part), the one copy `langgraph-ctx frontier` replays too. The benchmarks give each anchor that
-summarizes their own fake summarizer (`benchmarks.replay.FactEchoModel`) explicitly."""
+summarizes the summary condition's model (`langgraph_ctx.replay.summary_models`) explicitly."""
 
 from langgraph_ctx.replay.anchors import (
     ContextEditingAnchor,

@@ -6,9 +6,10 @@ Every system gets, on each workload:
 
 * the same budget: window W minus reserved output R (`limit`); a prompt over it is an overrun;
 * the same exact counter (`TiktokenCounter("gpt-4o")`, shared);
-* the same fake summarizer (`SummaryModel`): a real, non-empty four-section summary of whatever
-  it is sent (tools used, the latest request), plus every planted fact whose key it saw. No
-  system falls back because the summarizer answered nothing;
+* the same summarizer, ours included: a fresh instance, per system, of the summary
+  condition's model (`--summaries same`: the deterministic summary of the messages each
+  system asks it to summarize; `shape`: their shape only, no line of any tool output;
+  `langgraph_ctx.replay.summary_models`), named in each table's title;
 * its best documented settings (see `_NOTES`), deepagents with its tool-result eviction scaled
   to the window (deepagents' default is 20,000 tokens for a 200k model: a tenth of the window).
 
@@ -45,17 +46,26 @@ from benchmarks.anchors import (
     TrimMessagesAnchor,
 )
 from benchmarks.pipeline import Aggregate, Ours
-from benchmarks.replay import FactEchoModel, ReplayResult, System, load_trajectories, replay
+from benchmarks.replay import (
+    FactEchoModel,
+    ReplayResult,
+    System,
+    condition_note,
+    load_trajectories,
+    replay,
+    summaries_of,
+)
 from benchmarks.workload import generate_workload
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.prompt.report import ContextBudget
+from langgraph_ctx.replay.summary_models import SpanSummaryModel, condition_model
 from langgraph_ctx.strategies import SlidingWindow, default_strategies
 
 __all__ = ["SummaryModel", "WORKLOADS", "our_budget", "run"]
 
 
 class SummaryModel(FactEchoModel):
-    """The shared fake summarizer: a real summary of its input, with the facts it saw.
+    """A fake summarizer (latency's and load's): a real summary of its input, with its facts.
 
     The answer has the four sections every summarizer prompt asks for: `<completed>` (how
     many messages and which tools the input showed), `<remaining>` (the latest user request
@@ -133,8 +143,8 @@ WORKLOADS = {
 """`--workload` name -> spec."""
 
 
-def _model(limit: int, facts: dict[str, str]) -> SummaryModel:
-    return SummaryModel(profile={"max_input_tokens": limit}).with_facts(facts)
+def _model(limit: int, summaries: str) -> SpanSummaryModel:
+    return condition_model(summaries, limit)
 
 
 def our_budget(spec: WorkloadSpec, *, trigger: float | None = None) -> ContextBudget:
@@ -161,6 +171,7 @@ def systems(
     our_trigger: float | None = None,
     with_search: bool = False,
     with_facts_setting: bool = False,
+    summaries: str = "same",
 ) -> list[Callable[[], System]]:
     """Every system of the table, as fresh-instance factories.
 
@@ -169,7 +180,8 @@ def systems(
     (the summarizer reads the originals) after it.
 
     `our_trigger` replaces our budget's `trigger` (a share of the limit) and names the row so;
-    the anchors keep their own settings (`ANCHOR_TRIGGER`, `ANCHOR_KEEP`).
+    the anchors keep their own settings (`ANCHOR_TRIGGER`, `ANCHOR_KEEP`). Every system that
+    summarizes, ours too, gets a fresh summarizer of the condition `summaries`.
     """
     w, limit = spec.window, spec.limit
     # The anchors' own settings, fixed here so that they do not move with our defaults.
@@ -182,7 +194,7 @@ def systems(
             f"{name}{_SEARCH_BOUND}" if bind_search else name,
             strategies=default_strategies(),
             archive=True,
-            model=_model(limit, facts),
+            model=_model(limit, summaries),
             budget=ours_budget,
             bind_search=bind_search,
         )
@@ -198,7 +210,7 @@ def systems(
             f"{_OURS}, {_READS_ORIGINALS}",
             strategies=strategies,
             archive=True,
-            model=_model(limit, facts),
+            model=_model(limit, summaries),
             budget=ours_budget,
         )
 
@@ -213,26 +225,28 @@ def systems(
             limit=limit,
             trigger=trigger,
             keep=keep,
-            model=_model(limit, facts),
+            model=_model(limit, summaries),
             trim_tokens_to_summarize=None,
         ),
         lambda: LangmemAnchor(
             limit=limit,
             before_summary=trigger,
             max_summary_tokens=min(1_024, limit // 10),
-            model=_model(limit, facts),
+            model=_model(limit, summaries),
         ),
-        lambda: DeepagentsAgentAnchor(limit=limit, evict_tokens=20_000, model=_model(limit, facts)),
         lambda: DeepagentsAgentAnchor(
-            limit=limit, evict_tokens=w // 10, model=_model(limit, facts), scaled=True
+            limit=limit, evict_tokens=20_000, model=_model(limit, summaries)
+        ),
+        lambda: DeepagentsAgentAnchor(
+            limit=limit, evict_tokens=w // 10, model=_model(limit, summaries), scaled=True
         ),
     ]
 
 
 _NOTES = [
     "effective cost = uncached prompt tokens + 0.1 x cache-reusable prompt tokens + summarizer"
-    " input and output tokens (exact gpt-4o counts); every system's summarizer is the same"
-    " SummaryModel.",
+    " input and output tokens (exact gpt-4o counts); every system's summarizer, ours too, is the"
+    " model of the summary condition in the table's title (--summaries).",
     "next-step recall = at each call, the distinctive names (paths, dotted/snake/camel"
     " identifiers, long numbers, hex ids) the recorded next AI message uses that first came from"
     " an earlier tool output; the share of them for which the prompt shows a whole line (20+"
@@ -281,7 +295,7 @@ def _searched(a: Aggregate) -> str:
     return f"{100 * a.total('search_hits') / total:.1f}% of {int(total):,}" if total else "-"
 
 
-def _halves(spec: WorkloadSpec, aggs: dict[str, Aggregate]) -> None:
+def _halves(spec: WorkloadSpec, aggs: dict[str, Aggregate], summaries: str) -> None:
     """Each system on two halves of the runs (alternate runs in load order), and on the
     longest third of them (the last third in load order, by message count), apart.
 
@@ -323,7 +337,8 @@ def _halves(spec: WorkloadSpec, aggs: dict[str, Aggregate]) -> None:
                 ]
             )
     print_table(
-        f"{spec.name}: the same systems on each half of the runs and on the longest third",
+        f"{spec.name}: the same systems on each half of the runs and on the longest third;"
+        f" {condition_note(summaries)}",
         [
             "runs",
             "system",
@@ -344,7 +359,7 @@ def _restorable(a: Aggregate) -> str:
 
 
 def run_workload(
-    spec: WorkloadSpec, *, our_trigger: float | None = None
+    spec: WorkloadSpec, *, our_trigger: float | None = None, summaries: str = "same"
 ) -> dict[str, Aggregate] | None:
     """Replay every system on the workload's runs; print the table; return the aggregates."""
     runs = spec.load()
@@ -356,7 +371,12 @@ def run_workload(
     for label, messages, facts in runs:
         facts_total += len(facts)
         makers = systems(
-            spec, facts, our_trigger=our_trigger, with_search=True, with_facts_setting=True
+            spec,
+            facts,
+            our_trigger=our_trigger,
+            with_search=True,
+            with_facts_setting=True,
+            summaries=summaries,
         )
         for make in makers:
             started = time.perf_counter()
@@ -401,7 +421,7 @@ def run_workload(
         )
     print_table(
         f"{spec.name}: {len(runs)} run(s), {sum(len(r[1]) for r in runs):,} messages, limit"
-        f" {spec.limit:,}",
+        f" {spec.limit:,}; {condition_note(summaries)}",
         [
             "system",
             "eff. cost",
@@ -442,7 +462,7 @@ def run_workload(
                 " its cached prefix)"
             )
     if len(runs) > 1:
-        _halves(spec, aggs)
+        _halves(spec, aggs, summaries)
     return aggs
 
 
@@ -463,11 +483,11 @@ def run(args: argparse.Namespace) -> None:
     """The `cost` section: the chosen workloads (default all), one table each."""
     names: Sequence[str] = getattr(args, "workload", None) or list(WORKLOADS)
     warnings.filterwarnings("ignore", message="Failed to trim messages")  # langmem, every call
-    trigger = getattr(args, "trigger", None)
+    trigger, summaries = getattr(args, "trigger", None), summaries_of(args)
     if getattr(args, "quick", False) and not getattr(args, "workload", None):
-        run_workload(QUICK, our_trigger=trigger)
+        run_workload(QUICK, our_trigger=trigger, summaries=summaries)
         names = []
     for name in names:
-        run_workload(WORKLOADS[name], our_trigger=trigger)
+        run_workload(WORKLOADS[name], our_trigger=trigger, summaries=summaries)
     for note in _NOTES:
         print(note)

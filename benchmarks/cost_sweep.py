@@ -4,10 +4,11 @@
 section of `python -m benchmarks`, which `make bench` runs).
 
 The cost section's conditions (same budget, counter, summarizer and runs as
-`python -m benchmarks cost`). Our system runs once per setting, one setting changed per row
-from the defaults (and the defaults of the previous release, for reference); the valid anchors
-run once each. Each table lists cost and recall side by side; the plot puts every row of every
-workload on the plane of effective cost against next-step recall, so the frontier shows.
+`python -m benchmarks cost`; the summary condition, `--summaries`, in each table's title). Our
+system runs once per setting, one setting changed per row from the defaults (and the defaults
+of the previous release, for reference); the valid anchors run once each. Each table lists
+cost and recall side by side; the plot puts every row of every workload on the plane of
+effective cost against next-step recall, so the frontier shows.
 """
 
 from __future__ import annotations
@@ -21,18 +22,18 @@ from pathlib import Path
 from benchmarks._table import fmt_int, print_table
 from benchmarks.cost import QUICK, WORKLOADS, WorkloadSpec, _model, our_budget, systems
 from benchmarks.pipeline import Aggregate, Ours
-from benchmarks.replay import System, replay
+from benchmarks.replay import System, condition_note, replay, summaries_of
 from langgraph_ctx.replay.settings import SETTINGS, Setting
 
 
-def _ours(spec: WorkloadSpec, setting: Setting, facts: dict[str, str]) -> Callable[[], Ours]:
+def _ours(spec: WorkloadSpec, setting: Setting, summaries: str) -> Callable[[], Ours]:
     budget = dataclasses.replace(our_budget(spec), **setting.budget_changes())
     strategies = setting.strategy_list()
     return lambda: Ours(
         f"ours: {setting.label}",
         strategies=strategies,
         archive=True,
-        model=_model(spec.limit, facts),
+        model=_model(spec.limit, summaries),
         budget=budget,
     )
 
@@ -50,8 +51,11 @@ def _percent(share: float | None) -> str:
     return f"{100 * share:.1f}%" if share is not None else "-"
 
 
-def sweep(spec: WorkloadSpec) -> dict[str, Aggregate] | None:
-    """Replay ours under each setting and every anchor; print one table; return the rows."""
+def sweep(spec: WorkloadSpec, summaries: str = "same") -> dict[str, Aggregate] | None:
+    """Replay ours under each setting and every anchor; print one table; return the rows.
+
+    Every system that summarizes gets a fresh summarizer of the condition `summaries`.
+    """
     runs = spec.load()
     if not runs:
         print(f"\n{spec.name}: skipped (no recorded runs in data/trajectories)")
@@ -59,8 +63,9 @@ def sweep(spec: WorkloadSpec) -> dict[str, Aggregate] | None:
     aggs: dict[str, Aggregate] = {}
     facts_total = sum(len(facts) for _, _, facts in runs)
     for _, messages, facts in runs:
-        makers: list[Callable[[], System]] = [_ours(spec, s, facts) for s in SETTINGS]
-        makers += systems(spec, facts)[1:]  # the anchors, as the cost section runs them
+        makers: list[Callable[[], System]] = [_ours(spec, s, summaries) for s in SETTINGS]
+        # the anchors, as the cost section runs them
+        makers += systems(spec, facts, summaries=summaries)[1:]
         for make in makers:
             result = replay(make(), messages, limit=spec.limit, facts=list(facts), providers=True)
             aggs.setdefault(result.name, Aggregate(result.name)).runs.append(result)
@@ -85,7 +90,8 @@ def sweep(spec: WorkloadSpec) -> dict[str, Aggregate] | None:
             ]
         )
     print_table(
-        f"cost and next-step recall: {spec.name}, limit {spec.limit:,}",
+        f"cost and next-step recall: {spec.name}, limit {spec.limit:,};"
+        f" {condition_note(summaries)}",
         [
             "system",
             "eff. cost",
@@ -101,7 +107,7 @@ def sweep(spec: WorkloadSpec) -> dict[str, Aggregate] | None:
     return aggs
 
 
-def plot(results: dict[str, dict[str, Aggregate]], path: Path) -> None:
+def plot(results: dict[str, dict[str, Aggregate]], path: Path, summaries: str = "same") -> None:
     """Effective cost against next-step recall, one panel per workload."""
     import matplotlib
 
@@ -135,7 +141,7 @@ def plot(results: dict[str, dict[str, Aggregate]], path: Path) -> None:
         ax.grid(alpha=0.3)
     fig.suptitle(
         "langgraph-ctx settings (blue, defaults red) against the anchors "
-        "(orange: valid, grey: not valid)",
+        f"(orange: valid, grey: not valid); {condition_note(summaries)}",
         fontsize=10,
     )
     fig.tight_layout()
@@ -156,16 +162,16 @@ def run(args: argparse.Namespace) -> None:
     if getattr(args, "quick", False) and not getattr(args, "workload", None):
         specs = [QUICK]
     warnings.filterwarnings("ignore", message="Failed to trim messages")
-    results = {}
+    results, summaries = {}, summaries_of(args)
     for spec in specs:
-        aggs = sweep(spec)
+        aggs = sweep(spec, summaries)
         if aggs is None and WORKLOADS["synthetic"].name not in results:
             spec = WORKLOADS["synthetic"]  # a plain clone: the seeded run stands in
-            aggs = sweep(spec)
+            aggs = sweep(spec, summaries)
         if aggs is not None:
             results[spec.name] = aggs
     if results:
-        plot(results, Path(getattr(args, "plot", None) or DEFAULT_PLOT))
+        plot(results, Path(getattr(args, "plot", None) or DEFAULT_PLOT), summaries)
     print("validity: no prompt over the limit, none a provider's converter rejects, no error")
 
 
@@ -175,6 +181,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workload", action="append", choices=list(WORKLOADS))
     parser.add_argument("--plot", default=None, help=f"where to write the plot ({DEFAULT_PLOT})")
     parser.add_argument("--quick", action="store_true", help="the synthetic run only")
+    parser.add_argument(
+        "--summaries", choices=["same", "shape"], default="same", help="every row's summarizer"
+    )
     run(parser.parse_args(argv))
     return 0
 

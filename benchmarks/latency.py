@@ -231,7 +231,6 @@ def _replay_cost(spec: Any, runs: list[Any], prepare: bool) -> dict[str, float]:
     The summarizer is the cost section's (instant): which span each summary covers is decided
     by the ledger, not by timing, so the figures do not depend on the machine.
     """
-    from benchmarks.cost import _model
     from benchmarks.pipeline import Ours
     from benchmarks.replay import replay
     from langgraph_ctx.prompt.report import ContextBudget
@@ -239,7 +238,7 @@ def _replay_cost(spec: Any, runs: list[Any], prepare: bool) -> dict[str, float]:
     totals = {"cost": 0.0, "input": 0.0, "calls": 0.0, "facts": 0.0, "facts_total": 0.0}
     budget = ContextBudget(context_window_tokens=spec.window, reserved_output_tokens=spec.reserved)
     for _, messages, facts in runs:
-        model = _model(spec.limit, facts)
+        model = SummaryModel(profile={"max_input_tokens": spec.limit}).with_facts(facts)
         system = Ours(
             "langgraph-ctx defaults",
             strategies=default_strategies(),

@@ -14,8 +14,9 @@ Three sections, each replaying the recorded trajectories of `data/trajectories`
   for byte and the archive bytes written.
 * `summarization` (issue 5): ours with `SlidingWindow(summarize=True)` and a `Summarizer` against
   LangChain's `SummarizationMiddleware`, langmem's `summarize_messages` and deepagents'
-  summarization, all with the same fake summarizer (`FactEchoModel`, which answers with the
-  planted facts it sees): effective input cost, facts visible in the final prompt, facts
+  summarization, all with the same summarizer (a fresh instance each of the summary condition's
+  model, `--summaries`, named in the titles: `same`, the deterministic summary; `shape`, the
+  conversation's shape only): effective input cost, facts visible in the final prompt, facts
   recoverable from state and archive, summarizer calls.
 
 Anchors are driven through their own code (see `benchmarks.anchors`); nothing is
@@ -46,20 +47,23 @@ from benchmarks.anchors import (
 )
 from benchmarks.first_build import first_build
 from benchmarks.replay import (
-    FactEchoModel,
     ReplayResult,
     System,
+    condition_note,
     counter,
     load_trajectories,
     make_model,
     probe_time_at,
     replay,
+    summaries_of,
     time_at,
 )
 from benchmarks.synthetic import SyntheticRun, generate_run
 from langgraph_ctx.archive import StoreBackend
 from langgraph_ctx.prompt.report import ContextBudget
+from langgraph_ctx.replay.models import RecordingModel
 from langgraph_ctx.replay.pipeline_system import PipelineSystem
+from langgraph_ctx.replay.summary_models import condition_model
 from langgraph_ctx.strategies import (
     DropMemory,
     PruneToolOutputs,
@@ -132,7 +136,7 @@ class Ours(PipelineSystem):
         archive: bool = False,
         summarize: bool = False,
         remove_summarized: bool = False,
-        model: FactEchoModel | None = None,
+        model: RecordingModel | None = None,
         budget: ContextBudget = BUDGET,
         bind_search: bool = False,
     ) -> None:
@@ -539,8 +543,12 @@ def run_compaction(args: argparse.Namespace) -> None:
 LANGMEM_SUMMARY_TOKENS = 1024  # our Summarizer's max_output_tokens
 
 
-def _summarization_entries() -> list[Entry]:
+def _summarization_entries(summaries: str = "same") -> list[Entry]:
     ours = "ours: summarizing window + Summarizer"
+
+    def model() -> RecordingModel:
+        return condition_model(summaries, LIMIT)
+
     return [
         Entry(
             ours,
@@ -550,13 +558,12 @@ def _summarization_entries() -> list[Entry]:
                 archive=True,
                 summarize=True,
                 remove_summarized=True,
+                model=model(),
             ),
         ),
         Entry(
             "LC SummarizationMiddleware",
-            lambda: LCSummarizationAnchor(
-                limit=LIMIT, trigger=TRIGGER, keep=TARGET, model=make_model(LIMIT)
-            ),
+            lambda: LCSummarizationAnchor(limit=LIMIT, trigger=TRIGGER, keep=TARGET, model=model()),
         ),
         Entry(
             "langmem summarize_messages",
@@ -564,12 +571,12 @@ def _summarization_entries() -> list[Entry]:
                 limit=LIMIT,
                 before_summary=TARGET,
                 max_summary_tokens=LANGMEM_SUMMARY_TOKENS,
-                model=make_model(LIMIT),
+                model=model(),
             ),
         ),
         Entry(
             "deepagents summarization",
-            lambda: DeepagentsSummarizationAnchor(limit=LIMIT, model=make_model(LIMIT)),
+            lambda: DeepagentsSummarizationAnchor(limit=LIMIT, model=model()),
         ),
     ]
 
@@ -577,8 +584,9 @@ def _summarization_entries() -> list[Entry]:
 _SUMMARY_NOTES = [
     "effective cost = uncached prompt tokens + 0.1 x cache-reusable tokens + summarizer input"
     " tokens (all exact gpt-4o counts; summarizer input = every call the fake model received).",
-    "fake summarizer (every system): a BaseChatModel answering with each FACT-nnnn line found in"
-    " its input, once, one per line; empty when there is none.",
+    "fake summarizer (every system, ours too; the summary condition in the titles): a"
+    " BaseChatModel answering with the deterministic summary (same) or the shape (shape) of the"
+    " messages each system's prompt asks it to summarize (langgraph_ctx.replay.summary_models).",
     "ours: ContextManager(strategies=[DropMemory(), PruneToolOutputs(),"
     " SlidingWindow(summarize=True)], summarizer=Summarizer(model=fake), archive=...);"
     " covered messages leave live state once in the insurance dump"
@@ -604,7 +612,8 @@ def _fits(a: Aggregate) -> bool:
 def run_summarization(args: argparse.Namespace) -> None:
     """Issue 5: ours (auto_compact + Summarizer) vs three summarizing anchors."""
     trajectories, synth, _ = _inputs(args.quick)
-    entries = _summarization_entries()
+    summaries = summaries_of(args)
+    entries = _summarization_entries(summaries)
     traj = run_entries(entries, [(name, ms, ()) for name, ms in trajectories])
     facts = [f.text for f in synth.facts]
     syn = run_entries(entries, [("synthetic", synth.messages, facts)])
@@ -636,7 +645,7 @@ def run_summarization(args: argparse.Namespace) -> None:
     if trajectories:
         print_table(
             f"Issue 5 - summarization on {_traj_note(trajectories)} (no planted facts: cost"
-            f" only; window {WINDOW:,})",
+            f" only; window {WINDOW:,}; {condition_note(summaries)})",
             cost_headers,
             [cost_row(a) for a in traj.values()],
             notes=[*_codes_notes(traj.values()), _fresh_note(traj.values())],
@@ -646,7 +655,8 @@ def run_summarization(args: argparse.Namespace) -> None:
     n_calls = next(iter(syn.values())).calls
     print_table(
         f"Issue 5 - summarization on the synthetic coding run ({len(synth.messages):,} messages,"
-        f" {n_calls:,} calls, {len(facts)} planted facts, window {WINDOW:,})",
+        f" {n_calls:,} calls, {len(facts)} planted facts, window {WINDOW:,};"
+        f" {condition_note(summaries)})",
         [
             *cost_headers[:2],
             "facts visible",

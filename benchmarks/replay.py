@@ -5,8 +5,11 @@ The call-by-call replay itself is `langgraph_ctx.replay.engine.replay` (the one 
 exact `TiktokenCounter("gpt-4o")` for every system and metric, progress lines on long runs,
 and optionally the providers' own converters (`tests.providers`) as a second validity judge.
 
-Summarizer work is measured on `FactEchoModel`, a fake chat model every system gets its own
-instance of: it records each call's input and answers with the planted facts it saw.
+The sections that compare systems give every system that summarizes (ours too) a fresh
+instance of one summarizer, the summary condition's (`--summaries`: `same`, the deterministic
+summary; `shape`, the conversation's shape only; `langgraph_ctx.replay.summary_models`), and
+name the condition in their tables' titles (`condition_note`). `FactEchoModel`, a fake chat
+model answering with the planted facts it saw, stays for the sections that replay ours alone.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from langgraph_ctx.messages import text_of
 from langgraph_ctx.replay import engine
 from langgraph_ctx.replay.engine import CallRecord, ReplayResult, System
 from langgraph_ctx.replay.models import RecordingModel
+from langgraph_ctx.replay.summary_models import SUMMARY_CONDITIONS
 from langgraph_ctx.tokens import TiktokenCounter
 
 __all__ = [
@@ -31,6 +35,8 @@ __all__ = [
     "FactEchoModel",
     "ReplayResult",
     "System",
+    "condition_note",
+    "summaries_of",
     "load_trajectories",
     "probe_time_at",
     "replay",
@@ -85,6 +91,16 @@ class FactEchoModel(RecordingModel):
 def make_model(window: int) -> FactEchoModel:
     """A fresh fake summarizer whose profile advertises `window` input tokens."""
     return FactEchoModel(profile={"max_input_tokens": window})
+
+
+def summaries_of(args: object) -> str:
+    """The summary condition `args` names (`--summaries`), `"same"` by default."""
+    return str(getattr(args, "summaries", None) or "same")
+
+
+def condition_note(condition: str) -> str:
+    """How a table's title names the summary condition every system ran under."""
+    return f"summaries: {SUMMARY_CONDITIONS[condition]}"
 
 
 # --- the replay ------------------------------------------------------------------------------

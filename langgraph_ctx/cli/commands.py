@@ -285,7 +285,8 @@ def _frontier_parser(sub: Any) -> None:
         "trim_messages, LangChain's SummarizationMiddleware, deepagents), and print per row: "
         "effective cost and its ratio to the defaults, next-step recall, prompts over the "
         "budget, invalid prompts, share restorable. No model is called unless --summarizer "
-        "names one (the alternatives that need one get a stand-in that writes nothing). The "
+        "names one (then every row that summarizes gets it); else every row that summarizes, "
+        "ours and the alternatives, gets the same stand-in summarizer (--summaries). The "
         "last line recommends a change only when it buys something over the defaults (+1 point "
         "of recall within --max-cost times their cost, or 2% less cost at no less recall; of "
         "those the best recall), else keeps the defaults and names the runner-up, and says how "
@@ -327,6 +328,11 @@ def _frontier_parser(sub: Any) -> None:
         help="the most the recommended setting may cost, times the defaults' cost",
     )  # fmt: skip
     frontier.add_argument("--summarizer", help="provider:model that writes real summaries")
+    frontier.add_argument(
+        "--summaries", choices=["same", "shape"],
+        help="without --summarizer, every row's summarizer: same = the deterministic summary "
+        "(default), shape = the conversation's shape only, no line of any tool output",
+    )  # fmt: skip
     frontier.add_argument("--system-prompt", help="system prompt for threads without one")
     frontier.add_argument("--json", type=Path, metavar="OUT", help="write the rows as JSON")
     frontier.add_argument("--plot", type=Path, metavar="PNG", help="draw cost against recall")

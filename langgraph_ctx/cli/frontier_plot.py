@@ -78,8 +78,10 @@ def plot_frontier(rows: Sequence[dict[str, Any]], path: Path, title: str) -> Non
         Line2D([], [], color="tab:green", alpha=0.4, label="the Pareto front"),
     ]  # fmt: skip
     last = axes[0][-1]
+    conditions = sorted({str(r.get("summaries")) for r in rows if r.get("summaries")})
     last.legend(handles=key, loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize=8,
-                frameon=False, borderaxespad=0)  # fmt: skip
+                frameon=False, borderaxespad=0, title_fontsize=8,
+                title=f"summaries: {', '.join(conditions)}" if conditions else None)  # fmt: skip
     if numbered:  # the numbered points, under the key
         lines = [f"{n}: {r['setting']}" for n, r in enumerate(numbered, 1)]
         last.text(1.03, 0.62, "\n".join(lines), transform=last.transAxes, fontsize=7, va="top")

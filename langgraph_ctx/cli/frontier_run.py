@@ -40,6 +40,7 @@ from langgraph_ctx.replay.settings import (
     apply_code,
     strategy_config,
 )
+from langgraph_ctx.replay.summary_models import SUMMARY_CONDITIONS
 from langgraph_ctx.replay.tally import (
     ALTERNATIVES,
     MIN_COST_SAVING,
@@ -106,12 +107,20 @@ def run_frontier(args: argparse.Namespace) -> int:
     if size > LARGE_INPUT_BYTES:  # a read that takes a while says so; bad input stays one line
         _say(f"reading {size / (1 << 20):,.0f} MB of input")
     threads = _threads(args, notes)
+    if args.summarizer and args.summaries:
+        msg = (
+            f"--summaries {args.summaries} and --summarizer {args.summarizer} both choose the "
+            "summarizer; pass one (--summarizer gives its model to every row)"
+        )
+        raise InputError(msg)
     summarizer = None
     if args.summarizer:
         from langgraph_ctx.cli.playback import init_model
 
         summarizer = init_model(args.summarizer)
-    terms = Terms(window, args.reserved, counter, summarizer, args.cache_price)
+    terms = Terms(
+        window, args.reserved, counter, summarizer, args.cache_price, args.summaries or "same"
+    )
     check_room(threads, terms.limit, counter)
     for setting in settings:  # a budget field of a user's setting that this window refuses
         setting.budget_for(window, args.reserved)
@@ -135,7 +144,11 @@ def run_frontier(args: argparse.Namespace) -> int:
             advance(0, f"setting {n}/{len(ready)} done: {tally.label}")
     best = recommend(tallies, terms.cache_price, args.max_cost)
     model = f"{args.model}'s" if args.model else "the gpt-4o"
-    summary = args.summarizer or "the deterministic summarizer (no model called)"
+    summary = (
+        f"every row's summarizer: {args.summarizer}"
+        if args.summarizer
+        else f"{SUMMARY_CONDITIONS[terms.summaries]} (no model called)"
+    )
     out = Output()
     title = (
         f"frontier: {len(threads)} thread(s), {calls:,} model calls; window {window:,}, "
@@ -159,6 +172,7 @@ def run_frontier(args: argparse.Namespace) -> int:
         more = f" and {len(labels) - 1} more setting(s)" if len(labels) > 1 else ""
         notes.append(f"{labels[0]}{more} raised {error}")
     notes += [f"{r['setting']}: {r['missing']}" for r in rows if r["missing"]]
+    notes += _fallback_notes(tallies, terms)
     for note in notes:
         out.note(note)
     if args.json is not None:
@@ -206,6 +220,7 @@ def rows_of(
         rows.append(
             {
                 "setting": tally.label,
+                "summaries": terms.condition,
                 "alternative": tally.alternative is not None,
                 "missing": missing,
                 "cost": round(cost, 1),
@@ -226,6 +241,7 @@ def rows_of(
                 "reusable_tokens": tally.reusable,
                 "summarizer_tokens": tally.summarizer_tokens,
                 "summarizer_calls": tally.summarizer_calls,
+                "summary_fallbacks": tally.summary_fallbacks,
                 "recall_hits": tally.recall_hits,
                 "recall_total": tally.recall_total,
                 "strict_recall": None
@@ -241,6 +257,25 @@ def rows_of(
             }
         )
     return rows
+
+
+def _fallback_notes(tallies: Sequence[Tally], terms: Terms) -> list[str]:
+    """Rows of ours whose summaries our fallback wrote instead of the summarizer, grouped."""
+    fell = [t for t in tallies if t.summary_fallbacks]
+    if not fell:
+        return []
+    first = fell[0]
+    more = f" and {len(fell) - 1} more setting(s)" if len(fell) > 1 else ""
+    same = (
+        "; under --summaries same the fallback is that summary itself, so only its source differs"
+        if terms.condition == "same"
+        else ""
+    )
+    return [
+        f"{first.label}{more}: {first.summary_fallbacks} summary(ies) written by our deterministic "
+        f"fallback after our validation rejected the summarizer's answer ({first.fallback_reason})"
+        f"{same}"
+    ]
 
 
 def _tokens(value: float) -> str:

@@ -9,6 +9,8 @@
   check of what restores byte for byte.
 * `anchors`, `anchors_deepagents`: what a team would pick instead, each through its own code.
 * `models`: what a replayed summarizer costs (`RecordingModel`, `SummarizerMeter`).
+* `summary_models`: the summary conditions, one stand-in summarizer for every system
+  (`DeterministicSummaryModel`, `ShapeSummaryModel`, `condition_model`).
 * `settings`: the settings `langgraph-ctx frontier` and `python -m benchmarks.cost_sweep`
   compare (the defaults and their neighbours), reading a user's setting and saying how to
   apply one.

@@ -15,7 +15,9 @@ keep and calls the anchor's own entry point before every model call:
 
 Each is a `langgraph_ctx.replay.engine.System`: `langgraph-ctx frontier` and the benchmarks
 replay them through the same engine. Counts use the given counter (default: exact gpt-4o);
-anchors that need a summarizer get the given model, or a `RecordingModel` that writes nothing.
+anchors that need a summarizer get the given model (the frontier and the benchmarks give every
+row the one summarizer of a summary condition, `replay.summary_models`), or else a
+`RecordingModel` that writes nothing.
 
 As in `create_agent`, the system prompt is not part of a middleware's `state["messages"]`: it
 travels as `ModelRequest.system_message`, and budgets given to anchors that count state

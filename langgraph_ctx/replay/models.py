@@ -1,11 +1,11 @@
 """What a replayed summarizer costs: a recording stand-in model, and a meter for a real one.
 
-A replay calls no provider unless the user names a summarizer. Systems that cannot summarize
-without a chat model (LangChain's `SummarizationMiddleware`, deepagents' summarization) then
-get a `RecordingModel`: it records each call's input and answers with `reply_text(messages)`,
-by default nothing (the summary that keeps nothing, the harder case for anything that folds
-history). A real model named by the user is metered by `SummarizerMeter`, a callback handler
-that counts what it reads and writes (the provider's usage when it reports one).
+A replay calls no provider unless the user names a summarizer. Every system that summarizes
+(ours, LangChain's `SummarizationMiddleware`, deepagents' summarization, ...) then gets a
+`RecordingModel`: it records each call's input and answers with `reply_text(messages)`, the
+summary of the summary condition (`replay.summary_models`); this base class answers nothing.
+A real model named by the user is metered by `SummarizerMeter`, a callback handler that counts
+what it reads and writes (the provider's usage when it reports one).
 """
 
 from __future__ import annotations

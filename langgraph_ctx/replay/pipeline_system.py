@@ -5,7 +5,9 @@ The ledger is carried from call to call as the graph's state would carry it; wit
 rule (`langgraph_ctx.pipeline.removal`: their span dumped first); with `bind_search` the
 `search_history` tool is counted in the budget once something is archived, as the middleware
 binds it. After the run, `finish` says how much of what left the prompt the archive or the
-history gives back byte for byte (`restorable`), the one check of it for every replay.
+history gives back byte for byte (`restorable`), the one check of it for every replay, and
+how many summaries the summarizer model did not write (`summary_fallbacks`: our validation
+rejected its answer, or no slot was free, and the deterministic fallback stood in).
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class PipelineSystem:
         self.removed: dict[str, BaseMessage] = {}  # left the live history, by id
         self.refs: dict[str, str] = {}  # every message ever pruned or compacted -> its ref
         self.last: BuildResult | None = None
+        self.fallbacks: list[str] = []  # why each summary the model did not write fell back
         self._search_cache = EntryCache()
         self._schema_tokens: int | None = None
         self._tool: Any = None
@@ -110,6 +113,12 @@ class PipelineSystem:
             self.last = None
             raise
         self.ledger, self.last = result.state, result
+        if self.model is not None:
+            self.fallbacks += [
+                str(d.detail.get("error") or "the deterministic fallback stood in")
+                for d in result.report.decisions
+                if d.detail.get("source") == "fallback"
+            ]
         return result.messages
 
     def observe(self) -> None:
@@ -197,7 +206,8 @@ class PipelineSystem:
 
         `removed`: messages whose content left the prompt; `restorable`: of those, how many the
         archive or the history gives back byte for byte; `out_of_prompt`: how many the final
-        prompt no longer holds at all.
+        prompt no longer holds at all; `summary_fallbacks`: summaries the summarizer model did
+        not write (the deterministic fallback did), with `fallback_reason`, the first one's why.
         """
         seen = {m.id for m in self.history} | set(self.removed)
         shown = {m.id for m in final_prompt}
@@ -229,4 +239,6 @@ class PipelineSystem:
             "removed": len(removed),
             "restorable": restorable,
             "out_of_prompt": sum(m.id not in shown for m in removed),
+            "summary_fallbacks": len(self.fallbacks),
+            "fallback_reason": self.fallbacks[0] if self.fallbacks else None,
         }

@@ -7,8 +7,9 @@ messages a summary covers removed once they are in an insurance dump), and each 
 team would pick instead (`ALTERNATIVES`: tool-safe `trim_messages` filling the budget,
 LangChain's `SummarizationMiddleware`, deepagents' stack) through its own code, at its best
 documented setting. A `Tally` adds up one row's `ReplayResult`s over the threads. No model is
-called unless one is named: our summaries are then the deterministic ones, and the
-alternatives that need a model get a stand-in that writes nothing (`replay.models`).
+called unless one is named: every row that summarizes (ours and the alternatives) then gets a
+fresh instance of the one summarizer of the summary condition (`Terms.summaries`,
+`replay.summary_models`); a named model is given to every row the same way.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from langgraph_ctx.replay.measure import DEFAULT_CACHE_PRICE, effective_cost
 from langgraph_ctx.replay.models import metered
 from langgraph_ctx.replay.pipeline_system import PipelineSystem
 from langgraph_ctx.replay.settings import Setting
+from langgraph_ctx.replay.summary_models import SUMMARY_CONDITIONS, condition_model
 
 __all__ = [
     "ALTERNATIVES",
@@ -53,8 +55,30 @@ class Terms:
     reserved: int
     counter: Callable[[Sequence[BaseMessage]], int]
     summarizer: Any = None
-    """A chat model writing the summaries; None for the deterministic summary."""
+    """A chat model writing every row's summaries; None: the condition's (`summaries`)."""
     cache_price: float = DEFAULT_CACHE_PRICE
+    summaries: str = "same"
+    """The summary condition when no model is named (`SUMMARY_CONDITIONS`): `"same"`, every
+    row's summaries are the deterministic summary; `"shape"`, no summary keeps a line."""
+
+    def __post_init__(self) -> None:
+        if self.summaries not in SUMMARY_CONDITIONS:
+            msg = (
+                f"summaries={self.summaries!r} is not a summary condition; "
+                f"use one of {sorted(SUMMARY_CONDITIONS)}"
+            )
+            raise ValueError(msg)
+
+    @property
+    def condition(self) -> str:
+        """The summary condition every row ran under: `"same"`, `"shape"` or `"model"`."""
+        return "model" if self.summarizer is not None else self.summaries
+
+    def summary_model(self) -> Any:
+        """The summarizer of one system: the named model (metered), else a fresh condition one."""
+        if self.summarizer is not None:
+            return metered(self.summarizer, self.counter)
+        return condition_model(self.summaries, self.limit)
 
     @property
     def limit(self) -> int:
@@ -96,6 +120,11 @@ class Tally:
     restorable_measured: bool = False
     """Whether the system says what left its prompt and what comes back (ours, deepagents'
     eviction); the others' rows show no share."""
+    summary_fallbacks: int = 0
+    """Summaries of ours the summarizer model did not write: our validation rejected its
+    answer (or no slot was free) and the deterministic fallback stood in."""
+    fallback_reason: str | None = None
+    """Why the first of them fell back."""
     errors: Counter[str] = field(default_factory=Counter)
     """First line of each error the system raised, and how often."""
 
@@ -133,6 +162,8 @@ class Tally:
             self.restorable_measured = True
         self.removed += int(result.extra.get("removed", 0))
         self.restorable += int(result.extra.get("restorable", 0))
+        self.summary_fallbacks += int(result.extra.get("summary_fallbacks", 0))
+        self.fallback_reason = self.fallback_reason or result.extra.get("fallback_reason")
         self.errors.update(result.error_lines)
 
     def cost(self, cache_price: float = DEFAULT_CACHE_PRICE) -> float:
@@ -234,8 +265,8 @@ summarizes at its own defaults)."""
 
 
 def system_for(tally: Tally, terms: Terms) -> System:
-    """A fresh system replaying `tally`'s row on one thread."""
-    model = metered(terms.summarizer, terms.counter)
+    """A fresh system replaying `tally`'s row on one thread, with `terms.summary_model()`."""
+    model = terms.summary_model()
     setting = tally.setting
     if setting is None:
         assert tally.alternative is not None
