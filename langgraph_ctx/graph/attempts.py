@@ -23,12 +23,11 @@ decisions:
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from langgraph_ctx._lru import LRUCache
 from langgraph_ctx.errors import (
     ContextWindowExceededError,
     ModelCallRefusedError,
@@ -241,22 +240,16 @@ class KnownModels:
     size = 16
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._models: OrderedDict[int, Any] = OrderedDict()
+        self._models: LRUCache[int, Any] = LRUCache(max_items=self.size)
 
     def update(self, models: Sequence[Any]) -> None:
         """Remember `models` (the newest last; the oldest beyond `size` are forgotten)."""
-        with self._lock:
-            for model in models:
-                self._models[id(model)] = model  # kept alive here: the id is not reused
-                self._models.move_to_end(id(model))
-            while len(self._models) > self.size:
-                self._models.popitem(last=False)
+        for model in models:
+            self._models.put(id(model), model)  # kept alive here: the id is not reused
 
     def models(self) -> list[Any]:
         """The models remembered, oldest first."""
-        with self._lock:
-            return list(self._models.values())
+        return self._models.values()
 
     def target(self, requested: Target, called: CalledModel, terms: ModelTerms) -> Target:
         """What to build for: the requested model, or the smaller-window model `called` names.

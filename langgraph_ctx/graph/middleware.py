@@ -31,6 +31,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
+from langgraph_ctx._lru import LRUCache
 from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, shorten
 from langgraph_ctx.graph.attempts import (
     Attempt,
@@ -42,7 +43,7 @@ from langgraph_ctx.graph.attempts import (
     too_little_left,
 )
 from langgraph_ctx.graph.guard import CallGuard, guarded
-from langgraph_ctx.graph.model_request import BuildKey, Builds, Call, sent_request
+from langgraph_ctx.graph.model_request import BuildKey, Call, sent_request
 from langgraph_ctx.graph.state import ContextAgentState
 from langgraph_ctx.ledger.edits import set_called
 from langgraph_ctx.pipeline.manager import ContextManager
@@ -150,7 +151,8 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
             self.tools.append(memory.search_tool())
         self._recall = self.tools[0] if self.tools else None
         self._reserved = memory.manager.budget.reserved_output_tokens
-        self._builds = Builds()
+        # Recent builds by call inputs, each with the objects its key names (ids not reused).
+        self._builds: LRUCache[BuildKey, tuple[Any, BuildResult]] = LRUCache(max_items=8)
         self._known = KnownModels()
 
     @property
@@ -176,7 +178,8 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         attempt = Attempt.first(request.model, ledger, self.memory, self._known)
         call = Call.of(request, ledger, self.tools, attempt.requested)
         key = BuildKey.of(request, history, call, attempt.window, attempt.target.counter)
-        result = self._builds.get(key)
+        kept = self._builds.get(key)
+        result = None if kept is None else kept[1]
         failure: Exception | None = None
         while True:
             if result is None:
@@ -196,7 +199,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
                         raise
                     raise too_little_left(err, attempt) from failure
                 if failure is None:
-                    self._builds.put(key, (request.state, history), result)
+                    self._builds.put(key, ((request.state, history), result))
             sent = sent_request(request, result, call, attempt.called)
             guard = CallGuard.of_build(
                 self.memory, attempt.target, self._reserved, result, sent, self._recall
@@ -219,7 +222,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
             finally:
                 self._known.update(guard.models)
         learned = attempt.called.after_pass(guard.last, attempt.configured)
-        self._builds.drop(key)
+        self._builds.pop(key)
         return (yield from self._finish(request, response, result, guard.last, learned))
 
     def _finish(

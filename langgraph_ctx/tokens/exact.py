@@ -15,13 +15,13 @@ import itertools
 import json
 import operator
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._ids import message_key
+from langgraph_ctx._lru import LRUCache
 from langgraph_ctx.checks import check_int
 from langgraph_ctx.errors import ConfigError, shorten
 from langgraph_ctx.messages.validation import check_tool_args, coerce_messages
@@ -113,9 +113,8 @@ class TiktokenCounter:
             self.tokens_per_message, self.tokens_per_name = 4, -1
         else:
             self.tokens_per_message, self.tokens_per_name = 3, 1
-        self._cache: OrderedDict[tuple[Any, ...], int] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
+        self._cache: LRUCache[tuple[Any, ...], int] = LRUCache(max_items=cache_size)
+        self._lock = threading.Lock()  # guards `_last` and `encoded_messages`
         # The previous message list, a snapshot of each message and its count (fast path).
         self._last: tuple[list[BaseMessage], list[Any], list[int]] = ([], [], [])
         self.encoded_messages = 0
@@ -167,28 +166,23 @@ class TiktokenCounter:
 
     def count_message(self, message: BaseMessage) -> int:
         """Tokens of one message including its per-message overhead (cached)."""
-        if self._cache_size == 0:
+        if self._cache.max_items == 0:
             self.encoded_messages += 1
             return self._encode_message(message)
-        key = message_key(message)
-        with self._lock:
-            hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-                return hit
-        return self._encode_and_store(message, key)
+        return self._cached_or_encoded(message, message_key(message))
 
-    def _encode_and_store(self, message: BaseMessage, key: tuple[Any, ...]) -> int:
+    def _cached_or_encoded(self, message: BaseMessage, key: tuple[Any, ...]) -> int:
+        hit = self._cache.get(key)  # a repeat of an earlier miss in one list is a hit here
+        if hit is not None:
+            return hit
         value = self._encode_message(message)
         with self._lock:
             self.encoded_messages += 1
-            self._cache[key] = value
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        self._cache.put(key, value)
         return value
 
     def _count_messages(self, messages: Sequence[BaseMessage]) -> int:
-        if self._cache_size == 0:
+        if self._cache.max_items == 0:
             return sum(self.count_message(m) for m in messages)
         # Fast path for a history that grew: a message the previous list held at the same
         # position keeps its count when it still equals the snapshot taken when it was counted.
@@ -218,22 +212,11 @@ class TiktokenCounter:
 
     def _lookup(self, messages: Sequence[BaseMessage]) -> list[int]:
         keys = [message_key(m) for m in messages]
-        counts: list[int] = [0] * len(keys)
-        misses: list[int] = []
-        with self._lock:  # one lock round for all lookups: in a grown history most are hits
-            cache = self._cache
-            for i, key in enumerate(keys):
-                hit = cache.get(key)
-                if hit is None:
-                    misses.append(i)
-                else:
-                    cache.move_to_end(key)
-                    counts[i] = hit
-        for i in misses:
-            with self._lock:
-                hit = self._cache.get(keys[i])  # a repeat of an earlier miss in this list
-            counts[i] = hit if hit is not None else self._encode_and_store(messages[i], keys[i])
-        return counts
+        hits = self._cache.get_many(keys)  # one lock round: in a grown history most are hits
+        return [
+            hit if hit is not None else self._cached_or_encoded(message, key)
+            for message, key, hit in zip(messages, keys, hits, strict=True)
+        ]
 
     def count_tools(self, tools: Sequence[ToolLike]) -> int:
         """Tokens of tool schemas by OpenAI's published function-counting method."""
@@ -282,8 +265,8 @@ class TiktokenCounter:
 
     def cache_clear(self) -> None:
         """Forget every cached per-message count."""
+        self._cache.clear()
         with self._lock:
-            self._cache.clear()
             self._last = ([], [], [])
 
 

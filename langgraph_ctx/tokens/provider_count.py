@@ -25,13 +25,14 @@ import hashlib
 import json
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langgraph_ctx._ids import message_fingerprint
+from langgraph_ctx._lru import LRUCache
+from langgraph_ctx.checks import check_int
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages.content import text_of
 from langgraph_ctx.tokens._gemini_count import GeminiCountApi, is_gemini_model
@@ -92,14 +93,15 @@ class ProviderCounter:
                 "counter_for_model(model) for the offline counter"
             )
             raise ConfigError(msg)
+        check_int("cache_size", cache_size, example=50_000, note="0 disables the cache")
         if fallback is None:
             fallback = offline_counter(model)
         self.model = model
         self._ask = ask
         self.fallback = fallback
         self.cache_size = cache_size
-        self._cache: OrderedDict[str, int] = OrderedDict()
-        self._lock = threading.Lock()
+        self._cache: LRUCache[str, int] = LRUCache(max_items=cache_size)
+        self._lock = threading.Lock()  # guards the call tallies
         self.api_calls = 0
         """How many times the provider was asked (cache misses)."""
         self.failures = 0
@@ -145,16 +147,13 @@ class ProviderCounter:
 
     def cache_clear(self) -> None:
         """Forget every cached count."""
-        with self._lock:
-            self._cache.clear()
+        self._cache.clear()
 
     def _count(self, key: str, messages: list[BaseMessage], tools: list[Any] | None) -> int | None:
         """The provider's count, cached under `key`; None (and a warning) when the call fails."""
-        with self._lock:
-            hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-                return hit
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
         try:
             with self._lock:
                 self.api_calls += 1
@@ -168,10 +167,7 @@ class ProviderCounter:
                 exc,
             )
             return None
-        with self._lock:
-            self._cache[key] = tokens
-            while len(self._cache) > self.cache_size:
-                self._cache.popitem(last=False)
+        self._cache.put(key, tokens)
         return tokens
 
 

@@ -25,6 +25,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "langgraph_ctx.errors",
             "langgraph_ctx.checks",
+            "langgraph_ctx._lru",
             "langgraph_ctx._effects",
             "langgraph_ctx._ids",
             "langgraph_ctx._patterns",
