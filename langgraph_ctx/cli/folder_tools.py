@@ -6,8 +6,8 @@ a name with a newline in it each come back as an error result or an escaped name
 act on, never as an exception out of the tool, a hang, or a forged line; every call is bounded
 in files, bytes, lines and time (a search that runs out of time answers partially and says so).
 
-This module is an exception to the 450-line rule of `tests/unit/test_layers.py`: the three tools
-and the guarded reads they share are one concept, each guard written once for all three.
+The three tools and the guarded reads they share are one concept: each guard is written once
+for all three.
 """
 
 from __future__ import annotations

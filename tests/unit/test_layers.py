@@ -2,8 +2,8 @@
 
 Every module under `langgraph_ctx/` is parsed with `ast`. Its imports of the package, imports
 inside functions included and `if TYPE_CHECKING:` blocks left out, must go to its own layer or
-to a layer below it (`LAYERS`, bottom to top) and never round in a circle. No module runs over
-`MAX_LINES` lines unless its docstring says why it is an exception. No module exists only to
+to a layer below it (`LAYERS`, bottom to top) and never round in a circle. A module is one
+concept and its size follows from it (issue 54 retired the line cap). No module exists only to
 re-export another's names: a module lists in `__all__` only names it defines, and only the
 package's `__init__` and its subpackages' `__init__` gather names defined elsewhere (issue 36).
 """
@@ -11,7 +11,6 @@ package's `__init__` and its subpackages' `__init__` gather names defined elsewh
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -45,11 +44,6 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("api", ("langgraph_ctx",)),  # the package's own __init__: the public names
     ("cli", ("langgraph_ctx.cli",)),
 )
-
-MAX_LINES = 450
-EXCEPTION = re.compile(r"exception[^.]*\b450\b|\b450\b[^.]*exception", re.IGNORECASE)
-"""How a docstring states that its module is an exception to the size limit, and why."""
-
 
 def _name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
@@ -198,16 +192,6 @@ def test_each_layer_imports_only_its_own_layer_or_those_below() -> None:
         if _layer(target) > _layer(module)
     ]
     assert upward == []
-
-
-def test_no_module_over_the_size_limit_without_a_stated_exception() -> None:
-    oversize = []
-    for module, path in _modules().items():
-        lines = len(path.read_text(encoding="utf-8").splitlines())
-        doc = ast.get_docstring(_tree(module)) or ""
-        if lines > MAX_LINES and not EXCEPTION.search(doc):
-            oversize.append(f"{module}: {lines} lines")
-    assert oversize == []
 
 
 # --- one import path per name (issue 36) ----------------------------------------------------------
