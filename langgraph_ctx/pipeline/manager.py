@@ -55,8 +55,7 @@ from langgraph_ctx.prompt.assembly import (
 )
 from langgraph_ctx.prompt.render import RenderCache, split_summary_body
 from langgraph_ctx.prompt.report import ContextBudget
-from langgraph_ctx.prompt.view import PromptView
-from langgraph_ctx.prompt.view_data import SummaryPlacement
+from langgraph_ctx.prompt.view import PromptView, SummaryPlacement
 from langgraph_ctx.strategies import (
     DropMemory,
     Strategy,

@@ -1,7 +1,6 @@
 """What the model will see: the prompt view of one build, and every piece it is written with.
 
-- `view`: `PromptView`, the prompt of one build as strategies read and edit it (with
-  `view_data`, `view_rendering`, `view_edits`).
+- `view`: `PromptView`, the prompt of one build as strategies read and edit it.
 - `report`: the token budget (`ContextBudget`) and the `context_cost` report of a build.
 - `render`: placeholders, notes, the summary message, the render cache; `assembly`: the base
   system prompt, its fragments and the tools.

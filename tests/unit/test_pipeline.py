@@ -974,7 +974,6 @@ def test_first_build_on_a_long_history_does_linear_work(
     The messages split into blocks, looked at by pruning and checked for user input stay a
     few times the history, whatever its length."""
     import langgraph_ctx.prompt.view as view_module
-    import langgraph_ctx.prompt.view_data as view_data_module
     import langgraph_ctx.strategies.pruning as pruning_module
 
     seen = {"split": 0, "pruning": 0, "user": 0}
@@ -986,19 +985,18 @@ def test_first_build_on_a_long_history_does_linear_work(
 
         return wrapped
 
-    # The modules the view's code lives in (their own globals are what it calls).
+    # The view's module (its own globals are what it calls).
     monkeypatch.setattr(
-        view_data_module, "split_blocks", counting("split", view_data_module.split_blocks, len)
+        view_module, "split_blocks", counting("split", view_module.split_blocks, len)
     )
     monkeypatch.setattr(
         pruning_module,
         "is_tool_output",
         counting("pruning", pruning_module.is_tool_output, lambda _: 1),
     )
-    for module in (view_module, view_data_module):
-        monkeypatch.setattr(
-            module, "is_user_input", counting("user", module.is_user_input, lambda _: 1)
-        )
+    monkeypatch.setattr(
+        view_module, "is_user_input", counting("user", view_module.is_user_input, lambda _: 1)
+    )
     history = make_history(2_400)
     # With summaries: the default list (compaction too) and an archive.
     strategies = make_strategies(
