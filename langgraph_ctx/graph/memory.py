@@ -2,8 +2,11 @@
 
 It holds the pipeline (`ContextManager`), the archive backend and the rebuild policy, and
 gives every integration point: a node before the model, a node after a turn, a `create_agent`
-middleware, a `create_react_agent` pre-model hook, the `recall` tool, and thread views that
-read through a compiled graph's checkpointer.
+middleware (`graph/middleware.py`), a `create_react_agent` pre-model hook, the `recall` and
+search tools, and the thread views: a thread read through a compiled graph's checkpointer,
+each with its async twin (the history itself is read by `langgraph_ctx.archive.history`).
+Every shell drives the same per-call plans (`plan_build`, `plan_removals`: with
+`graph/removals.py`, `plan_after_turn`), so sync and async are written once.
 
 Example:
     >>> from langgraph_ctx import ContextMemory
@@ -29,16 +32,23 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.archive._backends import ArchiveBackend
 from langgraph_ctx.archive.archive import Archive
+from langgraph_ctx.archive.history import (
+    FullHistory,
+    afull_history,
+    ahistory_page,
+    full_history,
+    history_page,
+)
 from langgraph_ctx.checks import check_bool, check_number, check_str
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.graph.durable import checkpointer_archive
-from langgraph_ctx.graph.middleware import AgentMemory
+from langgraph_ctx.graph.middleware import ContextMiddleware
 from langgraph_ctx.graph.persistence import archive_backend, config_of, graph_persistence, in_run
-from langgraph_ctx.graph.removals import Removals
-from langgraph_ctx.graph.views import ThreadViews
+from langgraph_ctx.graph.removals import plan_removal, removes_in_run
 from langgraph_ctx.pipeline.manager import ContextManager
+from langgraph_ctx.pipeline.removal import summarized_removal
 from langgraph_ctx.pipeline.result import BuildResult
-from langgraph_ctx.prompt.report import REPORT_KEY, attach_report
+from langgraph_ctx.prompt.report import REPORT_KEY, ContextCostReport, attach_report
 from langgraph_ctx.strategies import Strategy, default_strategies
 from langgraph_ctx.summaries.rebuild import plan_rebuild
 from langgraph_ctx.summaries.slots import DEFAULT_MAX_IN_FLIGHT
@@ -56,7 +66,7 @@ _MANAGER_OPTIONS = frozenset(inspect.signature(ContextManager).parameters)
 """What `ContextMemory(**manager_options)` may pass on to `ContextManager`."""
 
 
-class ContextMemory(Removals, ThreadViews, AgentMemory):
+class ContextMemory:
     """The checkpointer-aware context component.
 
     Args:
@@ -366,6 +376,32 @@ class ContextMemory(Removals, ThreadViews, AgentMemory):
                 ]
         return update
 
+    def plan_removals(
+        self,
+        messages: Sequence[BaseMessage],
+        result: BuildResult,
+        config: RunnableConfig | None,
+    ) -> Plan[tuple[list[RemoveMessage], dict[str, Any]]]:
+        """With `remove_summarized`: remove the summarized messages still in `messages`.
+
+        Returns the `RemoveMessage`s (by id, only for messages present, so a later build never
+        removes twice) and the ledger to persist. Before anything goes, the span of `messages`
+        from the first to the last removed one, with one kept neighbour on each side, is
+        archived as one more dump (`graph/removals.py`); when that dump fails the messages stay
+        live and the report says why.
+        """
+        if not result.removable_ids or not self._removes(config):
+            return [], result.state
+        removal = summarized_removal(messages, result.removable_ids)
+        if removal is None:
+            return [], result.state
+        return (yield from plan_removal(self.manager, self.archive_for(config), removal, result))
+
+    def _removes(self, config: RunnableConfig | None) -> bool:
+        """Whether summarized messages leave the live state in this run (`remove_summarized`)."""
+        configured = self._archive if self._archive is not None else self._store
+        return removes_in_run(self.remove_summarized, configured, config)
+
     def _plan_build_update(
         self,
         messages: Sequence[BaseMessage],
@@ -433,8 +469,108 @@ class ContextMemory(Removals, ThreadViews, AgentMemory):
 
         return RunnableLambda(run, afunc=arun, name="context_after_turn")
 
+    def middleware(self) -> ContextMiddleware:
+        """A `ContextMiddleware` for `langchain.agents.create_agent`."""
+        return ContextMiddleware(self)
+
     # --- thread views (read through a compiled graph's checkpointer) -------------------
+
+    def get_live_context(self, graph: Any, config: RunnableConfig) -> BuildResult:
+        """What the model would receive next on this thread."""
+        return run_plan(self.plan_build(*_thread(graph.get_state(config)), config))
+
+    async def aget_live_context(self, graph: Any, config: RunnableConfig) -> BuildResult:
+        """Async twin of `get_live_context`."""
+        return await arun_plan(self.plan_build(*_thread(await graph.aget_state(config)), config))
+
+    def get_full_history(
+        self, graph: Any, config: RunnableConfig, *, strict: bool = False
+    ) -> FullHistory:
+        """The thread's complete history, in order: live state plus archive (`full_history`).
+
+        A dump the archive cannot give back hides only its own messages: they are named in the
+        result's `unreadable` (or, with `strict=True`, the archive's error is raised).
+        """
+        thread = _thread(graph.get_state(config))
+        return full_history(*thread, self.archive_for(config, graph=graph), strict=strict)
+
+    async def aget_full_history(
+        self, graph: Any, config: RunnableConfig, *, strict: bool = False
+    ) -> FullHistory:
+        """Async twin of `get_full_history`."""
+        thread = _thread(await graph.aget_state(config))
+        return await afull_history(*thread, self.archive_for(config, graph=graph), strict=strict)
+
+    def get_history_page(
+        self,
+        graph: Any,
+        config: RunnableConfig,
+        *,
+        limit: int | None = None,
+        before: str | None = None,
+    ) -> list[BaseMessage]:
+        """A page of the thread's full history for a UI (`history.history_page`).
+
+        The last `limit` messages, or the `limit` messages before the message `before`.
+        """
+        thread = _thread(graph.get_state(config))
+        archive = self.archive_for(config, graph=graph)
+        return history_page(*thread, archive, limit=limit, before=before)
+
+    async def aget_history_page(
+        self,
+        graph: Any,
+        config: RunnableConfig,
+        *,
+        limit: int | None = None,
+        before: str | None = None,
+    ) -> list[BaseMessage]:
+        """Async twin of `get_history_page`."""
+        thread = _thread(await graph.aget_state(config))
+        archive = self.archive_for(config, graph=graph)
+        return await ahistory_page(*thread, archive, limit=limit, before=before)
+
+    def get_reports(self, graph: Any, config: RunnableConfig) -> list[ContextCostReport]:
+        """Every distinct report the thread's checkpoints hold, oldest first."""
+        return _reports(list(graph.get_state_history(config)))
+
+    async def aget_reports(self, graph: Any, config: RunnableConfig) -> list[ContextCostReport]:
+        """Async twin of `get_reports`."""
+        return _reports([s async for s in graph.aget_state_history(config)])
+
+    def restore(
+        self, ref_or_message_id: str, config: RunnableConfig, *, graph: Any = None
+    ) -> BaseMessage:
+        """One archived message of the thread, byte for byte.
+
+        Pass the compiled `graph` when the archive is the graph's store.
+        """
+        return self.archive_for(config, graph=graph).restore(ref_or_message_id)
+
+    async def arestore(
+        self, ref_or_message_id: str, config: RunnableConfig, *, graph: Any = None
+    ) -> BaseMessage:
+        """Async twin of `restore`."""
+        return await self.archive_for(config, graph=graph).arestore(ref_or_message_id)
 
 
 def _kind(obj: Any) -> str:
     return type(obj).__name__
+
+
+def _thread(snapshot: Any) -> tuple[Sequence[BaseMessage], Mapping[str, Any] | None]:
+    """A state snapshot's messages and ledger."""
+    values = snapshot.values
+    return values.get("messages", []), values.get("context_ledger")
+
+
+def _reports(snapshots: Sequence[Any]) -> list[ContextCostReport]:
+    """The distinct reports of a thread's state snapshots (newest first), oldest first."""
+    reports: list[ContextCostReport] = []
+    last: Any = None
+    for snapshot in reversed(snapshots):
+        report = (snapshot.values.get("context_ledger") or {}).get("last_report")
+        if report and report != last:
+            reports.append(ContextCostReport.from_dict(report))
+            last = report
+    return reports

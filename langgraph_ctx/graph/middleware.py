@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from langchain.agents.middleware.types import (
     AgentMiddleware,
@@ -55,8 +55,13 @@ logger = logging.getLogger("langgraph_ctx.middleware")  # the name it always had
 """Warnings for what a run survives but an operator should see."""
 
 
+@runtime_checkable
 class CallMemory(ModelTerms, Protocol):
-    """What the middleware uses of a `ContextMemory`."""
+    """What the middleware uses of a `ContextMemory`: the interface it is given.
+
+    `ContextMemory` implements it (mypy checks it at `ContextMemory.middleware()`); the
+    middleware refuses an argument without these members.
+    """
 
     expose_recall: bool
     expose_search: bool
@@ -102,14 +107,6 @@ class CallMemory(ModelTerms, Protocol):
         ...
 
 
-class AgentMemory:
-    """The part of `ContextMemory` that serves `create_agent`: its middleware."""
-
-    def middleware(self: CallMemory) -> ContextMiddleware:
-        """A `ContextMiddleware` for `langchain.agents.create_agent`."""
-        return ContextMiddleware(self)
-
-
 def _internal_call_transformers() -> tuple[Any, ...]:
     try:
         from langchain.agents.middleware.internal_call_transformer import (
@@ -137,7 +134,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
     """Keeps the summarizer's and extractor's calls out of the v3 stream's `run.messages`."""
 
     def __init__(self, memory: CallMemory) -> None:
-        if not isinstance(memory, AgentMemory):
+        if not isinstance(memory, CallMemory):
             msg = (
                 f"memory must be a ContextMemory, got {type(memory).__name__} {shorten(memory)}; "
                 "pass e.g. ContextMemory(model=model).middleware()"
