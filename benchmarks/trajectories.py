@@ -1,4 +1,4 @@
-"""The 19 recorded agent runs of `data/trajectories/`: the one loader tests and benchmarks use.
+"""The 45 recorded agent runs of `data/trajectories/`: the one loader tests and benchmarks use.
 
 Each run is a gzip-compressed `messages_to_dict` list (`<name>.json.gz`); `data/trajectories/
 README.md` says where each comes from and `LICENSE` holds its source's license. The runs are

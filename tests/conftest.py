@@ -142,7 +142,7 @@ def _load_all() -> dict[str, tuple[BaseMessage, ...]]:
 def load_trajectories() -> dict[str, list[BaseMessage]]:
     """Every trajectory by name (fresh lists; the messages are shared, do not mutate).
 
-    Parsed once per process. There are always 19: the runs are part of the repository.
+    Parsed once per process. There are always 45: the runs are part of the repository.
     """
     return {name: list(msgs) for name, msgs in _load_all().items()}
 

@@ -134,6 +134,13 @@ SETTINGS: list[Setting] = [
     Setting("quoted lines 0.3 of the room", strategies={"SlidingWindow": {"quote_share": 0.3}}),
     Setting("no excerpt on arrival", strategies={"Compaction": {"on_arrival": None}}),
     Setting("excerpt on arrival over 0.05", strategies={"Compaction": {"on_arrival": 0.05}}),
+    # See more (issue 53): a large output is read whole by the one call after it, then
+    # excerpted with the lines that call used; under "keeps no line" on the 45 recorded runs
+    # +3.9 points of next-step recall at 8k for +8.5% cost, 1.6 points less cache share.
+    Setting(
+        "an arriving output read whole once, then excerpted (arrival_read_once)",
+        strategies={"Compaction": {"arrival_read_once": True}},
+    ),
     Setting("model turns stay whole", strategies={"ShortenTurns": {"settle_after": None}}),
     Setting(
         "the newest model turn whole for one call (settle_after 1)",

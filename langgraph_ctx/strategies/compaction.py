@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import AIMessage, BaseMessage
 
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.checks import check_number
@@ -51,6 +54,12 @@ class Compaction:
     arrival_min_tokens: int = 2_000
     """Outputs under this many tokens are never compacted on arrival (in a small window a
     preview saves little and the model would recall what it needs)."""
+    arrival_read_once: bool = False
+    """With `on_arrival`: an output no model message has answered yet is shown whole to that
+    one call when the prompt with it stays under the trigger, and excerpted in the next build,
+    its kept lines chosen knowing what the answer used (`excerpt`). The agent's next step
+    mostly quotes the output it just read; an excerpt made before it did can only guess which
+    lines it will quote. Over the trigger the output is compacted as it arrives."""
     excerpt: bool = False
     """Show whole lines instead of the character preview: the first and last two, and every
     line carrying a name (path, identifier, id, number) that a later model message used, up to
@@ -121,10 +130,15 @@ class Compaction:
         if self.on_arrival is None:
             return []
         bound = max(self.on_arrival * view.budget.limit, self.arrival_min_tokens)
+        # Outputs from `read` on have not been read by the model (no model message follows).
+        read = len(view.history)
+        if self.arrival_read_once and view.tokens <= view.trigger:
+            read = _after_last_model_message(view.history)
         return [
             i
             for i in view.window_indices()
-            if self._eligible(view, i)
+            if i < read
+            and self._eligible(view, i)
             and not is_recalled(view.history[i])  # the agent asked for it whole
             and len(text_of(view.history[i])) >= self.min_chars
             and view.cost(view.history[i]) > bound
@@ -228,3 +242,11 @@ class Compaction:
             if floor <= view.goal:
                 break
         return sorted(picked)
+
+
+def _after_last_model_message(history: Sequence[BaseMessage]) -> int:
+    """The index after the newest model message of `history` (0: none)."""
+    for i in range(len(history) - 1, -1, -1):
+        if isinstance(history[i], AIMessage):
+            return i + 1
+    return 0

@@ -39,7 +39,7 @@ def by_scan(pattern: str, text: str) -> list[str]:
 def test_the_scans_find_the_definitions_names_on_recorded_runs(
     pattern: str, trajectories: dict[str, list[BaseMessage]]
 ) -> None:
-    sample = [trajectories[name] for name in sorted(trajectories)[::4]]  # 5 of the 19 runs
+    sample = [trajectories[name] for name in sorted(trajectories)[::4]]  # 12 of the 45 runs
     texts = [text_of(m) for run in sample for m in run]
     calls = [call for run in sample for m in run for call in getattr(m, "tool_calls", [])]
     texts += [str(call.get("args")) for call in calls]

@@ -569,3 +569,54 @@ def test_the_default_list_keeps_every_invariant_call_by_call(window: int, parall
         kinds |= set(result.report.kinds())
         state = result.state
     assert "compact" in kinds, "the defaults excerpted or shortened something"
+
+
+def test_an_arriving_output_is_read_whole_once_then_excerpted_with_the_lines_its_answer_used() -> (
+    None
+):
+    """`arrival_read_once`: an output over the arrival share is shown whole to the one call
+    that reads it when the prompt stays under the trigger; the next build excerpts it with the
+    lines the model's answer used. Without the field it is excerpted as it arrives, before
+    anyone knows which lines matter; over the trigger it is excerpted as it arrives anyway."""
+    text = listing(300, {k: f"  def handler_{k}(event):  # defined here" for k in range(0, 300, 7)})
+    head: list[BaseMessage] = [SystemMessage("You fix code."), HumanMessage("Fix it.")]
+    output = ToolMessage(text, tool_call_id="c0", name="bash", id="t0")
+    first = [*head, call(0, command="cat handlers.py"), output]
+    answer = AIMessage(
+        "handler_147 is the one.",
+        tool_calls=[{"name": "bash", "args": {"command": "sed -n 140,150p x"}, "id": "c1"}],
+        id="a1",
+    )
+    second = [*first, answer, ToolMessage("ok", tool_call_id="c1", name="bash", id="t1")]
+    options = {"excerpt": True, "min_chars": 200, "on_arrival": 0.1, "arrival_min_tokens": 0}
+
+    def builds(read_once: bool, window: int) -> tuple[Any, Any]:
+        cm = ContextManager(
+            context_window_tokens=window,
+            strategies=[Compaction(**options, arrival_read_once=read_once)],
+            archive=archive(),
+        )
+        one = cm.build(first)
+        return one, cm.build(second, state=one.state)
+
+    size = ContextManager(context_window_tokens=100_000).build(first).report.tokens
+    window = size * 3  # the output is over a tenth of it, the prompt under the trigger
+    one, two = builds(True, window)
+    assert text_of(one.messages[-1]) == text and not one.state["compacted"]
+    shown = text_of(next(m for m in two.messages if m.id == "t0"))
+    assert "t0" in two.state["compacted"] and shown != text
+    assert "  def handler_147(event):  # defined here" in shown.splitlines()
+    assert [m.model_dump() for m in two.messages[:3]] == [m.model_dump() for m in one.messages[:3]]
+    assert validate_messages(two.messages, provider="all") == []
+    again = ContextManager(
+        context_window_tokens=window,
+        strategies=[Compaction(**options, arrival_read_once=True)],
+        archive=archive(),
+    ).build(second, state=one.state)
+    assert [m.model_dump() for m in again.messages] == [m.model_dump() for m in two.messages]
+    before, after = builds(False, window)
+    assert "t0" in before.state["compacted"]  # the default: excerpted as it arrives
+    guessed = text_of(next(m for m in after.messages if m.id == "t0")).splitlines()
+    assert "  def handler_147(event):  # defined here" not in guessed
+    over, _ = builds(True, int(size * 1.05))  # whole, the prompt would pass the trigger
+    assert "t0" in over.state["compacted"]
