@@ -10,7 +10,18 @@ import argparse
 import time
 from collections.abc import Callable, Sequence
 
-from benchmarks import cost, cost_sweep, latency, load, pipeline, scale, search, tokens, view
+from benchmarks import (
+    cost,
+    cost_sweep,
+    latency,
+    load,
+    pipeline,
+    scale,
+    search,
+    tokens,
+    trajectories,
+    view,
+)
 from benchmarks._progress import progress
 
 Section = Callable[[argparse.Namespace], None]
@@ -64,12 +75,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         " summary (default), shape = the conversation's shape only, no line of any tool output",
     )
     parser.add_argument(
+        "--runs",
+        choices=list(trajectories.RUN_SETS),
+        default="all",
+        help="recorded runs to replay: all 45 (default), or shared: the 19 the figures before"
+        " issue 53 were measured on",
+    )
+    parser.add_argument(
         "--plot",
         default=None,
         help="frontier section: where to write the cost/recall plot"
         " (default benchmarks/results/frontier.png)",
     )
     args = parser.parse_args(argv)
+    trajectories.use_runs(args.runs)
     unknown = [name for name in args.sections if name not in SECTIONS]
     if unknown:
         parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")

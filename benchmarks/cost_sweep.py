@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from benchmarks import trajectories
 from benchmarks._table import fmt_int, print_table
 from benchmarks.cost import QUICK, WORKLOADS, WorkloadSpec, _model, our_budget, systems
 from benchmarks.pipeline import Aggregate, Ours
@@ -184,7 +185,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--summaries", choices=["same", "shape"], default="same", help="every row's summarizer"
     )
-    run(parser.parse_args(argv))
+    parser.add_argument(
+        "--runs",
+        choices=list(trajectories.RUN_SETS),
+        default="all",
+        help="recorded runs: all 45 (default), or shared: the 19 of the figures before issue 53",
+    )
+    args = parser.parse_args(argv)
+    trajectories.use_runs(args.runs)
+    run(args)
     return 0
 
 
