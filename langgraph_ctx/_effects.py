@@ -31,15 +31,16 @@ import asyncio
 import contextvars
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
     from langchain_core.messages import BaseMessage
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 Plan = Generator["Effect", Any, T]
 """A generator that yields effects and returns its result."""
@@ -161,6 +162,36 @@ class AwaitLoad(Effect):
     """The `EntryLoad` under way (sync: `wait`, async: `await_done`)."""
     timeout: float
     """Longest wait, in seconds."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexCall(Effect):
+    """`index.<name>(*args)` of an archive's `LineIndex` (async: `index.a<name>(*args)`).
+
+    Returns what that method returns (the database's answer).
+    """
+
+    index: Any
+    """The `archive.line_index.LineIndex`."""
+    name: str
+    """The method, e.g. `"add"`; its async twin is `"a" + name`."""
+    args: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MethodCall(Effect):
+    """`target.<name>(*args)` (async: `target.a<name>(*args)`, awaited); returns its result.
+
+    For an object with async twins of its own, e.g. a compiled graph's `get_state` and
+    `aget_state`.
+    """
+
+    target: Any
+    name: str
+    """The sync method, e.g. `"get_state"`; its async twin is `"a" + name`."""
+    args: tuple[Any, ...] = ()
+    collect: bool = False
+    """The method returns an iterator (async: an async iterator): return its items as a list."""
 
 
 @dataclass(kw_only=True)
@@ -292,6 +323,16 @@ async def _acall_handler(effect: CallHandler) -> Any:
         return await result if inspect.isawaitable(result) else result
 
 
+def _call_method(effect: MethodCall) -> Any:
+    result = getattr(effect.target, effect.name)(*effect.args)
+    return list(result) if effect.collect else result
+
+
+async def _acall_method(effect: MethodCall) -> Any:
+    result = getattr(effect.target, "a" + effect.name)(*effect.args)
+    return [item async for item in result] if effect.collect else await result
+
+
 _Sync = Callable[[Any], Any]
 _Async = Callable[[Any], Awaitable[Any]]
 _DISPATCH: dict[type[Effect], tuple[_Sync, _Async]] = {
@@ -313,6 +354,11 @@ _DISPATCH: dict[type[Effect], tuple[_Sync, _Async]] = {
     PrepareSummary: (lambda e: e.preparer.start(e), lambda e: e.preparer.astart(e)),
     AwaitPrepared: (lambda e: e.preparer.wait(e), lambda e: e.preparer.await_prepared(e)),
     AwaitLoad: (lambda e: e.load.wait(e.timeout), lambda e: e.load.await_done(e.timeout)),
+    IndexCall: (
+        lambda e: getattr(e.index, e.name)(*e.args),
+        lambda e: getattr(e.index, "a" + e.name)(*e.args),
+    ),
+    MethodCall: (_call_method, _acall_method),
 }
 
 
@@ -353,3 +399,53 @@ async def arun_plan(plan: Plan[T]) -> T:
             value, error = await perform(effect), None
         except Exception as exc:  # thrown into the plan, which decides
             value, error = None, exc
+
+
+def both(
+    plan: Callable[P, Plan[T]], *, doc: str, adoc: str | None = None, name: str | None = None
+) -> tuple[Callable[P, T], Callable[P, Coroutine[Any, Any, T]]]:
+    """The sync and the async callable of a plan function: `run_plan` and `arun_plan` of it.
+
+    `search, asearch = both(plan_search, doc="...")` writes a twin once. Both are plain
+    functions, so in a class body they bind as methods (`build, abuild = both(plan, ...)`).
+    They are named `name` and `"a" + name` (default: the plan's name without `_` and
+    `plan_`), documented by `doc` and `adoc` (default: "Async twin of `name`."), and carry the
+    plan's signature with the plan's result as their return, for `help()`, `inspect` and
+    `typing.get_type_hints`; type checkers see the parameters through `ParamSpec`.
+    """
+    name = name or plan.__name__.lstrip("_").removeprefix("plan_")
+
+    def sync(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_plan(plan(*args, **kwargs))
+
+    async def asynchronous(*args: P.args, **kwargs: P.kwargs) -> T:
+        return await arun_plan(plan(*args, **kwargs))
+
+    adoc = adoc or f"Async twin of `{name}`."
+    _dress(sync, plan, name, doc)
+    _dress(asynchronous, plan, "a" + name, adoc)
+    return sync, asynchronous
+
+
+def _dress(fn: Callable[..., Any], plan: Callable[..., Any], name: str, doc: str) -> None:
+    """Name, document and sign `fn` as the public twin of `plan` (see `both`)."""
+    signature = inspect.signature(plan)
+    result = signature.return_annotation
+    if isinstance(result, str) and result.startswith("Plan[") and result.endswith("]"):
+        result = result[5:-1]  # `from __future__ import annotations`: a string
+    elif getattr(result, "__args__", None) and len(result.__args__) == 3:
+        result = result.__args__[2]  # Generator[Effect, Any, T]
+    else:
+        result = inspect.Signature.empty
+    fn.__name__ = name
+    fn.__qualname__ = ".".join([*plan.__qualname__.split(".")[:-1], name])
+    fn.__module__ = plan.__module__
+    fn.__doc__ = doc
+    fn.__wrapped__ = plan  # type: ignore[attr-defined]  # get_type_hints: the plan's globals
+    fn.__signature__ = signature.replace(return_annotation=result)  # type: ignore[attr-defined]
+    annotations = dict(getattr(plan, "__annotations__", {}))
+    if result is inspect.Signature.empty:
+        annotations.pop("return", None)
+    else:
+        annotations["return"] = result
+    fn.__annotations__ = annotations

@@ -21,7 +21,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
 
-from langgraph_ctx._effects import Plan, arun_plan, run_plan
+from langgraph_ctx._effects import Plan, both
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.dumps import plan_all_dump_refs
 from langgraph_ctx.checks import check_bool, check_int, check_str
@@ -37,6 +37,7 @@ __all__ = [
     "ahistory_page",
     "full_history",
     "history_page",
+    "plan_full_history",
     "plan_history_page",
 ]
 
@@ -58,11 +59,12 @@ class FullHistory(list[BaseMessage]):
         self.unreadable = list(unreadable)
 
 
-def _plan_full_history(
+def plan_full_history(
     messages: Sequence[BaseMessage],
     ledger: Mapping[str, Any] | None,
     archive: Archive,
-    strict: bool,
+    *,
+    strict: bool = False,
 ) -> Plan[FullHistory]:
     """`full_history` as a plan: it reads the dumps the ledger names, then merges."""
     check_bool("strict", strict)
@@ -100,14 +102,9 @@ def _plan_full_history(
     return FullHistory(_merge_history(dumps, messages), unreadable)
 
 
-def full_history(
-    messages: Sequence[BaseMessage],
-    ledger: Mapping[str, Any] | None,
-    archive: Archive,
-    *,
-    strict: bool = False,
-) -> FullHistory:
-    """Rebuild a thread's complete original history from its live state and its archive.
+full_history, afull_history = both(
+    plan_full_history,
+    doc="""Rebuild a thread's complete original history from its live state and its archive.
 
     Every message that left the live state did so only after landing in an insurance dump
     named in the ledger; the dumps and the live messages are merged in the order they were
@@ -123,19 +120,8 @@ def full_history(
 
     Raises:
         ArchiveError: With `strict=True`, a dump the ledger names cannot be read.
-    """
-    return run_plan(_plan_full_history(messages, ledger, archive, strict))
-
-
-async def afull_history(
-    messages: Sequence[BaseMessage],
-    ledger: Mapping[str, Any] | None,
-    archive: Archive,
-    *,
-    strict: bool = False,
-) -> FullHistory:
-    """Async twin of `full_history`."""
-    return await arun_plan(_plan_full_history(messages, ledger, archive, strict))
+    """,
+)
 
 
 def _dump_refs(ledger: Mapping[str, Any] | None) -> list[str]:
@@ -213,7 +199,7 @@ def plan_history_page(
     """`history_page` as a plan: it reads dumps newest first until the page is full."""
     _check_page(limit, before)
     if limit is None:  # every dump is needed: read them in order and merge once
-        merged: list[BaseMessage] = yield from _plan_full_history(
+        merged: list[BaseMessage] = yield from plan_full_history(
             messages, ledger, archive, strict=True
         )
         return merged if before is None else merged[: _position(merged, before)]
@@ -245,15 +231,9 @@ def plan_history_page(
         dumps.insert(0, dump)
 
 
-def history_page(
-    messages: Sequence[BaseMessage],
-    ledger: Mapping[str, Any] | None,
-    archive: Archive,
-    *,
-    limit: int | None = None,
-    before: str | None = None,
-) -> list[BaseMessage]:
-    """A page of the thread's complete history (`full_history`), for a UI.
+history_page, ahistory_page = both(
+    plan_history_page,
+    doc="""A page of the thread's complete history (`full_history`), for a UI.
 
     Without arguments it is the whole history. `limit=n` gives the last `n` messages;
     `before=message_id` ends the page just before that message (the first message of the page
@@ -275,20 +255,8 @@ def history_page(
     Raises:
         ConfigError: `limit` is not a positive int, or `before` names no message of the thread.
         ArchiveError: A dump the ledger names can not be read.
-    """
-    return run_plan(plan_history_page(messages, ledger, archive, limit=limit, before=before))
-
-
-async def ahistory_page(
-    messages: Sequence[BaseMessage],
-    ledger: Mapping[str, Any] | None,
-    archive: Archive,
-    *,
-    limit: int | None = None,
-    before: str | None = None,
-) -> list[BaseMessage]:
-    """Async twin of `history_page`."""
-    return await arun_plan(plan_history_page(messages, ledger, archive, limit=limit, before=before))
+    """,
+)
 
 
 def _position(merged: Sequence[BaseMessage], before: str) -> int:

@@ -31,14 +31,20 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, messages_from_dict
 
-from langgraph_ctx._effects import arun_plan, run_plan
+from langgraph_ctx._effects import MethodCall, Plan, both
 from langgraph_ctx._ids import ArchiveRef
 from langgraph_ctx.archive._backends import Namespace, _from_value, newest_first
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.history import plan_history_page
 from langgraph_ctx.errors import ArchiveError, ConfigError
 
-__all__ = ["SdkStoreBackend", "afull_history", "full_history", "state_messages"]
+__all__ = [
+    "SdkStoreBackend",
+    "afull_history",
+    "full_history",
+    "plan_full_history",
+    "state_messages",
+]
 
 _NOT_FOUND = 404
 
@@ -64,34 +70,11 @@ class SdkStoreBackend:
         """Refused, like `put`."""
         raise ArchiveError(_READ_ONLY)
 
-    def get(self, namespace: Namespace, key: str) -> bytes | None:
-        """The bytes of one store item, or `None` when the server has none."""
+    def _plan_get(self, namespace: Namespace, key: str) -> Plan[bytes | None]:
         try:
-            item = self.client.store.get_item(list(namespace), key)
-        except Exception as exc:
-            if _status(exc) == _NOT_FOUND:
-                return None
-            raise
-        if inspect.isawaitable(item):
-            _discard(item)
-            msg = (
-                "full_history got an async langgraph_sdk client (get_client); use "
-                "`await afull_history(client, ...)`, or pass get_sync_client(...)"
+            item = yield _SdkCalls(self.client, "SdkStoreBackend.get", "store.get_item")(
+                list(namespace), key
             )
-            raise ConfigError(msg)
-        return _bytes(item, namespace, key)
-
-    async def aget(self, namespace: Namespace, key: str) -> bytes | None:
-        """Async `get`."""
-        try:
-            pending = self.client.store.get_item(list(namespace), key)
-            if not inspect.isawaitable(pending):
-                msg = (
-                    "afull_history got a sync langgraph_sdk client (get_sync_client); use "
-                    "full_history(client, ...), or pass get_client(...)"
-                )
-                raise ConfigError(msg)
-            item = await pending
         except ConfigError:
             raise
         except Exception as exc:
@@ -100,38 +83,32 @@ class SdkStoreBackend:
             raise
         return _bytes(item, namespace, key)
 
-    def keys(self, namespace: Namespace) -> list[str]:
-        """The item keys of `namespace` on the server, newest `updated_at` first.
+    get, aget = both(
+        _plan_get,
+        doc="The bytes of one store item, or `None` when the server has none.",
+        adoc="Async `get`, for `get_client(...)`.",
+    )
 
-        Pages `client.store.search_items` (values come along; the server has no keys-only
-        listing); items of namespaces below `namespace` are left out.
-        """
+    def _plan_keys(self, namespace: Namespace) -> Plan[list[str]]:
+        search = _SdkCalls(self.client, "SdkStoreBackend.keys", "store.search_items")
         written: dict[str, str] = {}
         offset = 0
         while True:
-            page = self.client.store.search_items(list(namespace), limit=_PAGE, offset=offset)
-            if inspect.isawaitable(page):
-                _discard(page)
-                msg = "SdkStoreBackend.keys needs get_sync_client(...); use akeys with get_client"
-                raise ConfigError(msg)
+            page = yield search(list(namespace), limit=_PAGE, offset=offset)
             items = _page_items(page, namespace, written)
             if items < _PAGE:
                 return newest_first(written.items())
             offset += items
 
-    async def akeys(self, namespace: Namespace) -> list[str]:
-        """Async `keys`, for `get_client(...)`."""
-        written: dict[str, str] = {}
-        offset = 0
-        while True:
-            pending = self.client.store.search_items(list(namespace), limit=_PAGE, offset=offset)
-            if not inspect.isawaitable(pending):
-                msg = "SdkStoreBackend.akeys needs get_client(...); use keys with get_sync_client"
-                raise ConfigError(msg)
-            items = _page_items(await pending, namespace, written)
-            if items < _PAGE:
-                return newest_first(written.items())
-            offset += items
+    keys, akeys = both(
+        _plan_keys,
+        doc="""The item keys of `namespace` on the server, newest `updated_at` first.
+
+        Pages `client.store.search_items` (values come along; the server has no keys-only
+        listing); items of namespaces below `namespace` are left out.
+        """,
+        adoc="Async `keys`, for `get_client(...)`.",
+    )
 
 
 _PAGE = 500
@@ -158,6 +135,45 @@ def _discard(pending: Any) -> None:
     close = getattr(pending, "close", None)
     if callable(close):
         close()
+
+
+class _SdkCalls:
+    """A `langgraph_sdk` client method as a `MethodCall` target, for either kind of client.
+
+    `call` (under `run_plan`) refuses the async client's awaitable, `acall` (under
+    `arun_plan`) the sync client's value, each naming the twin to use instead.
+    """
+
+    def __init__(self, client: Any, caller: str, path: str) -> None:
+        self.method = client
+        for part in path.split("."):
+            self.method = getattr(self.method, part)
+        self.caller = caller
+
+    def __call__(self, *args: Any, **kwargs: Any) -> MethodCall:
+        """The effect of calling the method with these arguments."""
+        return MethodCall(self, "call", (args, kwargs))
+
+    def call(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        result = self.method(*args, **kwargs)
+        if inspect.isawaitable(result):
+            _discard(result)
+            msg = f"{self.caller} needs get_sync_client(...); with get_client(...) use {self._a}"
+            raise ConfigError(msg)
+        return result
+
+    async def acall(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        pending = self.method(*args, **kwargs)
+        if not inspect.isawaitable(pending):
+            msg = f"{self._a} needs get_client(...); with get_sync_client(...) use {self.caller}"
+            raise ConfigError(msg)
+        return await pending
+
+    @property
+    def _a(self) -> str:
+        """The async twin's name: `full_history` -> `afull_history`, `X.keys` -> `X.akeys`."""
+        head, _, name = self.caller.rpartition(".")
+        return f"{head}.a{name}" if head else f"a{name}"
 
 
 def _status(exc: Exception) -> int | None:
@@ -225,21 +241,30 @@ def _archive(
     return Archive(SdkStoreBackend(client), thread_id=thread_id, user_id=user_id)
 
 
-def full_history(
+def plan_full_history(
     client: Any,
     thread_id: str,
     *,
     limit: int | None = None,
     before: str | None = None,
     user_id: str | None = None,
-) -> list[BaseMessage]:
-    """A thread's complete history from a LangGraph server, for a UI (sync client).
+) -> Plan[list[BaseMessage]]:
+    """`full_history` as a plan: the thread state, then the dumps its ledger names."""
+    values = yield _SdkCalls(client, "full_history", "threads.get_state")(thread_id)
+    messages, ledger = state_messages(values.get("values") or {})
+    archive = _archive(client, thread_id, ledger, user_id)
+    return (yield from plan_history_page(messages, ledger, archive, limit=limit, before=before))
+
+
+full_history, afull_history = both(
+    plan_full_history,
+    doc="""A thread's complete history from a LangGraph server, for a UI.
 
     The same messages, in the same order and byte for byte, as `ContextMemory.get_full_history`
     in the server's process. `limit`/`before` page it like `archive.history.history_page`.
 
     Args:
-        client: `langgraph_sdk.get_sync_client(url=...)`.
+        client: `langgraph_sdk.get_sync_client(url=...)` (`afull_history`: `get_client(...)`).
         thread_id: The thread to show.
         limit: At most this many messages, the newest; `None` for all.
         before: A message id; the page ends just before it (to scroll up).
@@ -249,31 +274,6 @@ def full_history(
     Raises:
         ConfigError: Bad arguments, an async client, or a state without messages.
         ArchiveError: A dump the ledger names is missing or damaged in the server's store.
-    """
-    values = client.threads.get_state(thread_id)
-    if inspect.isawaitable(values):
-        _discard(values)
-        msg = "full_history needs get_sync_client(...); with get_client(...) use afull_history"
-        raise ConfigError(msg)
-    messages, ledger = state_messages(values.get("values") or {})
-    archive = _archive(client, thread_id, ledger, user_id)
-    return run_plan(plan_history_page(messages, ledger, archive, limit=limit, before=before))
-
-
-async def afull_history(
-    client: Any,
-    thread_id: str,
-    *,
-    limit: int | None = None,
-    before: str | None = None,
-    user_id: str | None = None,
-) -> list[BaseMessage]:
-    """Async twin of `full_history`, for `langgraph_sdk.get_client(url=...)`."""
-    pending = client.threads.get_state(thread_id)
-    if not inspect.isawaitable(pending):
-        msg = "afull_history needs get_client(...); with get_sync_client(...) use full_history"
-        raise ConfigError(msg)
-    values = await pending
-    messages, ledger = state_messages(values.get("values") or {})
-    archive = _archive(client, thread_id, ledger, user_id)
-    return await arun_plan(plan_history_page(messages, ledger, archive, limit=limit, before=before))
+    """,
+    adoc="Async twin of `full_history`, for `langgraph_sdk.get_client(url=...)`.",
+)

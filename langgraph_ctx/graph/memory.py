@@ -29,16 +29,10 @@ from langgraph.config import get_config
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_ctx._effects import Plan, arun_plan, run_plan
+from langgraph_ctx._effects import MethodCall, Plan, both
 from langgraph_ctx.archive._backends import ArchiveBackend
 from langgraph_ctx.archive.archive import Archive
-from langgraph_ctx.archive.history import (
-    FullHistory,
-    afull_history,
-    ahistory_page,
-    full_history,
-    history_page,
-)
+from langgraph_ctx.archive.history import FullHistory, plan_full_history, plan_history_page
 from langgraph_ctx.checks import check_bool, check_number, check_str
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.graph.durable import checkpointer_archive
@@ -443,12 +437,7 @@ class ContextMemory:
                 yield from self._plan_build_update(state["messages"], result, config, output_key)
             )
 
-        def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-            return run_plan(plan(state, config))
-
-        async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-            return await arun_plan(plan(state, config))
-
+        run, arun = both(plan, name="context", doc="The context node.")
         return RunnableLambda(run, afunc=arun, name="context")
 
     def after_turn_node(self) -> RunnableLambda[Any, dict[str, Any]]:
@@ -461,12 +450,7 @@ class ContextMemory:
                 )
             )
 
-        def run(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-            return run_plan(plan(state, config))
-
-        async def arun(state: Mapping[str, Any], config: RunnableConfig) -> dict[str, Any]:
-            return await arun_plan(plan(state, config))
-
+        run, arun = both(plan, name="context_after_turn", doc="The after-turn node.")
         return RunnableLambda(run, afunc=arun, name="context_after_turn")
 
     def middleware(self) -> ContextMiddleware:
@@ -475,91 +459,85 @@ class ContextMemory:
 
     # --- thread views (read through a compiled graph's checkpointer) -------------------
 
-    def get_live_context(self, graph: Any, config: RunnableConfig) -> BuildResult:
-        """What the model would receive next on this thread."""
-        return run_plan(self.plan_build(*_thread(graph.get_state(config)), config))
+    def _plan_get_live_context(self, graph: Any, config: RunnableConfig) -> Plan[BuildResult]:
+        thread = yield from _plan_thread(graph, config)
+        return (yield from self.plan_build(*thread, config))
 
-    async def aget_live_context(self, graph: Any, config: RunnableConfig) -> BuildResult:
-        """Async twin of `get_live_context`."""
-        return await arun_plan(self.plan_build(*_thread(await graph.aget_state(config)), config))
+    get_live_context, aget_live_context = both(
+        _plan_get_live_context,
+        doc="What the model would receive next on this thread.",
+    )
 
-    def get_full_history(
+    def _plan_get_full_history(
         self, graph: Any, config: RunnableConfig, *, strict: bool = False
-    ) -> FullHistory:
-        """The thread's complete history, in order: live state plus archive (`full_history`).
+    ) -> Plan[FullHistory]:
+        thread = yield from _plan_thread(graph, config)
+        archive = self.archive_for(config, graph=graph)
+        return (yield from plan_full_history(*thread, archive, strict=strict))
+
+    get_full_history, aget_full_history = both(
+        _plan_get_full_history,
+        doc="""The thread's complete history, in order: live state plus archive (`full_history`).
 
         A dump the archive cannot give back hides only its own messages: they are named in the
         result's `unreadable` (or, with `strict=True`, the archive's error is raised).
-        """
-        thread = _thread(graph.get_state(config))
-        return full_history(*thread, self.archive_for(config, graph=graph), strict=strict)
+        """,
+    )
 
-    async def aget_full_history(
-        self, graph: Any, config: RunnableConfig, *, strict: bool = False
-    ) -> FullHistory:
-        """Async twin of `get_full_history`."""
-        thread = _thread(await graph.aget_state(config))
-        return await afull_history(*thread, self.archive_for(config, graph=graph), strict=strict)
-
-    def get_history_page(
+    def _plan_get_history_page(
         self,
         graph: Any,
         config: RunnableConfig,
         *,
         limit: int | None = None,
         before: str | None = None,
-    ) -> list[BaseMessage]:
-        """A page of the thread's full history for a UI (`history.history_page`).
+    ) -> Plan[list[BaseMessage]]:
+        thread = yield from _plan_thread(graph, config)
+        archive = self.archive_for(config, graph=graph)
+        return (yield from plan_history_page(*thread, archive, limit=limit, before=before))
+
+    get_history_page, aget_history_page = both(
+        _plan_get_history_page,
+        doc="""A page of the thread's full history for a UI (`history.history_page`).
 
         The last `limit` messages, or the `limit` messages before the message `before`.
-        """
-        thread = _thread(graph.get_state(config))
-        archive = self.archive_for(config, graph=graph)
-        return history_page(*thread, archive, limit=limit, before=before)
+        """,
+    )
 
-    async def aget_history_page(
-        self,
-        graph: Any,
-        config: RunnableConfig,
-        *,
-        limit: int | None = None,
-        before: str | None = None,
-    ) -> list[BaseMessage]:
-        """Async twin of `get_history_page`."""
-        thread = _thread(await graph.aget_state(config))
-        archive = self.archive_for(config, graph=graph)
-        return await ahistory_page(*thread, archive, limit=limit, before=before)
+    def _plan_get_reports(
+        self, graph: Any, config: RunnableConfig
+    ) -> Plan[list[ContextCostReport]]:
+        snapshots = yield MethodCall(graph, "get_state_history", (config,), collect=True)
+        return _reports(snapshots)
 
-    def get_reports(self, graph: Any, config: RunnableConfig) -> list[ContextCostReport]:
-        """Every distinct report the thread's checkpoints hold, oldest first."""
-        return _reports(list(graph.get_state_history(config)))
+    get_reports, aget_reports = both(
+        _plan_get_reports,
+        doc="Every distinct report the thread's checkpoints hold, oldest first.",
+    )
 
-    async def aget_reports(self, graph: Any, config: RunnableConfig) -> list[ContextCostReport]:
-        """Async twin of `get_reports`."""
-        return _reports([s async for s in graph.aget_state_history(config)])
-
-    def restore(
+    def _plan_restore(
         self, ref_or_message_id: str, config: RunnableConfig, *, graph: Any = None
-    ) -> BaseMessage:
-        """One archived message of the thread, byte for byte.
+    ) -> Plan[BaseMessage]:
+        return (yield from self.archive_for(config, graph=graph).plan_restore(ref_or_message_id))
+
+    restore, arestore = both(
+        _plan_restore,
+        doc="""One archived message of the thread, byte for byte.
 
         Pass the compiled `graph` when the archive is the graph's store.
-        """
-        return self.archive_for(config, graph=graph).restore(ref_or_message_id)
-
-    async def arestore(
-        self, ref_or_message_id: str, config: RunnableConfig, *, graph: Any = None
-    ) -> BaseMessage:
-        """Async twin of `restore`."""
-        return await self.archive_for(config, graph=graph).arestore(ref_or_message_id)
+        """,
+    )
 
 
 def _kind(obj: Any) -> str:
     return type(obj).__name__
 
 
-def _thread(snapshot: Any) -> tuple[Sequence[BaseMessage], Mapping[str, Any] | None]:
-    """A state snapshot's messages and ledger."""
+def _plan_thread(
+    graph: Any, config: RunnableConfig
+) -> Plan[tuple[Sequence[BaseMessage], Mapping[str, Any] | None]]:
+    """The thread's messages and ledger, from the graph's state (`get_state`)."""
+    snapshot = yield MethodCall(graph, "get_state", (config,))
     values = snapshot.values
     return values.get("messages", []), values.get("context_ledger")
 

@@ -16,7 +16,7 @@ overflow, or to raise.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from langchain.agents.middleware.types import (
@@ -30,7 +30,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
-from langgraph_ctx._effects import CallHandler, Plan, arun_plan, run_plan
+from langgraph_ctx._effects import CallHandler, Plan, both
 from langgraph_ctx._lru import LRUCache
 from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, shorten
 from langgraph_ctx.graph.attempts import (
@@ -244,31 +244,22 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         set_called(ledger, called.to_ledger())
         return _with_report(response, result, ledger, removals)
 
-    def wrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Any],
-    ) -> Any:
-        """Build the request from the pipeline, call the model, record the report."""
-        return run_plan(self._plan(request, handler))
+    wrap_model_call, awrap_model_call = both(
+        _plan,
+        name="wrap_model_call",
+        doc="Build the request from the pipeline, call the model, record the report.",
+    )
 
-    async def awrap_model_call(
-        self,
-        request: ModelRequest[Any],
-        handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
-    ) -> Any:
-        """Async twin of `wrap_model_call`."""
-        return await arun_plan(self._plan(request, handler))
-
-    def after_agent(self, state: ContextAgentState, runtime: Any) -> dict[str, Any] | None:
-        """After a turn: rebuild from a compression hint when the last prompt was too big."""
+    def _plan_after_agent(
+        self, state: ContextAgentState, runtime: Any
+    ) -> Plan[dict[str, Any] | None]:
         plan = self.memory.plan_after_turn(state["messages"], state.get("context_ledger"), None)
-        return run_plan(plan) or None
+        return (yield from plan) or None
 
-    async def aafter_agent(self, state: ContextAgentState, runtime: Any) -> dict[str, Any] | None:
-        """Async twin of `after_agent`."""
-        plan = self.memory.plan_after_turn(state["messages"], state.get("context_ledger"), None)
-        return await arun_plan(plan) or None
+    after_agent, aafter_agent = both(
+        _plan_after_agent,
+        doc="After a turn: rebuild from a compression hint when the last prompt was too big.",
+    )
 
 
 def _with_report(

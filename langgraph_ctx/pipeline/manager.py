@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_ctx._effects import Plan, Resources, SearchStore, arun_plan, run_plan
+from langgraph_ctx._effects import Plan, Resources, SearchStore, both
 from langgraph_ctx.archive.dumps import plan_spill_dump_refs
 from langgraph_ctx.checks import check_bool, check_callable, check_int, check_list
 from langgraph_ctx.errors import ConfigError, InvalidMessagesError
@@ -237,73 +237,7 @@ class ContextManager:
             self.strategies, budget, prepare_summaries, self.slots
         )
 
-    # --- public entry points -----------------------------------------------------------
-
-    def build(
-        self,
-        messages: Sequence[BaseMessage],
-        *,
-        tools: Sequence[Any] | None = None,
-        memory: Sequence[str] | None = None,
-        injections: Sequence[str] | None = None,
-        state: Mapping[str, Any] | None = None,
-        archive: Archive | None = None,
-    ) -> BuildResult:
-        """Build the prompt for one model call.
-
-        Args:
-            messages: The history as the graph holds it (never mutated).
-            tools: Tools the model may call; filtered by `tool_policy`, counted in the budget.
-            memory: Retrieved memory items; None searches `store` when one is configured.
-            injections: Extra system-prompt fragments for this call.
-            state: The ledger persisted by the previous build (`BuildResult.state`).
-            archive: A thread-bound archive overriding the manager's.
-
-        Bad input is either repaired in the prompt (never in state) and reported as a
-        `repair` decision, or refused with a typed error: orphan tool results and unanswered
-        tool calls are repaired (`repair_messages`); dicts, tuples and strings are coerced like
-        LangGraph's `add_messages`; ledger parts of the wrong shape are dropped.
-
-        Raises:
-            ContextWindowExceededError: The prompt cannot fit; `.report` says what was tried.
-            InvalidMessagesError: No conversation message, an item that is not a message, or
-                two messages with one id.
-            ConfigError: `state` is not a dict.
-        """
-        return run_plan(
-            self.plan(
-                messages,
-                tools=tools,
-                memory=memory,
-                injections=injections,
-                state=state,
-                archive=archive,
-            )
-        )
-
-    async def abuild(
-        self,
-        messages: Sequence[BaseMessage],
-        *,
-        tools: Sequence[Any] | None = None,
-        memory: Sequence[str] | None = None,
-        injections: Sequence[str] | None = None,
-        state: Mapping[str, Any] | None = None,
-        archive: Archive | None = None,
-    ) -> BuildResult:
-        """Async twin of `build` (same plan, async effects)."""
-        return await arun_plan(
-            self.plan(
-                messages,
-                tools=tools,
-                memory=memory,
-                injections=injections,
-                state=state,
-                archive=archive,
-            )
-        )
-
-    # --- the plan ------------------------------------------------------------------------
+    # --- the plan, and `build` / `abuild` driving it --------------------------------------
 
     def plan(
         self,
@@ -390,6 +324,33 @@ class ContextManager:
             yield from _plan_spill_within_budget(view, archive)
         view.report.messages_in += skipped
         return _finish(view, tools_out, calibrated, given, self.strategies)
+
+    build, abuild = both(
+        plan,
+        name="build",
+        doc="""Build the prompt for one model call.
+
+        Args:
+            messages: The history as the graph holds it (never mutated).
+            tools: Tools the model may call; filtered by `tool_policy`, counted in the budget.
+            memory: Retrieved memory items; None searches `store` when one is configured.
+            injections: Extra system-prompt fragments for this call.
+            state: The ledger persisted by the previous build (`BuildResult.state`).
+            archive: A thread-bound archive overriding the manager's.
+
+        Bad input is either repaired in the prompt (never in state) and reported as a
+        `repair` decision, or refused with a typed error: orphan tool results and unanswered
+        tool calls are repaired (`repair_messages`); dicts, tuples and strings are coerced like
+        LangGraph's `add_messages`; ledger parts of the wrong shape are dropped.
+
+        Raises:
+            ContextWindowExceededError: The prompt cannot fit; `.report` says what was tried.
+            InvalidMessagesError: No conversation message, an item that is not a message, or
+                two messages with one id.
+            ConfigError: `state` is not a dict.
+        """,
+        adoc="Async twin of `build` (same plan, async effects).",
+    )
 
     # --- helpers -------------------------------------------------------------------------
 

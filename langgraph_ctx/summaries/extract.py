@@ -19,7 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
-from langgraph_ctx._effects import CallModel, Plan, arun_plan, run_plan
+from langgraph_ctx._effects import CallModel, Plan, both
 from langgraph_ctx.checks import check_list
 from langgraph_ctx.errors import ConfigError, shorten
 from langgraph_ctx.summaries.transcript import render_transcript
@@ -98,17 +98,11 @@ class EntityExtractor:
         )
         return _as_dict(values)
 
-    def extract(
-        self, messages: Sequence[BaseMessage], previous: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
-        """Updated values (raises when the model fails; the strategy keeps the old ones)."""
-        return run_plan(self.plan(messages, previous))
-
-    async def aextract(
-        self, messages: Sequence[BaseMessage], previous: Mapping[str, Any] | None
-    ) -> dict[str, Any]:
-        """Async twin of `extract`."""
-        return await arun_plan(self.plan(messages, previous))
+    extract, aextract = both(
+        plan,
+        name="extract",
+        doc="Updated values (raises when the model fails; the strategy keeps the old ones).",
+    )
 
 
 def _as_dict(value: Any) -> dict[str, Any]:

@@ -41,7 +41,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 
-from langgraph_ctx._effects import CallModel, Plan, arun_plan, run_plan
+from langgraph_ctx._effects import CallModel, Plan, both
 from langgraph_ctx.checks import check_callable, check_int, check_list, check_number, check_str
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages.blocks import split_blocks
@@ -410,10 +410,14 @@ class Summarizer:
             budget = max(_MIN_PART_CHARS, budget * room * 9 // (largest * 10))
         return parts
 
-    def summarize(
+    def _plan_summarize(
         self, messages: Sequence[BaseMessage], *, previous: str | None = None
-    ) -> SummaryOutcome:
-        """Summarize `messages`, folding in `previous`; never raises for a failing model.
+    ) -> Plan[SummaryOutcome]:
+        return (yield from self.plan(messages, previous))
+
+    summarize, asummarize = both(
+        _plan_summarize,
+        doc="""Summarize `messages`, folding in `previous`; never raises for a failing model.
 
         Args:
             messages: The span the summary replaces, oldest first.
@@ -421,11 +425,6 @@ class Summarizer:
 
         Returns:
             The summary and how it was made.
-        """
-        return run_plan(self.plan(messages, previous))
-
-    async def asummarize(
-        self, messages: Sequence[BaseMessage], *, previous: str | None = None
-    ) -> SummaryOutcome:
-        """Async `summarize`."""
-        return await arun_plan(self.plan(messages, previous))
+        """,
+        adoc="Async `summarize`.",
+    )

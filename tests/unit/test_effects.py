@@ -17,9 +17,11 @@ from langgraph_ctx._effects import (
     BackendPut,
     CallHandler,
     CallModel,
+    MethodCall,
     Plan,
     SearchStore,
     arun_plan,
+    both,
     run_plan,
 )
 from langgraph_ctx.archive._backends import StoreBackend
@@ -229,3 +231,71 @@ async def test_a_plan_without_effects_returns_its_value(mode: str) -> None:
         yield  # a generator with nothing to do
 
     assert await drive(plan(), mode) == 42
+
+
+# --- both: the sync and async callables of one plan ------------------------------------------
+
+
+class Graph:
+    """A stand-in with async twins of its own, like a compiled graph."""
+
+    def get_state(self, config: str) -> str:
+        return f"sync {config}"
+
+    async def aget_state(self, config: str) -> str:
+        return f"async {config}"
+
+    def get_state_history(self, config: str) -> Iterator[int]:
+        yield from range(3)
+
+    async def aget_state_history(self, config: str) -> Any:
+        for n in range(3):
+            yield n
+
+
+class Views:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+
+    def _plan_state(self, config: str, *, history: bool = False) -> Plan[tuple[Any, ...]]:
+        """Not shown: the twins have their own docstrings."""
+        state = yield MethodCall(self.graph, "get_state", (config,))
+        states = yield MethodCall(self.graph, "get_state_history", (config,), collect=True)
+        return (state, states) if history else (state,)
+
+    state, astate = both(_plan_state, doc="The state.")
+
+
+def plan_page(n: int, *, label: str = "page") -> Plan[str]:
+    """Not shown either."""
+    got = yield MethodCall(Graph(), "get_state", (label,))
+    return f"{got} {n}"
+
+
+page, apage = both(plan_page, doc="A page.", adoc="Async page.")
+
+
+async def test_both_drives_one_plan_as_a_function_and_as_a_method(mode: str) -> None:
+    views = Views(Graph())
+    if mode == "sync":
+        assert page(3, label="x") == "sync x 3"
+        assert views.state("c", history=True) == ("sync c", [0, 1, 2])
+    else:
+        assert await apage(3, label="x") == "async x 3"
+        assert await views.astate("c", history=True) == ("async c", [0, 1, 2])
+
+
+def test_both_gives_each_twin_its_name_docstring_and_the_plans_signature() -> None:
+    import inspect
+    import typing
+
+    assert (page.__name__, apage.__name__) == ("page", "apage")
+    assert (page.__doc__, apage.__doc__) == ("A page.", "Async page.")
+    assert Views.astate.__qualname__ == "Views.astate"
+    assert Views.astate.__doc__ == "Async twin of `state`."
+    assert not inspect.iscoroutinefunction(page) and inspect.iscoroutinefunction(apage)
+    for twin in (page, apage):
+        assert str(inspect.signature(twin)) == "(n: 'int', *, label: 'str' = 'page') -> 'str'"
+        assert typing.get_type_hints(twin) == {"n": int, "label": str, "return": str}
+    bound = inspect.signature(Views(Graph()).astate)
+    assert str(bound) == "(config: 'str', *, history: 'bool' = False) -> 'tuple[Any, ...]'"
