@@ -165,20 +165,6 @@ class AwaitLoad(Effect):
 
 
 @dataclass(frozen=True, slots=True)
-class IndexCall(Effect):
-    """`index.<name>(*args)` of an archive's `LineIndex` (async: `index.a<name>(*args)`).
-
-    Returns what that method returns (the database's answer).
-    """
-
-    index: Any
-    """The `archive.line_index.LineIndex`."""
-    name: str
-    """The method, e.g. `"add"`; its async twin is `"a" + name`."""
-    args: tuple[Any, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
 class MethodCall(Effect):
     """`target.<name>(*args)` (async: `target.a<name>(*args)`, awaited); returns its result.
 
@@ -354,10 +340,6 @@ _DISPATCH: dict[type[Effect], tuple[_Sync, _Async]] = {
     PrepareSummary: (lambda e: e.preparer.start(e), lambda e: e.preparer.astart(e)),
     AwaitPrepared: (lambda e: e.preparer.wait(e), lambda e: e.preparer.await_prepared(e)),
     AwaitLoad: (lambda e: e.load.wait(e.timeout), lambda e: e.load.await_done(e.timeout)),
-    IndexCall: (
-        lambda e: getattr(e.index, e.name)(*e.args),
-        lambda e: getattr(e.index, "a" + e.name)(*e.args),
-    ),
     MethodCall: (_call_method, _acall_method),
 }
 

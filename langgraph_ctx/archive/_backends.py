@@ -30,6 +30,7 @@ from langgraph.store.base import BaseStore
 
 from langgraph_ctx._ids import sha256_hex
 from langgraph_ctx.archive._store_keys import akeys_by_sql, keys_by_sql
+from langgraph_ctx.archive.line_index import LineIndex
 from langgraph_ctx.checks import check_path
 from langgraph_ctx.errors import ArchiveAccessError, ArchiveCorruptError
 
@@ -143,10 +144,19 @@ class StoreBackend:
     `{"encoding": "utf-8" | "base64", "data": ..., "sha256": ..., "size": ...}`.
     Items are written with `index=False`, so a store configured for semantic search does not
     embed archived outputs.
+
+    Args:
+        store: The store.
+        index_lines: Index the lines of what is archived in the store's database, for
+            search (`line_index.LineIndex`; only `SqliteStore`, `AsyncSqliteStore`,
+            `PostgresStore` and `AsyncPostgresStore` have one). False archives without it:
+            search then reads and decodes the entries (and indexes them as it reads them).
     """
 
-    def __init__(self, store: BaseStore) -> None:
+    def __init__(self, store: BaseStore, *, index_lines: bool = True) -> None:
         self.store = store
+        self.line_index: LineIndex | None = LineIndex.of(store) if index_lines else None
+        """Where the lines of this store's entries are indexed; None: search scans."""
 
     def put(self, namespace: Namespace, key: str, data: bytes) -> None:
         """Store `data` as one item."""

@@ -1,4 +1,8 @@
-"""Keys-only listing of LangGraph's SQL stores: the one adapter onto their tables.
+"""LangGraph's SQL stores seen from inside: the one adapter onto their tables and connections.
+
+Two uses: listing a namespace's keys alone (`keys_by_sql`), and running our own statements
+on the store's connection (`StoreSql`, for the search index of `line_index`), as the store
+runs its own (its lock, its pool, its event loop).
 
 `BaseStore` lists a namespace only through `search`, which reads every value: listing a
 thread of 5,000 archived outputs (~10 MB) that way costs 200-400 ms on SQLite or Postgres,
@@ -17,11 +21,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Callable, Generator, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from langgraph.store.base import BaseStore
 
 logger = logging.getLogger("langgraph_ctx.archive")
+
+T = TypeVar("T")
 
 _SQLITE = "SELECT key FROM store WHERE prefix = ? ORDER BY updated_at DESC, rowid DESC"
 _POSTGRES = "SELECT key FROM store WHERE prefix = %s ORDER BY updated_at DESC, key ASC"
@@ -38,7 +46,7 @@ def _fallback(store: BaseStore, exc: Exception) -> None:
     logger.debug("keys-only listing of %s failed, paging search: %s", type(store).__name__, exc)
 
 
-def _kind(store: BaseStore) -> str | None:
+def sql_store_kind(store: BaseStore) -> str | None:
     """Which SQL store `store` is ("sqlite", "asqlite", "postgres", "apostgres") or None."""
     try:
         from langgraph.store.sqlite import SqliteStore
@@ -61,15 +69,15 @@ def _kind(store: BaseStore) -> str | None:
 
 def keys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str] | None:
     """The keys of `namespace` in a sync SQLite or Postgres store, or None for other stores."""
-    prefix, kind = _prefix(namespace), _kind(store)
+    prefix, kind = _prefix(namespace), sql_store_kind(store)
     if prefix is None or kind not in ("sqlite", "postgres"):
         return None
     try:
         if kind == "sqlite":
             with store.lock:  # type: ignore[attr-defined]  # SqliteStore's own lock
                 rows = store.conn.execute(_SQLITE, (prefix,)).fetchall()  # type: ignore[attr-defined]
-        else:  # upstream's private helper: it handles the pool, the pipeline and the lock
-            with store._cursor() as cur:  # type: ignore[attr-defined]
+        else:  # upstream's private helper: the pool, and (pipeline=True) the lock
+            with store._cursor(pipeline=True) as cur:  # type: ignore[attr-defined]
                 cur.execute(_POSTGRES, (prefix,))
                 rows = cur.fetchall()
     except Exception as exc:  # any failure (layout, setup): page search instead
@@ -80,7 +88,7 @@ def keys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str] | Non
 
 async def akeys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str] | None:
     """Async `keys_by_sql`; also lists an `AsyncPostgresStore` or an `AsyncSqliteStore`."""
-    prefix, kind = _prefix(namespace), _kind(store)
+    prefix, kind = _prefix(namespace), sql_store_kind(store)
     if prefix is None or kind is None:
         return None
     if kind in ("sqlite", "postgres"):  # a sync store: its connection used from a worker thread
@@ -91,7 +99,7 @@ async def akeys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str
                 cursor = await store.conn.execute(_SQLITE, (prefix,))  # type: ignore[attr-defined]
                 rows = list(await cursor.fetchall())
         else:
-            async with store._cursor() as cur:  # type: ignore[attr-defined]  # as above
+            async with store._cursor(pipeline=True) as cur:  # type: ignore[attr-defined]
                 await cur.execute(_POSTGRES, (prefix,))
                 rows = await cur.fetchall()
     except Exception as exc:  # any failure: page search instead
@@ -103,3 +111,179 @@ async def akeys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str
 def _key(row: Any) -> Any:
     # The Postgres stores' cursors return dict rows; a plain tuple cursor is handled too.
     return row["key"] if isinstance(row, dict) else row[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    """One SQL statement with `?` placeholders (`%s` on Postgres) and bound parameters."""
+
+    sql: str
+    params: Sequence[Any] = ()
+    many: bool = False
+    """`params` is a sequence of parameter rows (`executemany`)."""
+
+
+SqlOp = Generator[Statement, list[tuple[Any, ...]], T]
+"""Statements run one after the other on one connection; each gets the rows of the last."""
+
+
+class StoreSql:
+    """Runs `SqlOp`s on a SQL store's own connection, as the store does, sync and async.
+
+    A write runs in one transaction (`BEGIN IMMEDIATE` on SQLite, rolled back on error);
+    the store's lock (SQLite, a Postgres connection) or pool guards it. A sync store runs
+    async ops in a worker thread; an async store runs sync ops on its event loop, from
+    another thread, as its own sync methods do.
+
+    Args:
+        store: A `SqliteStore`, `AsyncSqliteStore`, `PostgresStore` or `AsyncPostgresStore`.
+    """
+
+    def __init__(self, store: BaseStore) -> None:
+        kind = sql_store_kind(store)
+        if kind is None:
+            msg = f"{type(store).__name__} is not a LangGraph SQL store"
+            raise ValueError(msg)
+        self.store, self.kind = store, kind
+        """Which store (`sql_store_kind`)."""
+        self.dialect = "sqlite" if kind in ("sqlite", "asqlite") else "postgres"
+        """`sqlite` or `postgres`."""
+
+    def _text(self, statement: Statement) -> str:
+        return statement.sql if self.dialect == "sqlite" else statement.sql.replace("?", "%s")
+
+    def run(self, op: SqlOp[T], *, write: bool) -> T:
+        """Run `op` on a sync store (on an async one: on its event loop, from this thread)."""
+        store: Any = self.store
+        if self.kind in ("asqlite", "apostgres"):
+            loop = store.loop
+            try:
+                running = asyncio.get_running_loop()
+            except RuntimeError:
+                running = None
+            if running is loop:
+                op.close()
+                msg = "an async store's tables are used from its own event loop: use the async API"
+                raise asyncio.InvalidStateError(msg)
+            return asyncio.run_coroutine_threadsafe(self.arun(op, write=write), loop).result()
+        if self.kind == "sqlite":
+            with store.lock:  # SqliteStore's own lock, as `keys_by_sql`
+                conn = store.conn
+                if write:
+                    conn.execute("BEGIN IMMEDIATE")
+                try:
+                    result = _drive(op, lambda s: _sqlite_run(conn, s))
+                except BaseException:
+                    if write and conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    raise
+                if write:
+                    conn.execute("COMMIT")
+                return result
+        # Upstream's private helper: `pipeline=True` takes the store's lock on a shared
+        # connection (without it two threads' statements interleave on one connection).
+        with store._cursor(pipeline=True) as cur:
+
+            def run(s: Statement) -> list[tuple[Any, ...]]:
+                if s.many:
+                    cur.executemany(self._text(s), s.params)
+                    return []
+                cur.execute(self._text(s), s.params)
+                return _pg_rows(cur)
+
+            if not write:
+                return _drive(op, run)
+            with cur.connection.transaction():
+                return _drive(op, run)
+
+    async def arun(self, op: SqlOp[T], *, write: bool) -> T:
+        """Run `op` on an async store (a sync one: in a worker thread)."""
+        store: Any = self.store
+        if self.kind in ("sqlite", "postgres"):
+            return await asyncio.to_thread(self.run, op, write=write)
+        if self.kind == "asqlite":
+            async with store.lock:
+                conn = store.conn
+                if write:
+                    await conn.execute("BEGIN IMMEDIATE")
+
+                async def run(s: Statement) -> list[tuple[Any, ...]]:
+                    if s.many:
+                        await conn.executemany(s.sql, s.params)
+                        return []
+                    async with conn.execute(s.sql, s.params) as cursor:
+                        return [tuple(r) for r in await cursor.fetchall()]
+
+                try:
+                    result = await _adrive(op, run)
+                except BaseException:
+                    if write and conn.in_transaction:
+                        await conn.execute("ROLLBACK")
+                    raise
+                if write:
+                    await conn.execute("COMMIT")
+                return result
+        async with store._cursor(pipeline=True) as cur:
+
+            async def arun(s: Statement) -> list[tuple[Any, ...]]:
+                if s.many:
+                    await cur.executemany(self._text(s), s.params)
+                    return []
+                await cur.execute(self._text(s), s.params)
+                return await _apg_rows(cur)
+
+            if not write:
+                return await _adrive(op, arun)
+            async with cur.connection.transaction():
+                return await _adrive(op, arun)
+
+
+def _sqlite_run(conn: Any, statement: Statement) -> list[tuple[Any, ...]]:
+    if statement.many:
+        conn.executemany(statement.sql, statement.params)
+        return []
+    return [tuple(row) for row in conn.execute(statement.sql, statement.params).fetchall()]
+
+
+def _pg_rows(cursor: Any) -> list[tuple[Any, ...]]:
+    # In pipeline mode a result (and whether there is one) is known only once fetched.
+    from psycopg import ProgrammingError
+
+    try:
+        return _rows(cursor.fetchall())
+    except ProgrammingError:  # a statement that returns no rows
+        return []
+
+
+async def _apg_rows(cursor: Any) -> list[tuple[Any, ...]]:
+    from psycopg import ProgrammingError
+
+    try:
+        return _rows(await cursor.fetchall())
+    except ProgrammingError:
+        return []
+
+
+def _rows(rows: Iterable[Any]) -> list[tuple[Any, ...]]:
+    # The Postgres stores' cursors return dict rows.
+    return [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]
+
+
+def _drive(op: SqlOp[T], run: Callable[[Statement], list[tuple[Any, ...]]]) -> T:
+    rows: list[tuple[Any, ...]] | None = None
+    while True:
+        try:
+            statement = op.send(rows)  # type: ignore[arg-type]  # None starts it
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        rows = run(statement)
+
+
+async def _adrive(op: SqlOp[T], run: Callable[[Statement], Any]) -> T:
+    rows: list[tuple[Any, ...]] | None = None
+    while True:
+        try:
+            statement = op.send(rows)  # type: ignore[arg-type]
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        rows = await run(statement)

@@ -49,6 +49,7 @@ from langgraph_ctx.archive.codec import (
     encode_message,
     encode_messages,
 )
+from langgraph_ctx.archive.line_index import Entry, plan_add
 from langgraph_ctx.checks import check_str
 from langgraph_ctx.errors import (
     ArchiveAccessError,
@@ -156,9 +157,8 @@ class Archive:
         user = "" if self.user_id is None else f", user_id={self.user_id!r}"
         return f"Archive({type(self.backend).__name__}, thread_id={self.thread_id!r}{user})"
 
-    # pure pieces ---------------------------------------------------------------------
-
-    def _namespace(self, kind: str) -> Namespace:
+    def namespace(self, kind: str) -> Namespace:
+        """The backend namespace of this thread's `kind` entries."""
         scope = (self._thread,) if self._user is None else (self._user, self._thread)
         return (NAMESPACE_ROOT, *scope, kind)
 
@@ -213,14 +213,16 @@ class Archive:
             raise self._backend_error("read", namespace, key, exc) from exc
         return data
 
-    def _put_entry(self, kind: RefKind, data: bytes) -> Plan[str]:
-        digest = sha256_hex(data)
-        yield from self._put(self._namespace(kind), digest, data)
-        return str(ArchiveRef(thread=self._thread, kind=kind, digest=digest, user=self._user))
+    def _put_entry(self, kind: RefKind, data: bytes, entry: Entry) -> Plan[str]:
+        digest, namespace = sha256_hex(data), self.namespace(kind)
+        yield from self._put(namespace, digest, data)
+        ref = str(ArchiveRef(thread=self._thread, kind=kind, digest=digest, user=self._user))
+        yield from plan_add(self.backend, namespace, digest, ref, kind, entry)
+        return ref
 
     def _get_entry(self, ref: str, kind: RefKind | None = None) -> Plan[tuple[RefKind, bytes]]:
         parsed = self._check(ref, kind)
-        data = yield from self._get(self._namespace(parsed.kind), parsed.digest)
+        data = yield from self._get(self.namespace(parsed.kind), parsed.digest)
         if data is None:
             msg = (
                 f"no archive entry for {ref} in thread {self.thread_id!r}; looked in {self.where}. "
@@ -263,7 +265,7 @@ class Archive:
         Raises:
             ArchiveError: The backend can not list (see `ListableBackend`) or failed to.
         """
-        namespace = self._namespace(kind)
+        namespace = self.namespace(kind)
         if not callable(getattr(self.backend, "keys", None)):
             raise ArchiveError(cannot_list(self.backend))
         try:
@@ -275,28 +277,28 @@ class Archive:
 
     def plan_put_message(self, message: BaseMessage, *, index: bool = True) -> Plan[str]:
         """`put_message` as a plan, to compose with `yield from`."""
-        ref = yield from self._put_entry("message", encode_message(message))
+        ref = yield from self._put_entry("message", encode_message(message), message)
         if index and message.id:
             yield from self.plan_index_message(message.id, ref)
         return ref
 
     def plan_put_messages(self, messages: Sequence[BaseMessage]) -> Plan[str]:
         """`put_messages` as a plan."""
-        return (yield from self._put_entry("messages", encode_messages(messages)))
+        return (yield from self._put_entry("messages", encode_messages(messages), messages))
 
     def plan_put_text(self, text: str) -> Plan[str]:
         """`put_text` as a plan."""
-        return (yield from self._put_entry("text", text.encode(_UTF8, _SURROGATES)))
+        return (yield from self._put_entry("text", text.encode(_UTF8, _SURROGATES), text))
 
     def plan_index_message(self, message_id: str, ref: str) -> Plan[None]:
         """`index_message` as a plan."""
         self._check(ref)
         entry = _dumps({"message_id": message_id, "ref": ref})
-        yield from self._put(self._namespace(_INDEX_KIND), _index_key(message_id), entry)
+        yield from self._put(self.namespace(_INDEX_KIND), _index_key(message_id), entry)
 
     def plan_lookup(self, message_id: str) -> Plan[str | None]:
         """`lookup` as a plan."""
-        data = yield from self._get(self._namespace(_INDEX_KIND), _index_key(message_id))
+        data = yield from self._get(self.namespace(_INDEX_KIND), _index_key(message_id))
         if data is None:
             return None
         entry = _loads(data, f"index[{message_id!r}]")

@@ -8,7 +8,7 @@ search (Python's `re` never sees model input). Words and phrases match case-inse
 (`str.casefold`) as substrings of a line; every quoted phrase must be on the line, words are
 optional but at least one term must be there.
 
-Each entry is searched line by line, numbered as `recall` numbers them (`entry_text(...)
+Each entry is searched line by line, numbered as `recall` numbers them (`recall_text(...)
 .splitlines()`), so a hit's line number is the one `recall(ref, start_line=..., end_line=...)`
 shows. An insurance dump (`messages`) is one text for recall; each line also knows which of
 its messages it came from.
@@ -22,10 +22,11 @@ shown once in an answer, with its count (`search_answer`).
 from __future__ import annotations
 
 import bisect
+import json
 import re
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import Literal
@@ -34,7 +35,6 @@ from langchain_core.messages import BaseMessage, ToolMessage, get_buffer_string
 
 from langgraph_ctx._ids import RefKind
 from langgraph_ctx._patterns import BoundedPattern, compile_pattern
-from langgraph_ctx.archive.recall import entry_text
 from langgraph_ctx.errors import shorten
 from langgraph_ctx.ledger.summary import parse_dump_index
 
@@ -46,7 +46,9 @@ __all__ = [
     "SearchableEntry",
     "Source",
     "parse_query",
+    "recall_text",
     "searchable_entry",
+    "sparse_entry",
 ]
 
 SearchKind = Literal["any", "tool", "turn", "summarized"]
@@ -259,6 +261,33 @@ def _dump_segments(messages: Sequence[BaseMessage], text: str) -> list[tuple[int
     return out
 
 
+def _content_text(content: str | list[str | dict[str, object]]) -> str:
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif block.get("type") == "text" and isinstance(block.get("text"), str):
+            parts.append(str(block["text"]))
+        else:  # images, files, ...: show them rather than silently dropping them
+            parts.append(json.dumps(block, sort_keys=True, ensure_ascii=False, default=str))
+    return "\n".join(parts)
+
+
+def recall_text(entry: BaseMessage | Sequence[BaseMessage] | str) -> str:
+    """The text the recall tool shows for an archive entry (`recall.entry_text`).
+
+    A message gives its content (text blocks joined by newlines, other blocks as JSON), a
+    message list gives `get_buffer_string` of the list, text is shown as is.
+    """
+    if isinstance(entry, str):
+        return entry
+    if isinstance(entry, BaseMessage):
+        return _content_text(entry.content)
+    return get_buffer_string(list(entry))
+
+
 def searchable_entry(
     ref: str, kind: RefKind, entry: BaseMessage | Sequence[BaseMessage] | str
 ) -> SearchableEntry:
@@ -266,7 +295,7 @@ def searchable_entry(
 
     A text that is a dump index (the archive's own list of references) has no lines.
     """
-    text = entry_text(entry)
+    text = recall_text(entry)
     if isinstance(entry, BaseMessage):
         segments = [(0, _source(entry))]
     elif isinstance(entry, str):
@@ -297,6 +326,34 @@ def searchable_entry(
         folded_starts=folded_starts,
         segments=tuple(segments),
     )
+
+
+def sparse_entry(
+    ref: str,
+    kind: RefKind,
+    n_lines: int,
+    known: Mapping[int, tuple[str, str]],
+    segments: tuple[tuple[int, Source], ...],
+) -> SearchableEntry:
+    """An entry of which only some lines are known, the others empty (a database's answer).
+
+    `known` maps a line index to `(line, casefolded line)`. Searched by `ranking.find_hits`,
+    it answers as the whole entry would for a query whose matching lines are all known: a
+    line is matched alone, and an empty line matches nothing. Without a known line its text
+    is empty, so a search counts its `n_lines` and skips it.
+    """
+    if not known:
+        zeros = array("q", bytes(8 * n_lines))
+        return SearchableEntry(ref, kind, "", zeros, "", zeros, segments)
+    lines, folded = [""] * n_lines, [""] * n_lines
+    for index, (line, folded_line) in known.items():
+        lines[index], folded[index] = line, folded_line
+    joined, folded_joined = "\n".join(lines), "\n".join(folded)
+    starts = _starts(lines)
+    if folded_joined == joined:
+        folded_joined = joined
+    folded_starts = starts if len(folded_joined) == len(joined) else _starts(folded)
+    return SearchableEntry(ref, kind, joined, starts, folded_joined, folded_starts, segments)
 
 
 def _starts(lines: Sequence[str]) -> array[int]:

@@ -393,6 +393,19 @@ class Hits(Sequence[Hit]):
     def __len__(self) -> int:
         return len(self._rows)
 
+    def with_entries(self, entries: Sequence[SearchableEntry], stopped: Stop | None) -> Hits:
+        """The same hits over `entries`: the same references in the same places, more lines.
+
+        `stopped` is why the search stopped before its last line (None: it did not).
+        """
+        return Hits(
+            self._rows,
+            entries,
+            searched_lines=self.searched_lines,
+            total_lines=self.total_lines,
+            stopped=stopped,
+        )
+
     @overload
     def __getitem__(self, index: int) -> Hit: ...
 

@@ -20,15 +20,15 @@ Example:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 
-from langchain_core.messages import BaseMessage, get_buffer_string
+from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
-from langgraph_ctx._effects import Plan, arun_plan, run_plan
+from langgraph_ctx._effects import Plan, both
 from langgraph_ctx.archive.archive import Archive
+from langgraph_ctx.archive.matching import recall_text
 from langgraph_ctx.checks import check_int, check_str
 from langgraph_ctx.errors import ArchiveError, ConfigError, shorten
 from langgraph_ctx.messages.content import RECALLED_KEY
@@ -55,31 +55,14 @@ class RecallArgs(BaseModel):
     end_char: int | None = Field(default=None, description="End character, exclusive.")
 
 
-def _content_text(content: str | list[str | dict[str, object]]) -> str:
-    if isinstance(content, str):
-        return content
-    parts: list[str] = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif block.get("type") == "text" and isinstance(block.get("text"), str):
-            parts.append(str(block["text"]))
-        else:  # images, files, ...: show them rather than silently dropping them
-            parts.append(json.dumps(block, sort_keys=True, ensure_ascii=False, default=str))
-    return "\n".join(parts)
-
-
 def entry_text(entry: BaseMessage | Sequence[BaseMessage] | str) -> str:
     """The text the recall tool shows for an archive entry.
 
     A message gives its content (text blocks joined by newlines, other blocks as JSON), a
-    message list gives `get_buffer_string` of the list, text is shown as is.
+    message list gives `get_buffer_string` of the list, text is shown as is. The rule lives
+    in `matching.recall_text`, which numbers an entry's lines for search the same way.
     """
-    if isinstance(entry, str):
-        return entry
-    if isinstance(entry, BaseMessage):
-        return _content_text(entry.content)
-    return get_buffer_string(list(entry))
+    return recall_text(entry)
 
 
 def _bad_range(detail: str) -> ToolException:
@@ -205,21 +188,18 @@ def make_recall_tool(
     check_str("name", name, example="recall")
     current = archive_source(archive, tool_name=name)
 
-    def plan(ref: str, ranges: dict[str, int | None]) -> Plan[str]:
-        ref = _clean_ref(ref)
+    def plan(ref: str, **ranges: int | None) -> Plan[tuple[str, dict[str, str]]]:
+        artifact, ref = recalled_artifact(ref), _clean_ref(ref)
         try:
             entry = yield from current().plan_read(ref)
         except ArchiveError as exc:
             raise ToolException(f"{name} failed: {exc}") from exc
-        return render_recall(
+        text = render_recall(
             entry_text(entry), ref=ref, max_chars=max_chars, tool_name=name, **ranges
         )
+        return text, artifact
 
-    def recall(ref: str, **ranges: int | None) -> tuple[str, dict[str, str]]:
-        return run_plan(plan(ref, ranges)), recalled_artifact(ref)
-
-    async def arecall(ref: str, **ranges: int | None) -> tuple[str, dict[str, str]]:
-        return await arun_plan(plan(ref, ranges)), recalled_artifact(ref)
+    recall, arecall = both(plan, name="recall", doc="The recall tool: the text and its artifact.")
 
     # The artifact marks the result as read back from the archive (`is_recalled`): the agent
     # asked for it whole, so it is not excerpted again as it arrives.

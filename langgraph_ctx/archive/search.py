@@ -7,6 +7,12 @@ line by line (`matching`: the query syntax and the ranking rule) and answers wit
 `limit` hits, each with the exact `recall(...)` call that reads more around it. The answer is
 tool data, at most `max_chars` characters, the same bytes for the same query and archive.
 
+When the archive is in a SQL store (`SqliteStore`, `PostgresStore` and their async twins),
+its lines are indexed in that database as they are archived (`line_index`), and a search for
+words or phrases asks the database for the lines holding them (`index_search`): the same
+hits and the same answer, without reading the entries. A regular expression, an in-memory
+store or a directory archive, or a database where the index could not be set up, scans:
+
 Decoded entries are kept per process in an `EntryCache` (`entry_cache`), an LRU bounded by
 measured bytes: entries are content-addressed and never change, so a repeated search only
 reads keys it has not seen, and searches running at once decode each entry once.
@@ -41,6 +47,7 @@ from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx._ids import RefKind
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.entry_cache import EntryCache, EntryNotReadInTime, plan_entry
+from langgraph_ctx.archive.index_search import line_index_of, plan_indexed_entries
 from langgraph_ctx.archive.matching import SearchableEntry, SearchKind, parse_query
 from langgraph_ctx.archive.ranking import find_hits
 from langgraph_ctx.archive.recall import archive_source
@@ -108,18 +115,20 @@ def plan_search(
         return bounded(f"{tool_name}: {exc}", max_chars)
     cache = _SHARED if cache is None else cache
     read_until = time.monotonic() + READ_SECONDS
-    entries: list[SearchableEntry] = []
-    unread = 0
+    listed: list[tuple[RefKind, list[str]]] = []
     for ref_kind in _KINDS[kind]:
-        for ref in (yield from archive.plan_refs(ref_kind)):
-            try:
-                entry = yield from plan_entry(archive, ref, ref_kind, cache, read_until)
-            except EntryNotReadInTime:
-                unread += 1
-                continue
-            if entry is not None:
-                entries.append(entry)
-    hits = find_hits(entries, parsed, kind=kind, tool=tool)
+        listed.append((ref_kind, (yield from archive.plan_refs(ref_kind))))
+    index = None if parsed.pattern is not None else line_index_of(archive)
+    served = None
+    if index is not None:
+        served = yield from plan_indexed_entries(archive, index, listed, parsed, cache, read_until)
+    if served is not None:
+        entries, unread = served.entries, served.unread
+        hits = find_hits(entries, parsed, kind=kind, tool=tool)
+        hits = yield from served.plan_neighbours(hits, limit)
+    else:
+        entries, unread = yield from _plan_scan(archive, listed, cache, read_until)
+        hits = find_hits(entries, parsed, kind=kind, tool=tool)
     return render_hits(
         hits,
         query=query,
@@ -130,6 +139,27 @@ def plan_search(
         recall_name=recall_name,
         unread=unread,
     )
+
+
+def _plan_scan(
+    archive: Archive,
+    listed: list[tuple[RefKind, list[str]]],
+    cache: EntryCache,
+    read_until: float,
+) -> Plan[tuple[list[SearchableEntry], int]]:
+    """Every listed entry, cached or read and decoded within `read_until`; and how many not."""
+    entries: list[SearchableEntry] = []
+    unread = 0
+    for ref_kind, refs in listed:
+        for ref in refs:
+            try:
+                entry = yield from plan_entry(archive, ref, ref_kind, cache, read_until)
+            except EntryNotReadInTime:
+                unread += 1
+                continue
+            if entry is not None:
+                entries.append(entry)
+    return entries, unread
 
 
 def _checked(kind: str, tool: str | None, limit: int) -> tuple[SearchKind, str | None, int]:

@@ -16,7 +16,14 @@ from langgraph_ctx.archive.matching import Source
 from langgraph_ctx.archive.ranking import MAX_HITS, SEARCH_SECONDS, Hit, Hits
 from langgraph_ctx.errors import ACTING_CHARACTERS, shorten
 
-__all__ = ["CONTEXT_CHARS", "LINE_CHARS", "RECALL_AROUND", "bounded", "render_hits"]
+__all__ = [
+    "CONTEXT_CHARS",
+    "LINE_CHARS",
+    "RECALL_AROUND",
+    "bounded",
+    "render_hits",
+    "shown_hits",
+]
 
 LINE_CHARS = 200
 """Longest matching line shown; a longer one is cut around the match."""
@@ -82,6 +89,32 @@ def _render_hit(number: int, hit: Hit, repeats: int, recall_name: str) -> str:
     return "\n".join(lines)
 
 
+def _grouped(hits: Hits, limit: int) -> list[tuple[int, int]]:
+    """`(hit index, repeats)` of the first `limit` distinct lines, best first.
+
+    A line repeated verbatim (within one output, or in outputs that read the same file again)
+    is shown once, where it ranks best, with its count: the slots go to distinct lines. A
+    search for a common word can match thousands of lines; only their text is compared.
+    """
+    groups: dict[str, int] = {}
+    found: list[tuple[int, int]] = []
+    for index in range(len(hits)):
+        text = hits.text_of(index)
+        at = groups.get(text)
+        if at is not None:
+            first, repeats = found[at]
+            found[at] = (first, repeats + 1)
+        elif len(found) < limit:
+            groups[text] = len(found)
+            found.append((index, 0))
+    return found
+
+
+def shown_hits(hits: Hits, limit: int) -> list[int]:
+    """The indexes of the hits an answer of at most `limit` hits may show (`render_hits`)."""
+    return [index for index, _ in _grouped(hits, limit)]
+
+
 def render_hits(
     hits: Hits,
     *,
@@ -98,21 +131,7 @@ def render_hits(
     `unread`: entries left unread (out of reading time); with `hits.stopped`, the header
     then says the answer is partial.
     """
-    # A line repeated verbatim (within one output, or in outputs that read the same file
-    # again) is shown once, where it ranks best, with its count: the slots go to distinct
-    # lines. A search for a common word can match thousands of lines; only their text is
-    # compared.
-    groups: dict[str, int] = {}
-    found: list[tuple[Hit, int]] = []
-    for index in range(len(hits)):
-        text = hits.text_of(index)
-        at = groups.get(text)
-        if at is not None:
-            first, repeats = found[at]
-            found[at] = (first, repeats + 1)
-        elif len(found) < limit:
-            groups[text] = len(found)
-            found.append((hits[index], 0))
+    found = [(hits[index], repeats) for index, repeats in _grouped(hits, limit)]
     total = len(hits)
     quoted = shorten(query, 60)
     partial = _partial(hits, unread)

@@ -42,6 +42,7 @@ from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx.archive._backends import Namespace, StoreBackend
+from langgraph_ctx.archive.line_index import LineIndex
 from langgraph_ctx.errors import ConfigError
 
 # The checkpointers whose database can hold the archive: (module, class) -> kind. A class is
@@ -223,6 +224,11 @@ class CheckpointerArchive:
     def store(self) -> BaseStore | None:
         """The store, once opened."""
         return None if self._backend is None else self._backend.store
+
+    @property
+    def line_index(self) -> LineIndex | None:
+        """The search index in the store's database, once the store is open."""
+        return None if self._backend is None else self._backend.line_index
 
     def put(self, namespace: Namespace, key: str, data: bytes) -> None:
         """Store `data` under `namespace`/`key`."""

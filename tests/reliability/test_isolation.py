@@ -191,3 +191,26 @@ def test_the_node_without_a_thread_refuses_before_archiving() -> None:
     with pytest.raises(ConfigError, match=r"no configurable\.thread_id"):
         graph.compile().invoke({"messages": [HumanMessage("go"), call, long_output]})
     assert archived_namespaces(memory._local) == []
+
+
+def test_the_search_index_never_answers_with_another_threads_lines(tmp_path: Any) -> None:
+    """Issue 52: with the archive in SQLite, search asks the database's line index, which
+    holds every thread's lines in one table; Bob's search for Alice's secret, as words, as a
+    phrase or as SQL and FTS syntax, finds nothing, and reads no entry of hers."""
+    from langgraph.store.sqlite import SqliteStore
+
+    from langgraph_ctx.archive import Archive, EntryCache, StoreBackend, search_archive
+    from langgraph_ctx.archive.index_search import line_index_of
+
+    with SqliteStore.from_conn_string(str(tmp_path / "store.db")) as store:
+        store.setup()
+        alice = Archive(StoreBackend(store), thread_id="alice")
+        bob = Archive(StoreBackend(store), thread_id="bob")
+        alice.put_message(ToolMessage(f"config:\n{SECRET}\nend", tool_call_id="c1", name="cat"))
+        bob.put_message(ToolMessage("config:\nnothing here\nend", tool_call_id="c2", name="cat"))
+        assert line_index_of(bob) is not None
+        for query in ("api_key", '"SECRET-OF-ALICE"', "%SECRET%", '" OR "api', "api* NEAR(key"):
+            answer = search_archive(bob, query, cache=EntryCache())
+            assert "SECRET" not in answer.upper().replace(query.upper(), "")
+            assert "no line matches" in answer
+        assert "SECRET-OF-ALICE" in search_archive(alice, "api_key", cache=EntryCache())
