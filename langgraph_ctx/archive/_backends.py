@@ -18,9 +18,7 @@ import binascii
 import os
 import re
 import tempfile
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -29,6 +27,7 @@ from typing import Any, Protocol, runtime_checkable
 from langgraph.store.base import BaseStore
 
 from langgraph_ctx._ids import sha256_hex
+from langgraph_ctx._lru import LRUCache
 from langgraph_ctx.archive._store_keys import akeys_by_sql, keys_by_sql
 from langgraph_ctx.archive.line_index import LineIndex
 from langgraph_ctx.checks import check_path
@@ -252,8 +251,10 @@ class DirectoryBackend:
     def __init__(self, root: str | os.PathLike[str]) -> None:
         check_path("root", root, example=".langgraph_ctx/archive")
         self.root = Path(root).expanduser().absolute()
-        self._listings: OrderedDict[Path, tuple[tuple[int, int], list[str]]] = OrderedDict()
-        self._listings_lock = threading.Lock()  # keys runs in worker threads under akeys
+        # thread-safe: keys runs in worker threads under akeys
+        self._listings: LRUCache[Path, tuple[tuple[int, int], list[str]]] = LRUCache(
+            max_items=_LISTINGS_KEPT
+        )
 
     def _path(self, namespace: Namespace, key: str) -> Path:
         for part in (*namespace, key):
@@ -331,8 +332,7 @@ class DirectoryBackend:
         # a folder untouched for `_SETTLED_NS` counts, since mtimes are coarser than a write.
         signature = (folder.st_ino, folder.st_mtime_ns)
         settled = time.time_ns() - folder.st_mtime_ns > _SETTLED_NS
-        with self._listings_lock:
-            cached = self._listings.get(directory)
+        cached = self._listings.get(directory)
         if settled and cached is not None and cached[0] == signature:
             return list(cached[1])
         written: list[tuple[str, int]] = []
@@ -352,11 +352,7 @@ class DirectoryBackend:
             return []
         keys = newest_first(written)
         if settled:
-            with self._listings_lock:
-                self._listings[directory] = (signature, keys)
-                self._listings.move_to_end(directory)
-                while len(self._listings) > _LISTINGS_KEPT:
-                    self._listings.popitem(last=False)
+            self._listings.put(directory, (signature, keys))
         return list(keys)
 
     async def akeys(self, namespace: Namespace) -> list[str]:

@@ -6,8 +6,8 @@ bytes, so writing the same content twice is harmless and every read is verified.
 
 `Archive` is bound to one thread (and optionally one user). Each operation is written once as a
 plan (`plan_put_message`, `plan_read`, ...) that yields `BackendPut`/`BackendGet` effects and
-turns a backend failure into an `ArchiveError`; the sync and async methods drive that plan with
-`run_plan`/`arun_plan`, and other plans compose it with `yield from`.
+turns a backend failure into an `ArchiveError`; the sync and async methods are derived from
+that plan by `both` (`run_plan`/`arun_plan` of it), and other plans compose it with `yield from`.
 
 Example:
     >>> from langchain_core.messages import ToolMessage
@@ -31,7 +31,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
-from langgraph_ctx._effects import BackendGet, BackendKeys, BackendPut, Plan, arun_plan, run_plan
+from langgraph_ctx._effects import BackendGet, BackendKeys, BackendPut, Plan, both
 from langgraph_ctx._ids import REF_SHAPE, ArchiveRef, RefKind, is_archive_ref, sha256_hex
 from langgraph_ctx.archive._backends import (
     ArchiveBackend,
@@ -323,10 +323,11 @@ class Archive:
             return decode_messages(data)
         return data.decode(_UTF8, _SURROGATES)
 
-    # public API -------------------------------------------------------------------------
+    # public API: the sync and async callables of each plan (`both`) -------------------
 
-    def put_message(self, message: BaseMessage, *, index: bool = True) -> str:
-        """Archive one message and return its reference.
+    put_message, aput_message = both(
+        plan_put_message,
+        doc="""Archive one message and return its reference.
 
         Args:
             message: The message to archive, exactly as it is.
@@ -334,65 +335,53 @@ class Archive:
 
         Returns:
             The reference, `lgctx:<thread>:message:<sha256>`.
-        """
-        return run_plan(self.plan_put_message(message, index=index))
+        """,
+        adoc="Async `put_message`.",
+    )
 
-    async def aput_message(self, message: BaseMessage, *, index: bool = True) -> str:
-        """Async `put_message`."""
-        return await arun_plan(self.plan_put_message(message, index=index))
-
-    def put_messages(self, messages: Sequence[BaseMessage]) -> str:
-        """Archive a list of messages as one entry (the insurance dump before a summary).
+    put_messages, aput_messages = both(
+        plan_put_messages,
+        doc="""Archive a list of messages as one entry (the insurance dump before a summary).
 
         Returns:
             The reference, `lgctx:<thread>:messages:<sha256>`.
-        """
-        return run_plan(self.plan_put_messages(messages))
+        """,
+        adoc="Async `put_messages`.",
+    )
 
-    async def aput_messages(self, messages: Sequence[BaseMessage]) -> str:
-        """Async `put_messages`."""
-        return await arun_plan(self.plan_put_messages(messages))
+    put_text, aput_text = both(
+        plan_put_text,
+        doc="Archive a piece of text and return its reference (`...:text:<sha256>`).",
+        adoc="Async `put_text`.",
+    )
 
-    def put_text(self, text: str) -> str:
-        """Archive a piece of text and return its reference (`...:text:<sha256>`)."""
-        return run_plan(self.plan_put_text(text))
+    index_message, aindex_message = both(
+        plan_index_message,
+        doc="Record that the message with id `message_id` is archived under `ref`.",
+        adoc="Async `index_message`.",
+    )
 
-    async def aput_text(self, text: str) -> str:
-        """Async `put_text`."""
-        return await arun_plan(self.plan_put_text(text))
+    lookup, alookup = both(
+        plan_lookup,
+        doc="The reference recorded for a message id, or `None`.",
+        adoc="Async `lookup`.",
+    )
 
-    def index_message(self, message_id: str, ref: str) -> None:
-        """Record that the message with id `message_id` is archived under `ref`."""
-        run_plan(self.plan_index_message(message_id, ref))
-
-    async def aindex_message(self, message_id: str, ref: str) -> None:
-        """Async `index_message`."""
-        await arun_plan(self.plan_index_message(message_id, ref))
-
-    def lookup(self, message_id: str) -> str | None:
-        """The reference recorded for a message id, or `None`."""
-        return run_plan(self.plan_lookup(message_id))
-
-    async def alookup(self, message_id: str) -> str | None:
-        """Async `lookup`."""
-        return await arun_plan(self.plan_lookup(message_id))
-
-    def restore(self, ref_or_message_id: str) -> BaseMessage:
-        """The archived message, by `message` reference or by the id of an indexed message.
+    restore, arestore = both(
+        plan_restore,
+        doc="""The archived message, by `message` reference or by the id of an indexed message.
 
         Raises:
             ArchiveEntryNotFoundError: Unknown message id, or nothing stored under the ref.
             ArchiveAccessError: The reference belongs to another thread or user.
             ArchiveCorruptError: The stored bytes do not match their address.
-        """
-        return run_plan(self.plan_restore(ref_or_message_id))
+        """,
+        adoc="Async `restore`.",
+    )
 
-    async def arestore(self, ref_or_message_id: str) -> BaseMessage:
-        """Async `restore`."""
-        return await arun_plan(self.plan_restore(ref_or_message_id))
-
-    def read(self, ref_or_message_id: str) -> BaseMessage | list[BaseMessage] | str:
-        """Whatever a reference or an indexed message id points at.
+    read, aread = both(
+        plan_read,
+        doc="""Whatever a reference or an indexed message id points at.
 
         A message (from `put_message`), a message list (an insurance dump, from
         `put_messages`) or a text (from `put_text`).
@@ -403,12 +392,9 @@ class Archive:
             ArchiveEntryNotFoundError: Unknown message id, or nothing stored under the ref.
             ArchiveAccessError: The reference belongs to another thread or user.
             ArchiveCorruptError: The stored bytes do not match their address.
-        """
-        return run_plan(self.plan_read(ref_or_message_id))
-
-    async def aread(self, ref_or_message_id: str) -> BaseMessage | list[BaseMessage] | str:
-        """Async `read`."""
-        return await arun_plan(self.plan_read(ref_or_message_id))
+        """,
+        adoc="Async `read`.",
+    )
 
 
 def config_identity(config: RunnableConfig) -> tuple[str, str | None]:

@@ -2,7 +2,7 @@
 
 Decoding an entry for search (`matching.searchable_entry`: the text split in lines, and
 casefolded) costs more than reading it; a thread is searched again and again. `EntryCache`
-keeps decoded entries per process, an LRU bounded by measured bytes (`SearchableEntry.size`):
+keeps decoded entries per process, an `LRUCache` bounded by measured bytes (`SearchableEntry.size`):
 entries are content-addressed and never change, so a cached entry never goes stale.
 
 Searches running at once share each load (single flight): the first to miss an entry reads
@@ -17,10 +17,10 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections import OrderedDict
 
 from langgraph_ctx._effects import AwaitLoad, Plan
 from langgraph_ctx._ids import RefKind
+from langgraph_ctx._lru import LRUCache
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.matching import SearchableEntry, searchable_entry
 from langgraph_ctx.checks import check_int
@@ -85,12 +85,13 @@ class EntryCache:
     """
 
     def __init__(self, max_bytes: int = 64 * 1024 * 1024) -> None:
-        check_int("max_bytes", max_bytes, minimum=0, example=64 * 1024 * 1024)
+        check_int("max_bytes", max_bytes, minimum=0, example=64 * 1024 * 1024, owner="EntryCache")
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[str, SearchableEntry] = OrderedDict()
+        self._entries: LRUCache[str, SearchableEntry] = LRUCache(
+            max_bytes, size=lambda ref, entry: entry.size
+        )
         self._loads: dict[str, EntryLoad] = {}
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards `_loads`
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -98,7 +99,7 @@ class EntryCache:
     @property
     def bytes(self) -> int:
         """How much memory the cached entries take (`SearchableEntry.size`)."""
-        return self._bytes
+        return self._entries.bytes
 
     def start_load(self, ref: str) -> EntryLoad | None:
         """The load of `ref` another search is running, or None: the caller loads it.
@@ -122,31 +123,15 @@ class EntryCache:
 
     def get(self, ref: str) -> SearchableEntry | None:
         """The cached entry of `ref` (now the most recently used), or None."""
-        with self._lock:
-            entry = self._entries.get(ref)
-            if entry is not None:
-                self._entries.move_to_end(ref)
-            return entry
+        return self._entries.get(ref)
 
     def put(self, entry: SearchableEntry) -> None:
         """Keep `entry`; one larger than `max_bytes` is not kept."""
-        size = entry.size
-        if size > self.max_bytes:
-            return
-        with self._lock:
-            old = self._entries.pop(entry.ref, None)
-            self._bytes -= 0 if old is None else old.size
-            self._entries[entry.ref] = entry
-            self._bytes += size
-            while self._bytes > self.max_bytes:
-                _, dropped = self._entries.popitem(last=False)
-                self._bytes -= dropped.size
+        self._entries.put(entry.ref, entry)
 
     def clear(self) -> None:
         """Forget every entry (loads under way end as they would)."""
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
+        self._entries.clear()
 
 
 class EntryNotReadInTime(Exception):

@@ -43,7 +43,7 @@ from typing import get_args
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
-from langgraph_ctx._effects import Plan, arun_plan, run_plan
+from langgraph_ctx._effects import Plan, both
 from langgraph_ctx._ids import RefKind
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.entry_cache import EntryCache, EntryNotReadInTime, plan_entry
@@ -176,7 +176,7 @@ def _checked(kind: str, tool: str | None, limit: int) -> tuple[SearchKind, str |
     return checked, (tool.strip() or None) if tool else None, min(limit, MAX_LIMIT)
 
 
-def search_archive(
+def _plan_search_archive(
     archive: Archive,
     query: str,
     *,
@@ -186,8 +186,24 @@ def search_archive(
     regex: bool = False,
     max_chars: int = 4_000,
     cache: EntryCache | None = None,
-) -> str:
-    """Search the lines of one thread's archive; the answer is text for the agent.
+) -> Plan[str]:
+    return (
+        yield from plan_search(
+            archive,
+            query,
+            kind=kind,
+            tool=tool,
+            limit=limit,
+            regex=regex,
+            max_chars=max_chars,
+            cache=cache,
+        )
+    )
+
+
+search_archive, asearch_archive = both(
+    _plan_search_archive,
+    doc="""Search the lines of one thread's archive; the answer is text for the agent.
 
     Args:
         archive: The thread's archive; nothing outside its thread (and user) is read.
@@ -209,45 +225,9 @@ def search_archive(
 
     Raises:
         ArchiveError: The backend can not list its entries (`ListableBackend`) or failed.
-    """
-    return run_plan(
-        plan_search(
-            archive,
-            query,
-            kind=kind,
-            tool=tool,
-            limit=limit,
-            regex=regex,
-            max_chars=max_chars,
-            cache=cache,
-        )
-    )
-
-
-async def asearch_archive(
-    archive: Archive,
-    query: str,
-    *,
-    kind: SearchKind = "any",
-    tool: str | None = None,
-    limit: int = DEFAULT_LIMIT,
-    regex: bool = False,
-    max_chars: int = 4_000,
-    cache: EntryCache | None = None,
-) -> str:
-    """Async `search_archive`."""
-    return await arun_plan(
-        plan_search(
-            archive,
-            query,
-            kind=kind,
-            tool=tool,
-            limit=limit,
-            regex=regex,
-            max_chars=max_chars,
-            cache=cache,
-        )
-    )
+    """,
+    adoc="Async `search_archive`.",
+)
 
 
 SEARCH_DESCRIPTION = (
@@ -297,47 +277,36 @@ def make_search_tool(
     check_str("recall_name", recall_name, example="recall")
     archive_of = archive_source(archive, tool_name=name)  # no thread: a tool error says so
 
-    def plan(query: str, kind: SearchKind, tool: str | None, limit: int, regex: bool) -> Plan[str]:
-        current = archive_of()
-        try:
-            return (
-                yield from plan_search(
-                    current,
-                    query,
-                    kind=kind,
-                    tool=tool,
-                    limit=limit,
-                    regex=regex,
-                    max_chars=max_chars,
-                    cache=cache,
-                    tool_name=name,
-                    recall_name=recall_name,
-                )
-            )
-        except ArchiveError as exc:
-            raise ToolException(bounded(f"{name} failed: {exc}", max_chars)) from exc
-
-    def search(
-        query: str,
-        kind: SearchKind = "any",
-        tool: str | None = "",
-        limit: int = DEFAULT_LIMIT,
-        regex: bool = False,
-    ) -> tuple[str, dict[str, str]]:
-        return run_plan(plan(query, kind, tool, limit, regex)), searched
-
     # Like a `recall` result, an answer the agent asked for whole is not excerpted as it
     # arrives (`is_recalled`): an excerpt of a search answer would hide the hits it found.
     searched = {RECALLED_KEY: name}
 
-    async def asearch(
+    def plan(
         query: str,
         kind: SearchKind = "any",
         tool: str | None = "",
         limit: int = DEFAULT_LIMIT,
         regex: bool = False,
-    ) -> tuple[str, dict[str, str]]:
-        return await arun_plan(plan(query, kind, tool, limit, regex)), searched
+    ) -> Plan[tuple[str, dict[str, str]]]:
+        current = archive_of()
+        try:
+            answer = yield from plan_search(
+                current,
+                query,
+                kind=kind,
+                tool=tool,
+                limit=limit,
+                regex=regex,
+                max_chars=max_chars,
+                cache=cache,
+                tool_name=name,
+                recall_name=recall_name,
+            )
+        except ArchiveError as exc:
+            raise ToolException(bounded(f"{name} failed: {exc}", max_chars)) from exc
+        return answer, searched
+
+    search, asearch = both(plan, name="search", doc="The search tool: the answer and its artifact.")
 
     return StructuredTool.from_function(
         func=search,

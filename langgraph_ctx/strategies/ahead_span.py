@@ -9,8 +9,6 @@ recorded span still holds (see `langgraph_ctx.strategies.ahead`).
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,6 +16,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from langgraph_ctx._effects import Plan, Resources
 from langgraph_ctx._ids import sha256_of
+from langgraph_ctx._lru import LRUCache
 from langgraph_ctx.ledger.schema import AheadEntry
 from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.strategies.summaries import conversation_of, summary_goal
@@ -38,13 +37,7 @@ def span_digest(previous: str | None, messages: Sequence[BaseMessage]) -> str:
     return h.hexdigest()[:32]
 
 
-_DIGESTS: OrderedDict[int, tuple[BaseMessage, Any, bytes]] = OrderedDict()
-
-
-_DIGESTS_LOCK = threading.Lock()
-
-
-_DIGESTS_MAX = 4096
+_DIGESTS: LRUCache[int, tuple[BaseMessage, Any, bytes]] = LRUCache(max_items=4096)
 
 
 def _message_digest(m: BaseMessage) -> bytes:
@@ -56,8 +49,7 @@ def _message_digest(m: BaseMessage) -> bytes:
     is digested again.
     """
     key = id(m)
-    with _DIGESTS_LOCK:
-        hit = _DIGESTS.get(key)
+    hit = _DIGESTS.get(key)
     if hit is not None and hit[0] is m and hit[1] is m.content:
         return hit[2]
     row = [
@@ -70,11 +62,7 @@ def _message_digest(m: BaseMessage) -> bytes:
     ]
     text = json.dumps(row, sort_keys=True, default=str, ensure_ascii=False)
     digest = sha256_of(text.encode()).digest()
-    with _DIGESTS_LOCK:
-        _DIGESTS[key] = (m, m.content, digest)
-        _DIGESTS.move_to_end(key)
-        while len(_DIGESTS) > _DIGESTS_MAX:
-            _DIGESTS.popitem(last=False)
+    _DIGESTS.put(key, (m, m.content, digest))
     return digest
 
 
