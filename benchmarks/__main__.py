@@ -69,10 +69,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--summaries",
-        choices=["same", "shape"],
+        choices=["same", "shape", "reads"],
         default="same",
         help="sections comparing systems: every system's summarizer; same = the deterministic"
-        " summary (default), shape = the conversation's shape only, no line of any tool output",
+        " summary (default), shape = the conversation's shape only, no line of any tool output;"
+        " reads (cost section) = a summarizer writing the planted facts it read",
     )
     parser.add_argument(
         "--runs",
@@ -93,6 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
     names = args.sections or list(SECTIONS)
+    if args.summaries == "reads" and names != ["cost"]:
+        parser.error("--summaries reads is a condition of the cost section: run `cost` alone")
     for n, name in enumerate(names, 1):
         started = time.perf_counter()
         progress(f"section {n}/{len(names)}: {name}{' (quick)' if args.quick else ''}")

@@ -47,6 +47,7 @@ from benchmarks.anchors import (
 )
 from benchmarks.pipeline import Aggregate, Ours
 from benchmarks.replay import (
+    READS,
     FactEchoModel,
     ReplayResult,
     System,
@@ -58,7 +59,8 @@ from benchmarks.replay import (
 from benchmarks.workload import generate_workload
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.prompt.report import ContextBudget
-from langgraph_ctx.replay.summary_models import SpanSummaryModel, condition_model
+from langgraph_ctx.replay.models import RecordingModel
+from langgraph_ctx.replay.summary_models import condition_model
 from langgraph_ctx.strategies import SlidingWindow, default_strategies
 
 __all__ = ["SummaryModel", "WORKLOADS", "our_budget", "run"]
@@ -143,7 +145,9 @@ WORKLOADS = {
 """`--workload` name -> spec."""
 
 
-def _model(limit: int, summaries: str) -> SpanSummaryModel:
+def _model(limit: int, summaries: str, facts: dict[str, str] | None = None) -> RecordingModel:
+    if summaries == READS:
+        return SummaryModel(profile={"max_input_tokens": limit}).with_facts(facts or {})
     return condition_model(summaries, limit)
 
 
@@ -194,7 +198,7 @@ def systems(
             f"{name}{_SEARCH_BOUND}" if bind_search else name,
             strategies=default_strategies(),
             archive=True,
-            model=_model(limit, summaries),
+            model=_model(limit, summaries, facts),
             budget=ours_budget,
             bind_search=bind_search,
         )
@@ -210,7 +214,7 @@ def systems(
             f"{_OURS}, {_READS_ORIGINALS}",
             strategies=strategies,
             archive=True,
-            model=_model(limit, summaries),
+            model=_model(limit, summaries, facts),
             budget=ours_budget,
         )
 
@@ -225,20 +229,20 @@ def systems(
             limit=limit,
             trigger=trigger,
             keep=keep,
-            model=_model(limit, summaries),
+            model=_model(limit, summaries, facts),
             trim_tokens_to_summarize=None,
         ),
         lambda: LangmemAnchor(
             limit=limit,
             before_summary=trigger,
             max_summary_tokens=min(1_024, limit // 10),
-            model=_model(limit, summaries),
+            model=_model(limit, summaries, facts),
         ),
         lambda: DeepagentsAgentAnchor(
-            limit=limit, evict_tokens=20_000, model=_model(limit, summaries)
+            limit=limit, evict_tokens=20_000, model=_model(limit, summaries, facts)
         ),
         lambda: DeepagentsAgentAnchor(
-            limit=limit, evict_tokens=w // 10, model=_model(limit, summaries), scaled=True
+            limit=limit, evict_tokens=w // 10, model=_model(limit, summaries, facts), scaled=True
         ),
     ]
 

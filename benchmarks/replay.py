@@ -33,6 +33,7 @@ from langgraph_ctx.tokens import TiktokenCounter
 __all__ = [
     "CallRecord",
     "FactEchoModel",
+    "READS",
     "ReplayResult",
     "System",
     "condition_note",
@@ -98,9 +99,21 @@ def summaries_of(args: object) -> str:
     return str(getattr(args, "summaries", None) or "same")
 
 
+READS = "reads"
+"""The benchmarks' third summary condition (`--summaries reads`, the cost section): every
+system's summarizer is `benchmarks.cost.SummaryModel`, which writes each planted fact whose key
+it read, as a model that keeps what it is shown would; the synthetic run's facts goal is
+measured under it (under `same` and `shape` no summary carries the facts' sentences)."""
+
+_BENCHMARK_CONDITIONS = {
+    **SUMMARY_CONDITIONS,
+    READS: "keeps what it reads: every system's summarizer writes the planted facts it read",
+}
+
+
 def condition_note(condition: str) -> str:
     """How a table's title names the summary condition every system ran under."""
-    return f"summaries: {SUMMARY_CONDITIONS[condition]}"
+    return f"summaries: {_BENCHMARK_CONDITIONS[condition]}"
 
 
 # --- the replay ------------------------------------------------------------------------------

@@ -45,6 +45,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("cli", ("langgraph_ctx.cli",)),
 )
 
+
 def _name(path: Path) -> str:
     parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
