@@ -78,6 +78,7 @@ def keys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str] | Non
                 rows = store.conn.execute(_SQLITE, (prefix,)).fetchall()  # type: ignore[attr-defined]
         else:  # upstream's private helper: the pool, and (pipeline=True) the lock
             with store._cursor(pipeline=True) as cur:  # type: ignore[attr-defined]
+                _plain_rows(cur)
                 cur.execute(_POSTGRES, (prefix,))
                 rows = cur.fetchall()
     except Exception as exc:  # any failure (layout, setup): page search instead
@@ -100,6 +101,7 @@ async def akeys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str
                 rows = list(await cursor.fetchall())
         else:
             async with store._cursor(pipeline=True) as cur:  # type: ignore[attr-defined]
+                _plain_rows(cur)
                 await cur.execute(_POSTGRES, (prefix,))
                 rows = await cur.fetchall()
     except Exception as exc:  # any failure: page search instead
@@ -183,6 +185,7 @@ class StoreSql:
         # Upstream's private helper: `pipeline=True` takes the store's lock on a shared
         # connection (without it two threads' statements interleave on one connection).
         with store._cursor(pipeline=True) as cur:
+            _plain_rows(cur)
 
             def run(s: Statement) -> list[tuple[Any, ...]]:
                 if s.many:
@@ -224,6 +227,7 @@ class StoreSql:
                     await conn.execute("COMMIT")
                 return result
         async with store._cursor(pipeline=True) as cur:
+            _plain_rows(cur)
 
             async def arun(s: Statement) -> list[tuple[Any, ...]]:
                 if s.many:
@@ -243,6 +247,14 @@ def _sqlite_run(conn: Any, statement: Statement) -> list[tuple[Any, ...]]:
         conn.executemany(statement.sql, statement.params)
         return []
     return [tuple(row) for row in conn.execute(statement.sql, statement.params).fetchall()]
+
+
+def _plain_rows(cursor: Any) -> None:
+    # The stores' connections make dict rows; building a dict per row cost more than the
+    # query itself when a search lists thousands of keys or lines.
+    from psycopg.rows import tuple_row
+
+    cursor.row_factory = tuple_row
 
 
 def _pg_rows(cursor: Any) -> list[tuple[Any, ...]]:

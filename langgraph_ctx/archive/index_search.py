@@ -137,6 +137,15 @@ def plan_indexed_entries(
     found: dict[_Key, _Lines] = {}
     for row in rows:
         found.setdefault((row.namespace, row.key), {})[row.line_no] = (row.text, row.folded)
+    if found:  # only an entry holding a candidate needs its sources (which lines are whose)
+        try:
+            runs = yield MethodCall(index, "segments", (list(found),))
+        except Exception as exc:
+            logger.warning("the search index failed, scanning the archive: %s", exc)
+            return None
+        for key, text in runs.items():
+            if key in indexed:
+                indexed[key] = indexed[key]._replace(segments=text)
     out = IndexedEntries(index, [], 0, len(rows) >= CANDIDATES)
     for (kind, refs), namespace in zip(listed, namespaces, strict=True):
         for ref in refs:

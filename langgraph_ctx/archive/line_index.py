@@ -38,7 +38,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 from langchain_core.messages import BaseMessage
@@ -79,13 +78,16 @@ class LineRow(NamedTuple):
     folded: str
 
 
-@dataclass(frozen=True, slots=True)
-class IndexedEntry:
-    """What the index knows of an entry besides its lines."""
+class IndexedEntry(NamedTuple):
+    """What the index knows of an entry besides its lines.
+
+    A tuple: a search makes one per entry of the thread, thousands.
+    """
 
     n_lines: int
     segments: str
-    """The JSON of its `(first line, Source)` runs (`decode_segments`)."""
+    """The JSON of its `(first line, Source)` runs (`decode_segments`); empty until read
+    (`segments`: a search reads them only for the entries holding a candidate line)."""
     stored: bool = True
     """Whether the store still holds the item (False: rows left behind, to drop)."""
 
@@ -323,12 +325,36 @@ class LineIndex:
     ) -> SqlOp[dict[tuple[Namespace, str], IndexedEntry]]:
         by_prefix = {_prefix(ns): ns for ns in namespaces}
         rows = yield Statement(
-            "SELECT e.prefix, e.key, e.n_lines, e.segments, s.key IS NOT NULL"
+            "SELECT e.prefix, e.key, e.n_lines, s.key IS NOT NULL"
             " FROM lgctx_entries AS e LEFT JOIN store AS s ON s.prefix = e.prefix"
             f" AND s.key = e.key WHERE e.prefix IN ({_marks(len(by_prefix))})",
             tuple(by_prefix),
         )
-        return {(by_prefix[p], k): IndexedEntry(int(n), s, bool(i)) for p, k, n, s, i in rows}
+        return {(by_prefix[p], k): IndexedEntry(int(n), "", bool(i)) for p, k, n, i in rows}
+
+    def segments(self, keys: Sequence[tuple[Namespace, str]]) -> dict[tuple[Namespace, str], str]:
+        """The segments JSON of the entries `keys` (those indexed)."""
+        return self._run(lambda: self._segments_op(keys), write=False) or {}
+
+    async def asegments(
+        self, keys: Sequence[tuple[Namespace, str]]
+    ) -> dict[tuple[Namespace, str], str]:
+        """Async `segments`."""
+        return await self._arun(lambda: self._segments_op(keys), write=False) or {}
+
+    def _segments_op(
+        self, keys: Sequence[tuple[Namespace, str]]
+    ) -> SqlOp[dict[tuple[Namespace, str], str]]:
+        if not keys:
+            return {}
+        by_prefix = {_prefix(ns): ns for ns, _ in keys}
+        values = ", ".join("(?, ?)" for _ in keys)
+        rows = yield Statement(
+            f"WITH w (prefix, key) AS (VALUES {values}) SELECT e.prefix, e.key, e.segments"
+            " FROM w JOIN lgctx_entries AS e ON e.prefix = w.prefix AND e.key = w.key",
+            [v for ns, key in keys for v in (_prefix(ns), key)],
+        )
+        return {(by_prefix[p], k): str(j) for p, k, j in rows}
 
     def candidates(
         self, namespaces: Sequence[Namespace], query: Query, limit: int
