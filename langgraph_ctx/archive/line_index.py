@@ -395,11 +395,23 @@ class LineIndex:
             for term in terms:
                 parts.append(f"{line} LIKE ? ESCAPE '\\'")
                 params.append(_like(term))
-        select = f"SELECT e.prefix, e.key, {_LINE_NO[d]}, {line} FROM lgctx_entries AS e"
-        where = (
-            f" JOIN lgctx_lines AS l ON {_JOIN[d]} WHERE e.prefix IN ({_marks(len(by_prefix))})"
-            f" AND ({joiner.join(parts)})"
-        )
+        if d == "postgres":
+            # The matching lines first, then their entries by primary key: the planner, without
+            # statistics on fresh tables, otherwise joined every entry of the thread with every
+            # matching line (480 ms where this takes 9).
+            params = [*params[len(by_prefix) :], *by_prefix]
+            select = (
+                "WITH l AS MATERIALIZED (SELECT l.entry_id, l.line_no, l.text, l.folded"
+                f" FROM lgctx_lines AS l WHERE {joiner.join(parts)})"
+                f" SELECT e.prefix, e.key, {_LINE_NO[d]}, {line} FROM lgctx_entries AS e"
+            )
+            where = f" JOIN l ON {_JOIN[d]} WHERE e.prefix IN ({_marks(len(by_prefix))})"
+        else:
+            select = f"SELECT e.prefix, e.key, {_LINE_NO[d]}, {line} FROM lgctx_entries AS e"
+            where = (
+                f" JOIN lgctx_lines AS l ON {_JOIN[d]} WHERE e.prefix IN"
+                f" ({_marks(len(by_prefix))}) AND ({joiner.join(parts)})"
+            )
         rows = yield Statement(f"{select}{where} LIMIT ?", [*params, limit])
         if len(rows) >= limit:  # more than a search ranks: the first in search order
             order = " ".join(f"WHEN ? THEN {n}" for n in range(len(by_prefix)))
