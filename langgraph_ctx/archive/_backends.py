@@ -117,7 +117,8 @@ def _to_value(data: bytes) -> dict[str, Any]:
     return {"encoding": encoding, "data": payload, "sha256": sha256_hex(data), "size": len(data)}
 
 
-def _from_value(value: Mapping[str, Any], where: str) -> bytes:
+def from_value(value: Mapping[str, Any], where: str) -> bytes:
+    """The bytes of a store value holding an archive entry, checked against its sha256."""
     encoding, payload = value.get("encoding"), value.get("data")
     try:
         if encoding == "utf-8" and isinstance(payload, str):
@@ -164,7 +165,7 @@ class StoreBackend:
     def get(self, namespace: Namespace, key: str) -> bytes | None:
         """The bytes of one item, or `None` when missing."""
         item = self.store.get(namespace, key)
-        return None if item is None else _from_value(item.value, f"{namespace}/{key}")
+        return None if item is None else from_value(item.value, f"{namespace}/{key}")
 
     async def aput(self, namespace: Namespace, key: str, data: bytes) -> None:
         """Async `put`."""
@@ -173,7 +174,7 @@ class StoreBackend:
     async def aget(self, namespace: Namespace, key: str) -> bytes | None:
         """Async `get`."""
         item = await self.store.aget(namespace, key)
-        return None if item is None else _from_value(item.value, f"{namespace}/{key}")
+        return None if item is None else from_value(item.value, f"{namespace}/{key}")
 
     def keys(self, namespace: Namespace) -> list[str]:
         """The item keys of `namespace`, newest `updated_at` first.

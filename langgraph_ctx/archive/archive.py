@@ -40,14 +40,14 @@ from langgraph_ctx.archive._backends import (
     cannot_list,
 )
 from langgraph_ctx.archive.codec import (
-    _SURROGATES,
-    _UTF8,
-    _dumps,
-    _loads,
+    SURROGATES,
+    UTF8,
     decode_message,
     decode_messages,
+    dumps,
     encode_message,
     encode_messages,
+    loads,
 )
 from langgraph_ctx.archive.line_index import Entry, plan_add
 from langgraph_ctx.checks import check_str
@@ -81,7 +81,7 @@ def _label(identifier: str, what: str) -> str:
         raise ConfigError(msg)
     if _SAFE_ID.fullmatch(identifier):
         return identifier
-    return "~" + sha256_hex(identifier.encode(_UTF8, _SURROGATES))
+    return "~" + sha256_hex(identifier.encode(UTF8, SURROGATES))
 
 
 # --- the archive --------------------------------------------------------------------------
@@ -288,12 +288,12 @@ class Archive:
 
     def plan_put_text(self, text: str) -> Plan[str]:
         """`put_text` as a plan."""
-        return (yield from self._put_entry("text", text.encode(_UTF8, _SURROGATES), text))
+        return (yield from self._put_entry("text", text.encode(UTF8, SURROGATES), text))
 
     def plan_index_message(self, message_id: str, ref: str) -> Plan[None]:
         """`index_message` as a plan."""
         self._check(ref)
-        entry = _dumps({"message_id": message_id, "ref": ref})
+        entry = dumps({"message_id": message_id, "ref": ref})
         yield from self._put(self.namespace(_INDEX_KIND), _index_key(message_id), entry)
 
     def plan_lookup(self, message_id: str) -> Plan[str | None]:
@@ -301,7 +301,7 @@ class Archive:
         data = yield from self._get(self.namespace(_INDEX_KIND), _index_key(message_id))
         if data is None:
             return None
-        entry = _loads(data, f"index[{message_id!r}]")
+        entry = loads(data, f"index[{message_id!r}]")
         if not isinstance(entry, dict) or entry.get("message_id") != message_id:
             msg = f"index entry for message id {message_id!r} is corrupt: {entry!r}"
             raise ArchiveCorruptError(msg)
@@ -321,7 +321,7 @@ class Archive:
             return decode_message(data)
         if kind == "messages":
             return decode_messages(data)
-        return data.decode(_UTF8, _SURROGATES)
+        return data.decode(UTF8, SURROGATES)
 
     # public API: the sync and async callables of each plan (`both`) -------------------
 
@@ -432,4 +432,4 @@ def config_identity(config: RunnableConfig) -> tuple[str, str | None]:
 
 
 def _index_key(message_id: str) -> str:
-    return sha256_hex(message_id.encode(_UTF8, _SURROGATES))
+    return sha256_hex(message_id.encode(UTF8, SURROGATES))

@@ -16,20 +16,22 @@ from langchain_core.messages import BaseMessage, message_to_dict, messages_from_
 
 from langgraph_ctx.errors import ArchiveCorruptError
 
-_UTF8 = "utf-8"
+UTF8 = "utf-8"  # the encoding of every archive entry
 
 
-_SURROGATES = "surrogatepass"  # lone surrogates survive the round trip instead of crashing
+SURROGATES = "surrogatepass"  # lone surrogates survive the round trip instead of crashing
 
 
-def _dumps(obj: Any) -> bytes:
+def dumps(obj: Any) -> bytes:
+    """`obj` as canonical JSON bytes: sorted keys, UTF-8, lone surrogates kept."""
     text = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    return text.encode(_UTF8, _SURROGATES)
+    return text.encode(UTF8, SURROGATES)
 
 
-def _loads(data: bytes, where: str) -> Any:
+def loads(data: bytes, where: str) -> Any:
+    """The JSON value of archive bytes; `ArchiveCorruptError` naming `where` if not JSON."""
     try:
-        return json.loads(data.decode(_UTF8, _SURROGATES))
+        return json.loads(data.decode(UTF8, SURROGATES))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         # RecursionError: nested deeper than the parser goes, which no entry we write is.
         msg = f"archive entry {where} is not valid JSON ({exc}); it was damaged after writing"
@@ -42,7 +44,7 @@ def encode_message(message: BaseMessage) -> bytes:
     Decoding and encoding again gives the same bytes, which is what makes the archive
     content-addressed and restores byte for byte.
     """
-    return _dumps(message_to_dict(message))
+    return dumps(message_to_dict(message))
 
 
 def decode_message(data: bytes) -> BaseMessage:
@@ -51,7 +53,7 @@ def decode_message(data: bytes) -> BaseMessage:
     Raises:
         ArchiveCorruptError: The bytes are not a serialized message.
     """
-    obj = _loads(data, "(message)")
+    obj = loads(data, "(message)")
     try:
         return messages_from_dict([obj])[0]
     except (KeyError, TypeError, ValueError) as exc:
@@ -61,7 +63,7 @@ def decode_message(data: bytes) -> BaseMessage:
 
 def encode_messages(messages: Sequence[BaseMessage]) -> bytes:
     """The canonical bytes of a list of messages (a JSON list of `message_to_dict` dicts)."""
-    return _dumps([message_to_dict(m) for m in messages])
+    return dumps([message_to_dict(m) for m in messages])
 
 
 def decode_messages(data: bytes) -> list[BaseMessage]:
@@ -70,7 +72,7 @@ def decode_messages(data: bytes) -> list[BaseMessage]:
     Raises:
         ArchiveCorruptError: The bytes are not a serialized message list.
     """
-    obj = _loads(data, "(messages)")
+    obj = loads(data, "(messages)")
     if not isinstance(obj, list):
         msg = f"archive entry should hold a list of messages, found {type(obj).__name__}"
         raise ArchiveCorruptError(msg)

@@ -31,16 +31,16 @@ from typing import Any, NoReturn
 from langgraph_ctx.cli.handlers import (
     HOME,
     PROG,
-    _compact,
-    _count,
-    _demo,
-    _fail,
-    _first_line,
-    _frontier,
-    _inspect,
-    _replay,
-    _restore,
-    _view,
+    fail,
+    first_line,
+    handle_compact,
+    handle_count,
+    handle_demo,
+    handle_frontier,
+    handle_inspect,
+    handle_replay,
+    handle_restore,
+    handle_view,
 )
 from langgraph_ctx.cli.inputs import DEFAULT_MAX_INPUT_MB
 from langgraph_ctx.errors import (
@@ -88,7 +88,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except _UsageError as exc:
-        return _fail(str(exc), 2)
+        return fail(str(exc), 2)
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     if not getattr(args, "handler", None):
@@ -109,15 +109,15 @@ def run(argv: Sequence[str] | None = None) -> int:
         with input_limit(getattr(args, "max_input_mb", None)):
             return int(args.handler(args))
     except unusable as exc:  # the input is unusable
-        return _fail(f"{PROG} {args.command}: {_first_line(exc)}", 2)
+        return fail(f"{PROG} {args.command}: {first_line(exc)}", 2)
     except LangGraphCtxError as exc:
-        return _fail(f"{PROG} {args.command}: {type(exc).__name__}: {_first_line(exc)}", 1)
+        return fail(f"{PROG} {args.command}: {type(exc).__name__}: {first_line(exc)}", 1)
     except OSError as exc:
-        return _fail(f"{PROG} {args.command}: {exc}", 1)
+        return fail(f"{PROG} {args.command}: {exc}", 1)
     except KeyboardInterrupt:
-        return _fail(f"{PROG} {args.command}: interrupted", 130)
+        return fail(f"{PROG} {args.command}: interrupted", 130)
     except MemoryError:  # the bounds in `inputs` make this rare; still one line, not a trace
-        return _fail(f"{PROG} {args.command}: out of memory; pass smaller inputs", 1)
+        return fail(f"{PROG} {args.command}: out of memory; pass smaller inputs", 1)
 
 
 # --- the parser ------------------------------------------------------------------------------
@@ -166,7 +166,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--thread", help="thread id (default: 'demo', reset by every run that succeeds)"
     )
     demo.add_argument("--steps", type=_positive, default=12, help="model calls per request")
-    demo.set_defaults(handler=_demo)
+    demo.set_defaults(handler=handle_demo)
 
     replay = sub.add_parser(
         "replay",
@@ -184,7 +184,7 @@ def _build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--report-json", type=Path, help="reports file (default: by the db)")
     replay.add_argument("--plot", type=Path, help="draw prompt tokens per call to this PNG")
     _input_arg(replay)
-    replay.set_defaults(handler=_replay)
+    replay.set_defaults(handler=handle_replay)
 
     inspect = sub.add_parser(
         "inspect",
@@ -203,7 +203,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="archive folder (entries not there: the database's own store)",
     )  # fmt: skip
     _input_arg(inspect)  # the cap on one stored value of --db
-    inspect.set_defaults(handler=_inspect)
+    inspect.set_defaults(handler=handle_inspect)
 
     restore = sub.add_parser(
         "restore",
@@ -220,7 +220,7 @@ def _build_parser() -> argparse.ArgumentParser:
     restore.add_argument(
         "--json", action="store_true", help="print the exact record (JSON) instead of the text"
     )
-    restore.set_defaults(handler=_restore)
+    restore.set_defaults(handler=handle_restore)
 
     compact = sub.add_parser(
         "compact",
@@ -237,7 +237,7 @@ def _build_parser() -> argparse.ArgumentParser:
     compact.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
     compact.add_argument("--thread", default="compact", help="archive thread for references")
     _input_arg(compact)
-    compact.set_defaults(handler=_compact)
+    compact.set_defaults(handler=handle_compact)
 
     count = sub.add_parser(
         "count",
@@ -249,7 +249,7 @@ def _build_parser() -> argparse.ArgumentParser:
     count.add_argument("--model", default="gpt-4o", help="model whose tokenizer to use")
     count.add_argument("--tools", type=Path, help="JSON file of tool schemas to include")
     _input_arg(count)
-    count.set_defaults(handler=_count)
+    count.set_defaults(handler=handle_count)
     _frontier_parser(sub)
     _view_parser(sub)
     return parser
@@ -337,7 +337,7 @@ def _frontier_parser(sub: Any) -> None:
     frontier.add_argument("--json", type=Path, metavar="OUT", help="write the rows as JSON")
     frontier.add_argument("--plot", type=Path, metavar="PNG", help="draw cost against recall")
     _input_arg(frontier)
-    frontier.set_defaults(handler=_frontier)
+    frontier.set_defaults(handler=handle_frontier)
 
 
 def _view_parser(sub: Any) -> None:
@@ -370,7 +370,7 @@ def _view_parser(sub: Any) -> None:
         "--reserved", type=_non_negative, default=0, help="output tokens kept in FILE's replay"
     )
     _input_arg(view)
-    view.set_defaults(handler=_view)
+    view.set_defaults(handler=handle_view)
 
 
 def _input_arg(parser: argparse.ArgumentParser) -> None:

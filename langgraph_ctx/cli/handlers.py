@@ -26,17 +26,20 @@ DEFAULT_VIEW_WINDOW = 32_000
 """The window `langgraph-ctx view FILE` replays a message file in unless told."""
 
 
-def _fail(message: str, code: int) -> int:
+def fail(message: str, code: int) -> int:
+    """Print `message` on stderr and return the exit code `code`."""
     say(message, err=True)
     return code
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none)."""
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _demo(args: argparse.Namespace) -> int:
+def handle_demo(args: argparse.Namespace) -> int:
+    """`langgraph-ctx demo`; returns the exit code."""
     from langgraph_ctx.cli.demo import run_demo
 
     out = Output()
@@ -80,7 +83,8 @@ def _demo_page(args: argparse.Namespace, result: Any) -> None:
     result.files["page"] = str(write_page(page_data(data), args.db.with_name(f"{thread}.html")))
 
 
-def _view(args: argparse.Namespace) -> int:
+def handle_view(args: argparse.Namespace) -> int:
+    """`langgraph-ctx view`; returns the exit code."""
     from langgraph_ctx.cli.view import thread_from_db, thread_from_file, write_page
     from langgraph_ctx.cli.view_data import page_data
     from langgraph_ctx.errors import InputError
@@ -113,7 +117,8 @@ def _clip_lines(text: str, lines: int) -> str:
     return "\n".join(kept[:lines] + ([f"… {more} more line(s)"] if more > 0 else []))
 
 
-def _replay(args: argparse.Namespace) -> int:
+def handle_replay(args: argparse.Namespace) -> int:
+    """`langgraph-ctx replay`; returns the exit code."""
     from langgraph_ctx.cli.replay import replay
     from langgraph_ctx.cli.runs import plot_run
 
@@ -154,17 +159,19 @@ def _finish(out: Output, title: str, result: Any, command: str) -> int:
     for note in result.notes:
         out.note(note)
     if result.log.error:
-        return _fail(f"{PROG} {command}: {result.log.error}", 1)
+        return fail(f"{PROG} {command}: {result.log.error}", 1)
     return 0
 
 
-def _frontier(args: argparse.Namespace) -> int:
+def handle_frontier(args: argparse.Namespace) -> int:
+    """`langgraph-ctx frontier`; returns the exit code."""
     from langgraph_ctx.cli.frontier_run import run_frontier
 
     return run_frontier(args)
 
 
-def _inspect(args: argparse.Namespace) -> int:
+def handle_inspect(args: argparse.Namespace) -> int:
+    """`langgraph-ctx inspect`; returns the exit code."""
     from langgraph_ctx.cli.edits import edit_of
     from langgraph_ctx.cli.runs import SUMMARY_SOURCES
     from langgraph_ctx.cli.threads import inspect_thread
@@ -274,7 +281,8 @@ def _edits_grid(out: Output, edits: list[Any], args: argparse.Namespace) -> None
 _REFS_SHOWN = 5
 
 
-def _restore(args: argparse.Namespace) -> int:
+def handle_restore(args: argparse.Namespace) -> int:
+    """`langgraph-ctx restore`; returns the exit code."""
     from langgraph_ctx.cli.threads import readable_entry, restore_entry
 
     if args.out is not None:
@@ -300,7 +308,8 @@ def _existing_folder(path: Path, option: str) -> None:
         raise InputError(msg)
 
 
-def _compact(args: argparse.Namespace) -> int:
+def handle_compact(args: argparse.Namespace) -> int:
+    """`langgraph-ctx compact`; returns the exit code."""
     from langchain_core.messages import messages_to_dict
 
     from langgraph_ctx.cli.edits import counted, tally
@@ -327,7 +336,8 @@ def _compact(args: argparse.Namespace) -> int:
     return 0
 
 
-def _count(args: argparse.Namespace) -> int:
+def handle_count(args: argparse.Namespace) -> int:
+    """`langgraph-ctx count`; returns the exit code."""
     from langgraph_ctx.cli.playback import load_tools, load_transcript
     from langgraph_ctx.errors import InputError
     from langgraph_ctx.tokens._encodings import encoding_name_for_model

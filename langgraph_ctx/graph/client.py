@@ -33,7 +33,7 @@ from langchain_core.messages import BaseMessage, messages_from_dict
 
 from langgraph_ctx._effects import MethodCall, Plan, both
 from langgraph_ctx._ids import ArchiveRef
-from langgraph_ctx.archive._backends import Namespace, _from_value, newest_first
+from langgraph_ctx.archive._backends import Namespace, from_value, newest_first
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.history import plan_history_page
 from langgraph_ctx.errors import ArchiveError, ConfigError
@@ -184,7 +184,7 @@ def _status(exc: Exception) -> int | None:
 def _bytes(item: Any, namespace: Namespace, key: str) -> bytes | None:
     if item is None:
         return None
-    return _from_value(item.get("value") or {}, "/".join((*namespace, key)))
+    return from_value(item.get("value") or {}, "/".join((*namespace, key)))
 
 
 def state_messages(values: Mapping[str, Any]) -> tuple[list[BaseMessage], dict[str, Any] | None]:

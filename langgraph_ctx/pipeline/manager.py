@@ -32,16 +32,16 @@ from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.messages.content import text_of
 from langgraph_ctx.messages.validation import coerce_messages
 from langgraph_ctx.pipeline.options import (
-    _check_archive,
-    _coerce_summarizer,
-    _prepare_ahead,
+    check_archive,
+    coerce_summarizer,
+    prepare_ahead,
 )
 from langgraph_ctx.pipeline.result import BuildResult
 from langgraph_ctx.pipeline.steps import (
-    _calibrated_counter,
-    _examined,
-    _finish,
-    _plan_spill_within_budget,
+    calibrated_counter,
+    examined,
+    finish,
+    plan_spill_within_budget,
     thread_key,
 )
 from langgraph_ctx.prompt.assembly import (
@@ -183,7 +183,7 @@ class ContextManager:
         )
         check_tool_policy(tool_policy)
         check_list("injections", injections, "strings, e.g. ['Answer in French.']")
-        _check_archive(archive)
+        check_archive(archive)
         check_callable(
             "redact",
             redact,
@@ -226,14 +226,14 @@ class ContextManager:
         self.skills = coerce_skills(skills)
         self.injections = list(injections or ())
         self.tool_policy = tool_policy
-        self.summarizer = _coerce_summarizer(summarizer, redact, self.token_counter)
+        self.summarizer = coerce_summarizer(summarizer, redact, self.token_counter)
         self.extractor = extractor
         self.summary_placement: SummaryPlacement = summary_placement
         self.max_messages = max_messages
         self._render_cache = RenderCache()
         self.slots = SummarySlots(max_summaries_in_flight)
         """The cap on this manager's summarizer calls in flight, in builds and background."""
-        self.strategies, self.preparer = _prepare_ahead(
+        self.strategies, self.preparer = prepare_ahead(
             self.strategies, budget, prepare_summaries, self.slots
         )
 
@@ -251,12 +251,12 @@ class ContextManager:
     ) -> Plan[BuildResult]:
         """The build as a generator of effects (drive it with `run_plan` / `arun_plan`)."""
         given = messages
-        messages, skipped = _examined(messages, state, self.max_messages)
+        messages, skipped = examined(messages, state, self.max_messages)
         messages = coerce_messages(messages)
         check_tools(tools)
         check_list("memory", memory, "strings, e.g. ['the user prefers metric units']")
         check_list("injections", injections, "strings, e.g. ['Answer in French.']")
-        _check_archive(archive)
+        check_archive(archive)
         ledger, repairs = repair_ledger(state)
         archive = archive if archive is not None else self.archive
         spill_error = None
@@ -273,7 +273,7 @@ class ContextManager:
                 "[SystemMessage('...'), HumanMessage('...')]"
             )
             raise InvalidMessagesError(msg, ["no_conversation"])
-        counter, calibrated = _calibrated_counter(
+        counter, calibrated = calibrated_counter(
             self.token_counter, self.calibrates, ledger, history
         )
         tools_out = filter_tools(tools, self.tool_policy)
@@ -321,9 +321,9 @@ class ContextManager:
         ) != summary_before.get("updates", 0):
             # The summary message changed in this build anyway: older dump refs go to the
             # index now, so the prompt does not change again on the next call for it.
-            yield from _plan_spill_within_budget(view, archive)
+            yield from plan_spill_within_budget(view, archive)
         view.report.messages_in += skipped
-        return _finish(view, tools_out, calibrated, given, self.strategies)
+        return finish(view, tools_out, calibrated, given, self.strategies)
 
     build, abuild = both(
         plan,

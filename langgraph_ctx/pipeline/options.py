@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from langgraph_ctx.summaries.summarizer import Summarizer
 
 
-def _check_archive(archive: Any) -> None:
+def check_archive(archive: Any) -> None:
+    """Raise `ConfigError` unless `archive` is `None` or an `Archive`."""
     from langgraph_ctx.archive.archive import Archive
 
     if archive is not None and not isinstance(archive, Archive):
@@ -39,7 +40,7 @@ def _check_archive(archive: Any) -> None:
         raise ConfigError(msg)
 
 
-def _prepare_ahead(
+def prepare_ahead(
     strategies: list[Strategy],
     budget: ContextBudget,
     prepare: bool,
@@ -77,7 +78,7 @@ def _prepare_ahead(
     return out, (SummaryPreparer(slots=slots) if wanted else None)
 
 
-def _coerce_summarizer(
+def coerce_summarizer(
     summarizer: Summarizer | BaseChatModel | None,
     redact: Callable[[str], str] | None,
     token_counter: TokenCounter,

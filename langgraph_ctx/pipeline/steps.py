@@ -1,9 +1,9 @@
 """The steps of a build around its strategies: what it examines, how it counts, how it ends.
 
-`ContextManager.plan` takes the part of the history a build examines (`_examined`), the
-counter it counts with (`_calibrated_counter`: scaled by the ledger's learned ratios), and,
+`ContextManager.plan` takes the part of the history a build examines (`examined`), the
+counter it counts with (`calibrated_counter`: scaled by the ledger's learned ratios), and,
 once the strategies ran, spills older dump refs within the summary's bound
-(`_plan_spill_within_budget`) and renders, counts and checks the prompt (`_finish`).
+(`plan_spill_within_budget`) and renders, counts and checks the prompt (`finish`).
 `thread_key` names the thread a build is for (summaries prepared ahead are kept per thread).
 """
 
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from langgraph_ctx.archive.archive import Archive
 
 
-def _examined(
+def examined(
     messages: Sequence[BaseMessage], state: Mapping[str, Any] | None, max_messages: int
 ) -> tuple[Sequence[BaseMessage], int]:
     """The part of `messages` one build examines, and how many it leaves out.
@@ -87,7 +87,7 @@ def _is_base(message: Any) -> bool:
     )
 
 
-def _calibrated_counter(
+def calibrated_counter(
     token_counter: TokenCounter,
     calibrates: bool,
     ledger: ContextLedger,
@@ -116,7 +116,7 @@ def _calibrated_counter(
     return (token_counter if ratios is None else with_ratios(ratios)), True
 
 
-def _plan_spill_within_budget(view: PromptView, archive: Archive) -> Plan[None]:
+def plan_spill_within_budget(view: PromptView, archive: Archive) -> Plan[None]:
     """Spill older dump refs to the index unless the prompt would then pass its bound.
 
     The bound is `PromptView.summary_limit`, the one the summary was fitted to: a spill
@@ -135,13 +135,14 @@ def _plan_spill_within_budget(view: PromptView, archive: Archive) -> Plan[None]:
     view.tokens += new - old
 
 
-def _finish(
+def finish(
     view: PromptView,
     tools: list[Any],
     calibrated: bool,
     history: Sequence[BaseMessage],
     strategies: Sequence[Strategy],
 ) -> BuildResult:
+    """The build's result: the view reconciled, rendered and counted, its report filled in."""
     view.reconcile()  # the persisted ledger names only what the prompt shows
     prompt = view.render()
     view.tokens = view.count_full()

@@ -17,11 +17,11 @@ from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.messages.content import is_error_result, text_of
 from langgraph_ctx.prompt.markup import quoted_data
 from langgraph_ctx.prompt.sections import (
-    _ASKED,
-    _LATEST,
-    _clip,
-    _fit,
-    _previous_sections,
+    ASKED,
+    LATEST,
+    clip,
+    fit,
+    previous_sections,
 )
 
 _FACT_LINE_CHARS = 200
@@ -63,11 +63,13 @@ _PATH_RE = re.compile(
 _PATH_KEYS = frozenset({"path", "file", "filename", "file_path", "filepath", "dir", "directory"})
 
 
-def _compact_json(value: Any) -> str:
+def compact_json(value: Any) -> str:
+    """`value` as compact JSON (non-ASCII kept, other types as `str`)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """`text` with each run of whitespace made one space."""
     return " ".join(text.split())
 
 
@@ -196,7 +198,7 @@ def fallback_summary(
     Returns:
         The summary text, without a `<summary>` wrapper.
     """
-    sections = _previous_sections(previous)
+    sections = previous_sections(previous)
     completed, remaining = sections["completed"].lines, sections["remaining"].lines
     state, notes = sections["current_state"].lines, sections["notes"].lines
 
@@ -222,7 +224,7 @@ def fallback_summary(
             else:
                 failed.setdefault(msg.tool_call_id, "ok")
                 for fact in result_lines(text_of(msg)):  # its outcome, as observed data
-                    outcomes[msg.tool_call_id] = _clip(_one_line(fact), _OUTCOME_CHARS)
+                    outcomes[msg.tool_call_id] = clip(one_line(fact), _OUTCOME_CHARS)
 
     calls = [tc for m in messages if isinstance(m, AIMessage) for tc in m.tool_calls]
     usage: dict[str, int] = {}
@@ -232,7 +234,7 @@ def fallback_summary(
         used = ", ".join(f"{name} ({n})" for name, n in sorted(usage.items()))
         completed.append(f"- Tools used: {used}.")
     for tc in calls:
-        args = _clip(_compact_json(tc.get("args", {})), 200)
+        args = clip(compact_json(tc.get("args", {})), 200)
         status = failed.get(tc.get("id") or "", "no result")
         outcome = outcomes.get(tc.get("id") or "")
         status += f"; {quoted_data('output ends', outcome)}" if status == "ok" and outcome else ""
@@ -243,15 +245,15 @@ def fallback_summary(
         bool(messages) and isinstance(messages[-1], AIMessage) and not (messages[-1].tool_calls)
     )
     if humans:  # a newer request: the open one of the previous summary was taken up
-        for line in [x for x in remaining if x.startswith(_LATEST)]:
+        for line in [x for x in remaining if x.startswith(LATEST)]:
             remaining.remove(line)
-            completed.append(_ASKED + line[len(_LATEST) :])
+            completed.append(ASKED + line[len(LATEST) :])
     for i in humans:
-        request = _one_line(text_of(messages[i]))  # whole: a user's request is never cut
+        request = one_line(text_of(messages[i]))  # whole: a user's request is never cut
         if i == humans[-1] and not answered:
-            remaining.append(_LATEST + request)
+            remaining.append(LATEST + request)
         else:
-            completed.append(_ASKED + request)
+            completed.append(ASKED + request)
 
     # Where things stand now: one line of paths (merged over folds), then the newest plan.
     paths: dict[str, None] = {}
@@ -275,12 +277,12 @@ def fallback_summary(
     plans = [text_of(m).strip() for m in messages if isinstance(m, AIMessage)]
     plans = [p for p in plans if p]
     if plans:
-        plan = [_PLAN + _clip(_one_line(plans[-1]), 500)]
+        plan = [_PLAN + clip(one_line(plans[-1]), 500)]
     state.extend(plan)
 
     for tool, observed in sorted(errors.items()):
         notes.append(
             f"- [error observation] tool {tool} returned {len(observed)} error result(s); "
-            + quoted_data("latest", _clip(observed[-1], 120))
+            + quoted_data("latest", clip(observed[-1], 120))
         )
-    return _fit(sections, max_chars)
+    return fit(sections, max_chars)

@@ -1,7 +1,7 @@
 """The four sections of every summary: reading them, and writing them within a size.
 
 A summary has `<completed>`, `<remaining>`, `<current_state>` and `<notes>`, whether a model
-wrote it or `fallback_summary` built it. `_parse` reads them, `_fit` writes them within a number
+wrote it or `fallback_summary` built it. `parse` reads them, `fit` writes them within a number
 of characters, dropping the oldest line of the largest section first (the user's requests go
 last, the task and the open request never).
 """
@@ -18,19 +18,23 @@ from langgraph_ctx.prompt.markup import SUMMARY_SECTIONS, escape_markup
 _EMPTY_LINE = "- (none)"
 
 
-_ASKED = "- User asked: "
+# The line prefix of a user request the summary records as asked.
+ASKED = "- User asked: "
 
 
-_LATEST = "- Latest user request (may still be open): "
+# The line prefix of the newest user request, which may still be open.
+LATEST = "- Latest user request (may still be open): "
 
 
 _OMITTED_RE = re.compile(r"^- … (\d+) earlier item\(s\) omitted$")
 
 
-_SECTION_RE = re.compile(r"<(completed|remaining|current_state|notes)>(.*?)</\1>", re.DOTALL)
+# One section of a summary: its tag and its body.
+SECTION_RE = re.compile(r"<(completed|remaining|current_state|notes)>(.*?)</\1>", re.DOTALL)
 
 
-_ANY_TAG_RE = re.compile(r"</?(completed|remaining|current_state|notes)>")
+# Any opening or closing section tag.
+ANY_TAG_RE = re.compile(r"</?(completed|remaining|current_state|notes)>")
 
 
 _WRAPPER_RE = re.compile(r"\A<summary>(.*)</summary>\Z", re.DOTALL)
@@ -39,24 +43,28 @@ _WRAPPER_RE = re.compile(r"\A<summary>(.*)</summary>\Z", re.DOTALL)
 _FENCE_RE = re.compile(r"\A```[a-zA-Z]*\n(.*?)\n?```\Z", re.DOTALL)
 
 
-def _clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters, ending in `…` when cut."""
     if len(text) <= limit:
         return text
     return text[: limit - 1] + "…" if limit > 0 else ""
 
 
 @dataclass(slots=True)
-class _Section:
+class Section:
+    """One section of a summary: its kept lines and how many earlier ones were left out."""
+
     lines: deque[str] = field(default_factory=deque)
     omitted: int = 0
 
     def body(self) -> list[str]:
+        """The lines to render: the omitted count first, a placeholder when empty."""
         head = [f"- … {self.omitted} earlier item(s) omitted"] if self.omitted else []
         lines = head + list(self.lines)
         return lines or [_EMPTY_LINE]
 
 
-def _render(sections: Mapping[str, _Section]) -> str:
+def _render(sections: Mapping[str, Section]) -> str:
     parts = []
     for name in SUMMARY_SECTIONS:
         body = "\n".join(sections[name].body())
@@ -64,7 +72,7 @@ def _render(sections: Mapping[str, _Section]) -> str:
     return "\n".join(parts)
 
 
-def _fit(sections: Mapping[str, _Section], max_chars: int) -> str:
+def fit(sections: Mapping[str, Section], max_chars: int) -> str:
     """Render within `max_chars`, dropping the oldest line of the largest section first.
 
     Every summary becomes text here, so every line is escaped here (`escape_markup`): a line
@@ -104,17 +112,15 @@ def _fit(sections: Mapping[str, _Section], max_chars: int) -> str:
             marker = f" … [{omitted} characters omitted] … "
             sections[name].lines[index] = line[:keep] + marker + line[-keep:]
     text = _render(sections)  # over `max_chars` only when the bound is below the empty sections
-    return text if len(text) <= max_chars else _clip(text, max_chars)
+    return text if len(text) <= max_chars else clip(text, max_chars)
 
 
 def _is_request(line: str) -> bool:
-    return line.startswith((_ASKED, _LATEST))
+    return line.startswith((ASKED, LATEST))
 
 
-def _droppable(
-    sections: Mapping[str, _Section], sizes: Mapping[str, int]
-) -> tuple[str, int] | None:
-    """The line `_fit` drops next: `(section, index)`, or None when only the task is left.
+def _droppable(sections: Mapping[str, Section], sizes: Mapping[str, int]) -> tuple[str, int] | None:
+    """The line `fit` drops next: `(section, index)`, or None when only the task is left.
 
     The oldest line of the largest section (notes last, ties to the earliest section), user
     requests kept while anything else can go; then the user requests, oldest first, except
@@ -135,7 +141,8 @@ def _droppable(
     return ("completed", asked[1]) if len(asked) > 1 else None
 
 
-def _unwrap(text: str) -> str:
+def unwrap(text: str) -> str:
+    """`text` without the code fences and `<summary>` tags wrapped around it."""
     text = text.strip()
     while True:
         match = _FENCE_RE.match(text) or _WRAPPER_RE.match(text)
@@ -144,16 +151,16 @@ def _unwrap(text: str) -> str:
         text = match.group(1).strip()
 
 
-def _parse(text: str) -> dict[str, _Section] | None:
+def parse(text: str) -> dict[str, Section] | None:
     """Sections of a summary, or `None` when it has no section tag at all."""
     found: dict[str, str] = {}
-    for match in _SECTION_RE.finditer(text):
+    for match in SECTION_RE.finditer(text):
         # The first of each: the sections come in order, and anything repeated after them is
         # not the summary's (the input the model read had its tags escaped).
         found.setdefault(match.group(1), match.group(2))
     if not found:
         return None
-    sections = {n: _Section() for n in SUMMARY_SECTIONS}
+    sections = {n: Section() for n in SUMMARY_SECTIONS}
     for name, body in found.items():
         for raw in body.strip("\n").splitlines():
             line = raw.rstrip()
@@ -165,12 +172,13 @@ def _parse(text: str) -> dict[str, _Section] | None:
     return sections
 
 
-def _previous_sections(previous: str | None) -> dict[str, _Section]:
-    sections = {n: _Section() for n in SUMMARY_SECTIONS}
+def previous_sections(previous: str | None) -> dict[str, Section]:
+    """The sections of the previous summary (an untagged one all under `completed`)."""
+    sections = {n: Section() for n in SUMMARY_SECTIONS}
     if not previous or not previous.strip():
         return sections
-    text = _unwrap(previous)
-    parsed = _parse(text)
+    text = unwrap(previous)
+    parsed = parse(text)
     if parsed is not None:
         return parsed
     sections["completed"].lines.extend(line for line in text.splitlines() if line.strip())

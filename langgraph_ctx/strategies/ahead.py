@@ -54,12 +54,12 @@ from langgraph_ctx._effects import Plan
 from langgraph_ctx.ledger.edits import set_ahead
 from langgraph_ctx.ledger.schema import AheadEntry
 from langgraph_ctx.strategies.ahead_span import (
-    _dry_run,
-    _new_turn_since,
-    _previous,
-    _reachable,
-    _valid,
+    dry_run,
+    new_turn_since,
+    previous_summary,
+    reachable,
     span_digest,
+    valid_record,
 )
 from langgraph_ctx.strategies.summaries import Reading, ReadingPlan, conversation_of
 
@@ -113,29 +113,29 @@ def plan_prepare(
     soon = view.tokens + reach > trigger
     if not (near or soon or view.ledger.get("ahead")):
         return
-    valid = _valid(view)
+    valid = valid_record(view)
     if valid is not None:
         entry, at, span = valid
         newest = view.history[-1].id if view.history else None
-        if _new_turn_since(view, entry):
-            if not _reachable(view, entry, at, span):
+        if new_turn_since(view, entry):
+            if not reachable(view, entry, at, span):
                 valid = None  # the window will not move there any more: worked out again
             else:  # checked up to here
                 set_ahead(view.ledger, {**entry, "started": newest})
         if valid is not None:  # recorded already: (re)start it, e.g. after a restart
             if not ahead.has(entry["digest"]):  # what it reads is worked out only to start it
                 read = reading.of(view, span) if reading is not None else span
-                yield from ahead.plan_start(entry["digest"], read, _previous(view))
+                yield from ahead.plan_start(entry["digest"], read, previous_summary(view))
             return
     # Cut deeper by what the prompt will grow until the trigger: then, at the trigger, the
     # window holds about what it would after a summary made there.
     deeper = max(slack_tokens(view, prepare_at), trigger - view.tokens)
-    found = _dry_run(view, deeper, pruners)
+    found = dry_run(view, deeper, pruners)
     if found is None:
         set_ahead(view.ledger, None)
         return
     start_id, pin_id, span, after = found
-    digest = span_digest(_previous(view), span)
+    digest = span_digest(previous_summary(view), span)
     newest = view.history[-1].id if view.history else None
     record: AheadEntry = {
         "start_id": start_id,
@@ -149,7 +149,7 @@ def plan_prepare(
         record["after"] = True
     set_ahead(view.ledger, record)
     read = reading.of(view, span) if reading is not None else span
-    yield from ahead.plan_start(digest, read, _previous(view))
+    yield from ahead.plan_start(digest, read, previous_summary(view))
     view.record(
         "prepare",
         view.tokens,
@@ -187,7 +187,7 @@ def take_prepared(view: PromptView, *, pruners: Sequence[Any]) -> Plan[Taken]:
     """At the trigger: move the window to the recorded start when the record is still valid."""
     note: dict[str, Any] = {}
     ahead: AheadBinding | None = view.resources.ahead
-    valid = _valid(view)
+    valid = valid_record(view)
     if view.ledger.get("ahead") and valid is None:
         note["ahead"] = "stale: the span changed"
     set_ahead(view.ledger, None)

@@ -1,8 +1,8 @@
 """The span a summary prepared ahead covers: where the window will start, and its digest.
 
-`_dry_run` shrinks a scratch copy of the view as the window will at the trigger, a little
+`dry_run` shrinks a scratch copy of the view as the window will at the trigger, a little
 deeper, to find the span; `span_digest` names it with the summary it folds into, so a prepared
-summary is used only for exactly what it was made from; `_valid` and `_reachable` check that a
+summary is used only for exactly what it was made from; `valid_record` and `reachable` check that a
 recorded span still holds (see `langgraph_ctx.strategies.ahead`).
 """
 
@@ -66,7 +66,8 @@ def _message_digest(m: BaseMessage) -> bytes:
     return digest
 
 
-def _previous(view: PromptView) -> str | None:
+def previous_summary(view: PromptView) -> str | None:
+    """The running summary's text in the view's ledger, or `None`."""
     return (view.ledger.get("summary") or {}).get("text")
 
 
@@ -92,7 +93,8 @@ def _span(view: PromptView, entry: AheadEntry) -> tuple[int, list[BaseMessage]] 
     return at, span
 
 
-def _valid(view: PromptView) -> tuple[AheadEntry, int, list[BaseMessage]] | None:
+def valid_record(view: PromptView) -> tuple[AheadEntry, int, list[BaseMessage]] | None:
+    """The ledger's ahead record, where its start is now and its span, while still valid."""
     entry = view.ledger.get("ahead")
     if not entry:
         return None
@@ -100,12 +102,12 @@ def _valid(view: PromptView) -> tuple[AheadEntry, int, list[BaseMessage]] | None
     if found is None or not found[1]:
         return None
     at, span = found
-    if span_digest(_previous(view), span) != entry.get("digest"):
+    if span_digest(previous_summary(view), span) != entry.get("digest"):
         return None
     return entry, at, span
 
 
-def _new_turn_since(view: PromptView, entry: AheadEntry) -> bool:
+def new_turn_since(view: PromptView, entry: AheadEntry) -> bool:
     """Whether a user turn began after the preparation started.
 
     The window then shrinks by whole turns where it moved block by block within the task's
@@ -120,7 +122,7 @@ def _new_turn_since(view: PromptView, entry: AheadEntry) -> bool:
     return False
 
 
-def _reachable(view: PromptView, entry: AheadEntry, at: int, span: list[BaseMessage]) -> bool:
+def reachable(view: PromptView, entry: AheadEntry, at: int, span: list[BaseMessage]) -> bool:
     """Whether the window, shrunk on a scratch copy, stops where the record says.
 
     At the recorded start, pinning the recorded task, with exactly the span leaving: what
@@ -138,7 +140,7 @@ def _reachable(view: PromptView, entry: AheadEntry, at: int, span: list[BaseMess
     return scratch.start == at and pin == entry.get("pin_id") and same
 
 
-def _dry_run(
+def dry_run(
     view: PromptView, deeper: int, pruners: Sequence[Any]
 ) -> tuple[str, str | None, list[BaseMessage], bool] | None:
     """Shrink a scratch copy of the view as the window will at the trigger, a little deeper.

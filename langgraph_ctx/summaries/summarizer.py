@@ -46,11 +46,11 @@ from langgraph_ctx.checks import check_callable, check_int, check_list, check_nu
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.messages.blocks import split_blocks
 from langgraph_ctx.messages.content import text_of
-from langgraph_ctx.prompt.fallback import _one_line, fallback_summary
+from langgraph_ctx.prompt.fallback import fallback_summary, one_line
 from langgraph_ctx.prompt.markup import WRAPPER_TAGS, escape_markup
-from langgraph_ctx.prompt.sections import _clip, _unwrap
+from langgraph_ctx.prompt.sections import clip, unwrap
 from langgraph_ctx.summaries.transcript import SUMMARY_PROMPT, redact_messages, render_transcript
-from langgraph_ctx.summaries.validation import _validate
+from langgraph_ctx.summaries.validation import validate
 from langgraph_ctx.tokens.counter import TokenCounter
 from langgraph_ctx.tokens.models import shared_counter_for_model
 
@@ -107,8 +107,8 @@ class SummaryOutcome:
 
 
 def _describe(exc: BaseException) -> str:
-    text = _one_line(str(exc))
-    return _clip(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, 200)
+    text = one_line(str(exc))
+    return clip(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, 200)
 
 
 def _reply_text(reply: Any) -> str:
@@ -261,7 +261,7 @@ class Summarizer:
         if previous and previous.strip():
             body = (
                 "Previous running summary (fold the new messages into it):\n"
-                f"<previous_summary>\n{escape_markup(_unwrap(previous), WRAPPER_TAGS)}\n"
+                f"<previous_summary>\n{escape_markup(unwrap(previous), WRAPPER_TAGS)}\n"
                 "</previous_summary>\n\n"
                 f"New messages:\n<transcript>\n{transcript}\n</transcript>"
             )
@@ -323,10 +323,10 @@ class Summarizer:
                     break
                 end, size = end + 1, size + cost
             chunk = [m for _, unit in units[start:end] for m in unit]
-            clip = None
+            per_message = None
             if overhead + size > window:  # one block alone is too large
-                clip = max(200, (window * 3) // len(chunk))
-            prompt = self.build_prompt(chunk, previous=running, max_chars_per_message=clip)
+                per_message = max(200, (window * 3) // len(chunk))
+            prompt = self.build_prompt(chunk, previous=running, max_chars_per_message=per_message)
             prompt_tokens = self._count(prompt)
             call = CallModel(
                 self.model, prompt, self._config(), self.timeout_seconds, source="summarization"
@@ -340,7 +340,7 @@ class Summarizer:
                 except Exception as exc:  # a failure may pass: try again
                     problems.append(_describe(exc))
                     continue
-                text, problem = _validate(
+                text, problem = validate(
                     reply,
                     max_chars=self.max_output_chars,
                     source=text_of(prompt[-1]),

@@ -22,7 +22,7 @@ from langchain_core.messages import (
 )
 
 from langgraph_ctx.messages.content import is_error_result, text_of
-from langgraph_ctx.prompt.fallback import _compact_json
+from langgraph_ctx.prompt.fallback import compact_json
 from langgraph_ctx.prompt.markup import escape_markup
 
 SUMMARY_PROMPT = """\
@@ -129,7 +129,7 @@ def render_transcript(
             text = _clip_middle(text, max_chars_per_message)
         if isinstance(msg, AIMessage):
             calls = [
-                escape_markup(f"[tool call] {tc['name']}({_compact_json(tc.get('args', {}))})")
+                escape_markup(f"[tool call] {tc['name']}({compact_json(tc.get('args', {}))})")
                 for tc in msg.tool_calls
             ]
             plain.append(AIMessage("\n".join(part for part in [text, *calls] if part)))

@@ -1,6 +1,6 @@
 """What a summarizer's answer must be: the four sections, not an error, not a copy.
 
-`_validate` normalizes a model's output into the four sections or says why it is rejected:
+`validate` normalizes a model's output into the four sections or says why it is rejected:
 empty, enormous, error-like, malformed, parroting the instructions or copied from its input.
 """
 
@@ -10,13 +10,13 @@ import re
 
 from langgraph_ctx.prompt.markup import SUMMARY_SECTIONS
 from langgraph_ctx.prompt.sections import (
-    _ANY_TAG_RE,
-    _SECTION_RE,
-    _clip,
-    _fit,
-    _parse,
-    _Section,
-    _unwrap,
+    ANY_TAG_RE,
+    SECTION_RE,
+    Section,
+    clip,
+    fit,
+    parse,
+    unwrap,
 )
 from langgraph_ctx.summaries.transcript import SUMMARY_PROMPT
 
@@ -102,7 +102,7 @@ def _borrowing_problem(content: str, source: str, previous: str | None) -> str |
     return None
 
 
-def _validate(
+def validate(
     raw: str, *, max_chars: int, source: str = "", previous: str | None = None
 ) -> tuple[str | None, str | None]:
     """Normalize a model's output into the four sections: `(text, None)` or `(None, why)`.
@@ -110,26 +110,26 @@ def _validate(
     With `source` (the request the model read), output that repeats the instructions or is
     mostly copied from `source` is rejected too (see `_borrowing_problem`).
     """
-    text = _unwrap(raw)
+    text = unwrap(raw)
     if not text:
         return None, "empty output"
     if len(text) > _ENORMOUS_FACTOR * max_chars:
         return None, f"enormous output ({len(text)} characters, bound {max_chars})"
-    first_tag = _ANY_TAG_RE.search(text)
+    first_tag = ANY_TAG_RE.search(text)
     if first_tag is None:
         if _looks_like_error(text):
-            return None, f"error-like output: {_clip(text.splitlines()[0], 120)!r}"
+            return None, f"error-like output: {clip(text.splitlines()[0], 120)!r}"
         problem = _borrowing_problem(text, source, previous)
         if problem is not None:
             return None, problem
-        sections = {n: _Section() for n in SUMMARY_SECTIONS}
+        sections = {n: Section() for n in SUMMARY_SECTIONS}
         sections["current_state"].lines.extend(line.rstrip() for line in text.splitlines())
-        return _fit(sections, max_chars), None
+        return fit(sections, max_chars), None
     preamble = text[: first_tag.start()].strip()
     if preamble and _looks_like_error(preamble):
-        return None, f"error-like output: {_clip(preamble.splitlines()[0], 120)!r}"
-    parsed = _parse(text) or {}
-    closed = {m.group(1) for m in _SECTION_RE.finditer(text)}
+        return None, f"error-like output: {clip(preamble.splitlines()[0], 120)!r}"
+    parsed = parse(text) or {}
+    closed = {m.group(1) for m in SECTION_RE.finditer(text)}
     missing = [n for n in ("completed", "remaining") if n not in closed]
     if missing:
         return None, f"malformed output: no closed <{'>, <'.join(missing)}> section"
@@ -137,8 +137,8 @@ def _validate(
     if not content:
         return None, "empty sections"
     if len(content) < 200 and _looks_like_error(content):
-        return None, f"error-like output: {_clip(content, 120)!r}"
+        return None, f"error-like output: {clip(content, 120)!r}"
     problem = _borrowing_problem(content, source, previous)
     if problem is not None:
         return None, problem
-    return _fit(parsed, max_chars), None
+    return fit(parsed, max_chars), None

@@ -185,9 +185,9 @@ def test_an_error_naming_a_database_never_prints_its_password(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Every line the commands print goes through the one helper: errors too."""
-    from langgraph_ctx.cli.handlers import _fail
+    from langgraph_ctx.cli.handlers import fail
 
-    assert _fail("langgraph-ctx frontier: no thread 'nope' in postgresql://u:s3cret@h/db", 2) == 2
+    assert fail("langgraph-ctx frontier: no thread 'nope' in postgresql://u:s3cret@h/db", 2) == 2
     line = one_error_line(capsys)
     assert "s3cret" not in line and "postgresql://u:***@h/db" in line
 

@@ -30,7 +30,7 @@ from langgraph_ctx.prompt.assembly import ENTITY_VALUES, MEMORY_ITEMS
 from langgraph_ctx.prompt.fallback import fallback_summary, result_lines
 from langgraph_ctx.prompt.markup import MARKUP_TAGS, data_label, escape_markup, quoted_data
 from langgraph_ctx.prompt.render import QUOTED_LINES
-from langgraph_ctx.prompt.sections import _parse
+from langgraph_ctx.prompt.sections import parse
 from langgraph_ctx.strategies import DropMemory, SlidingWindow
 from langgraph_ctx.summaries.rebuild import render_hint
 from langgraph_ctx.summaries.summarizer import Summarizer
@@ -71,7 +71,7 @@ def run_history(line: str, where: str = "last") -> list[BaseMessage]:
 
 
 def sections(text: str) -> dict[str, list[str]]:
-    parsed = _parse(text)
+    parsed = parse(text)
     assert parsed is not None
     return {name: list(section.lines) for name, section in parsed.items()}
 

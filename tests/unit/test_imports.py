@@ -169,3 +169,45 @@ def test_the_changelog_says_where_the_names_of_each_removed_module_live() -> Non
                 if not hasattr(module, name)
             ]
     assert wrong == []
+
+
+# --- no private name crosses a module boundary (issue 54) -----------------------------------------
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def test_no_module_imports_another_modules_private_name() -> None:
+    """A module of the package takes from another only the names that module offers: none
+    starting with `_`, at the top or inside a function, by `from … import` or by attribute
+    of an imported module."""
+    modules = _modules()
+    wrong = []
+    for path in sorted((ROOT / "langgraph_ctx").rglob("*.py")):
+        label = path.relative_to(ROOT).as_posix()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        aliases: dict[str, str] = {}  # local name -> module of the package it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.split(".")[0] == "langgraph_ctx" and a.asname:
+                        aliases[a.asname] = a.name
+            if not (isinstance(node, ast.ImportFrom) and node.module):
+                continue
+            if node.module.split(".")[0] != "langgraph_ctx" or node.level:
+                continue
+            for a in node.names:
+                if _private(a.name):
+                    wrong.append(f"{label}:{node.lineno}: {node.module}.{a.name}")
+                elif f"{node.module}.{a.name}" in modules:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and _private(node.attr)
+            ):
+                wrong.append(f"{label}:{node.lineno}: {aliases[node.value.id]}.{node.attr}")
+    assert wrong == []
