@@ -16,7 +16,7 @@ overflow, or to raise.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from langchain.agents.middleware.types import (
@@ -30,8 +30,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
-from langgraph_ctx._effects import CallHandler, Plan, both
-from langgraph_ctx._lru import LRUCache
+from langgraph_ctx._effects import CallHandler, Plan, arun_plan, both, run_plan
 from langgraph_ctx.errors import ConfigError, ContextWindowExceededError, shorten
 from langgraph_ctx.graph.attempts import (
     Attempt,
@@ -43,7 +42,7 @@ from langgraph_ctx.graph.attempts import (
     too_little_left,
 )
 from langgraph_ctx.graph.guard import CallGuard, guarded
-from langgraph_ctx.graph.model_request import BuildKey, Call, sent_request
+from langgraph_ctx.graph.model_request import BuildKey, Builds, Call, sent_request
 from langgraph_ctx.graph.state import ContextAgentState
 from langgraph_ctx.ledger.edits import set_called
 from langgraph_ctx.pipeline.manager import ContextManager
@@ -149,7 +148,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         self._recall = self.tools[0] if self.tools else None
         self._reserved = memory.manager.budget.reserved_output_tokens
         # Recent builds by call inputs, each with the objects its key names (ids not reused).
-        self._builds: LRUCache[BuildKey, tuple[Any, BuildResult]] = LRUCache(max_items=8)
+        self._builds = Builds()
         self._known = KnownModels()
 
     @property
@@ -175,8 +174,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         attempt = Attempt.first(request.model, ledger, self.memory, self._known)
         call = Call.of(request, ledger, self.tools, attempt.requested)
         key = BuildKey.of(request, history, call, attempt.window, attempt.target.counter)
-        kept = self._builds.get(key)
-        result = None if kept is None else kept[1]
+        result = self._builds.get(key)
         failure: Exception | None = None
         while True:
             if result is None:
@@ -196,7 +194,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
                         raise
                     raise too_little_left(err, attempt) from failure
                 if failure is None:
-                    self._builds.put(key, ((request.state, history), result))
+                    self._builds.put(key, (request.state, history), result)
             sent = sent_request(request, result, call, attempt.called)
             guard = CallGuard.of_build(
                 self.memory, attempt.target, self._reserved, result, sent, self._recall
@@ -219,7 +217,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
             finally:
                 self._known.update(guard.models)
         learned = attempt.called.after_pass(guard.last, attempt.configured)
-        self._builds.pop(key)
+        self._builds.drop(key)
         return (yield from self._finish(request, response, result, guard.last, learned))
 
     def _finish(
@@ -244,11 +242,24 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
         set_called(ledger, called.to_ledger())
         return _with_report(response, result, ledger, removals)
 
-    wrap_model_call, awrap_model_call = both(
-        _plan,
-        name="wrap_model_call",
-        doc="Build the request from the pipeline, call the model, record the report.",
-    )
+    # Written out, not derived with `both`: the model call is the path a reader follows first
+    # (`farm-studio walk ...ContextMiddleware.wrap_model_call:request`), and the two handlers'
+    # types differ.
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Any],
+    ) -> Any:
+        """Build the request from the pipeline, call the model, record the report."""
+        return run_plan(self._plan(request, handler))
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[Any]],
+    ) -> Any:
+        """Async twin of `wrap_model_call`."""
+        return await arun_plan(self._plan(request, handler))
 
     def _plan_after_agent(
         self, state: ContextAgentState, runtime: Any

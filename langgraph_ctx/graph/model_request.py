@@ -8,11 +8,12 @@ the inner handler.
 LangGraph gives every model-node run a state of its own; middleware that retries or falls back
 calls the inner handler again with that state, the same messages and (a fallback) a model with
 the same or another window. `BuildKey` names one call's inputs; the middleware keeps the last
-few builds by it (an `LRUCache`), so a retried call does not build (or summarize) again.
+few builds by it (`Builds`), so a retried call does not build (or summarize) again.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -163,3 +164,39 @@ class BuildKey:
             window=window,
             counter=id(counter),  # the memory keeps its counters: an id is never reused
         )
+
+
+class Builds:
+    """The builds of model calls in flight, by call inputs.
+
+    A retried call does not build (or summarize) again; a call that passed drops its build.
+    Not a cache (`langgraph_ctx._lru`): an entry lives while its call may be retried, and the
+    few left by calls that never ended are the oldest to go past `size`. Each keeps the
+    objects its key names alive (state, messages), so their ids cannot be reused meanwhile.
+    Kept here, on the model call's path, so that path reads in the rooms it names.
+    """
+
+    size = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[BuildKey, tuple[Any, BuildResult]] = {}
+
+    def get(self, key: BuildKey) -> BuildResult | None:
+        """The build of `key`'s call, when it is still kept."""
+        with self._lock:
+            entry = self._entries.get(key)
+        return entry[1] if entry is not None else None
+
+    def put(self, key: BuildKey, keep: Any, result: BuildResult) -> None:
+        """Keep `result` for `key`, and `keep` (the objects the key names) alive with it."""
+        with self._lock:
+            self._entries.pop(key, None)
+            self._entries[key] = (keep, result)
+            while len(self._entries) > self.size:  # dicts keep insertion order: oldest first
+                del self._entries[next(iter(self._entries))]
+
+    def drop(self, key: BuildKey) -> None:
+        """Forget `key`'s build (its call passed)."""
+        with self._lock:
+            self._entries.pop(key, None)
