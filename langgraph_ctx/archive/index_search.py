@@ -29,7 +29,13 @@ from langgraph_ctx._effects import MethodCall, Plan
 from langgraph_ctx._ids import RefKind
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.entry_cache import EntryCache, EntryNotReadInTime, plan_entry
-from langgraph_ctx.archive.line_index import IndexedEntry, LineIndex, LineRow, decode_segments
+from langgraph_ctx.archive.line_index import (
+    IndexedEntry,
+    LineIndex,
+    LineRow,
+    decode_segments,
+    holds,
+)
 from langgraph_ctx.archive.matching import Query, SearchableEntry, sparse_entry
 from langgraph_ctx.archive.ranking import MAX_HITS, Hits
 from langgraph_ctx.archive.search_answer import shown_hits
@@ -123,6 +129,8 @@ def plan_indexed_entries(
     None when the index is unavailable or failed (the search then scans, as without one).
     """
     assert query.pattern is None
+    if not all(holds(term) for term in (*query.phrases, *query.words)):
+        return None  # a term the database holds altered: the scan answers it exactly
     namespaces = [archive.namespace(kind) for kind, _ in listed]
     try:
         indexed = yield MethodCall(index, "entries", (namespaces,))

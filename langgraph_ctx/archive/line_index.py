@@ -56,6 +56,7 @@ __all__ = [
     "LineRow",
     "decode_segments",
     "encode_segments",
+    "holds",
     "plan_add",
 ]
 
@@ -145,6 +146,15 @@ def _storable(text: str) -> str:
     except UnicodeEncodeError:
         text = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
     return text
+
+
+def holds(term: str) -> bool:
+    """Whether the index matches `term` as the scan does.
+
+    True when it holds no character the index stores altered (`_storable`), nor U+FFFD, which
+    stands for those in stored lines.
+    """
+    return "\ufffd" not in term and _storable(term) == term
 
 
 def _prefix(namespace: Namespace) -> str:

@@ -188,6 +188,19 @@ async def test_the_index_answers_as_the_scan_and_reads_no_entry(
     assert not [r for r in caplog.records if "index" in r.getMessage()]
 
 
+async def test_text_the_database_cannot_hold_answers_as_the_scan(
+    store: BaseStore, mode: str
+) -> None:
+    # The index stores NUL and lone surrogates as U+FFFD (PostgreSQL refuses them): a query
+    # holding any of the three must not be answered from the index's altered lines.
+    indexed, plain, _ = archives(store, f"nul-{uuid.uuid4().hex}")
+    text = "x\x00y NUL line\nx\ufffdy replacement line\nlone \ud800 surrogate\nplain"
+    await archive_all(indexed, [ToolMessage(text, tool_call_id="c1", name="bash")], mode)
+    for query in ["x\x00y", "x\ufffdy", "\ufffd", "\ud800", "line"]:
+        fast, slow = await search_both(indexed, plain, query, mode)
+        assert fast == slow, repr(query)
+
+
 async def test_a_regex_query_scans(store: BaseStore, mode: str) -> None:
     indexed, plain, backend = archives(store, f"rx-{uuid.uuid4().hex}")
     await archive_all(indexed, [ToolMessage(LOG, tool_call_id="c1", name="bash")], mode)
