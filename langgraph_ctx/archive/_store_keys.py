@@ -194,9 +194,9 @@ class StoreSql:
                 cur.execute(self._text(s), s.params)
                 return _pg_rows(cur)
 
-            if not write:
-                return _drive(op, run)
             with cur.connection.transaction():
+                if not write:  # a read the database may not prolong: see READ_TIMEOUT_MS
+                    cur.execute(_READ_TIMEOUT, (str(READ_TIMEOUT_MS),))
                 return _drive(op, run)
 
     async def arun(self, op: SqlOp[T], *, write: bool) -> T:
@@ -236,9 +236,9 @@ class StoreSql:
                 await cur.execute(self._text(s), s.params)
                 return await _apg_rows(cur)
 
-            if not write:
-                return await _adrive(op, arun)
             async with cur.connection.transaction():
+                if not write:
+                    await cur.execute(_READ_TIMEOUT, (str(READ_TIMEOUT_MS),))
                 return await _adrive(op, arun)
 
 
@@ -247,6 +247,15 @@ def _sqlite_run(conn: Any, statement: Statement) -> list[tuple[Any, ...]]:
         conn.executemany(statement.sql, statement.params)
         return []
     return [tuple(row) for row in conn.execute(statement.sql, statement.params).fetchall()]
+
+
+READ_TIMEOUT_MS = 2_000
+"""Longest a read of our tables may run on PostgreSQL (`SET LOCAL statement_timeout`): the
+trigram index is shared by every thread, so a word common in a large database makes its
+matches costly; past this the read fails and the caller answers without it (a search scans,
+within its own bounds)."""
+
+_READ_TIMEOUT = "SELECT set_config('statement_timeout', %s, true)"
 
 
 def _plain_rows(cursor: Any) -> None:

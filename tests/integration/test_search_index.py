@@ -478,3 +478,30 @@ def test_rows_an_item_left_behind_are_ignored_and_dropped(tmp_path: Path) -> Non
         stored = "SELECT key FROM store WHERE prefix LIKE '%message'"
         assert keys == sync_store.conn.execute(stored).fetchall()
         assert sync_store.conn.execute("SELECT count(*) FROM lgctx_lines").fetchone() == (1,)
+
+
+def test_a_read_of_the_index_on_postgresql_is_bounded_in_time(
+    postgres_uri: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The trigram index is shared by every thread: a read that would run long is cancelled by
+    # the database (the search then scans, within its own bounds), a write is not.
+    import psycopg
+    from langgraph.store.postgres import PostgresStore
+
+    from langgraph_ctx.archive import _store_keys
+    from langgraph_ctx.archive._store_keys import Statement, StoreSql
+
+    def sleep() -> Any:
+        rows = yield Statement("SELECT pg_sleep(0.5)")
+        return rows
+
+    monkeypatch.setattr(_store_keys, "READ_TIMEOUT_MS", 50)
+    with PostgresStore.from_conn_string(postgres_uri) as pg:
+        pg.setup()
+        sql = StoreSql(pg)
+        with pytest.raises(psycopg.errors.QueryCanceled):
+            sql.run(sleep(), write=False)
+        assert len(sql.run(sleep(), write=True)) == 1  # writes keep the server's own bound
+        with pg._cursor() as cur:  # the bound was the read's alone (SET LOCAL)
+            cur.execute("SHOW statement_timeout")
+            assert cur.fetchone()["statement_timeout"] == "0"
