@@ -1,7 +1,10 @@
 """The frontier: our cost and next-step recall under neighbouring settings, beside the anchors.
 
-`python -m benchmarks.cost_sweep [--workload NAME ...] [--plot PATH]` (also the `frontier`
-section of `python -m benchmarks`, which `make bench` runs).
+`python -m benchmarks.cost_sweep [--workload NAME ...] [--plot PATH] [--only TEXT ...]
+[--halves]` (also the `frontier` section of `python -m benchmarks`, which `make bench` runs).
+`--only` replays the defaults and the settings whose label holds one of the texts (the anchors
+always run); `--halves` also prints each half of the runs apart, as the cost section splits
+them, so that a setting chosen on one half is judged on the other.
 
 The cost section's conditions (same budget, counter, summarizer and runs as
 `python -m benchmarks cost`; the summary condition, `--summaries`, in each table's title). Our
@@ -52,10 +55,25 @@ def _percent(share: float | None) -> str:
     return f"{100 * share:.1f}%" if share is not None else "-"
 
 
-def sweep(spec: WorkloadSpec, summaries: str = "same") -> dict[str, Aggregate] | None:
+def _chosen(only: Sequence[str]) -> list[Setting]:
+    """The defaults and the settings whose label holds one of `only` (every one when empty)."""
+    if not only:
+        return list(SETTINGS)
+    return [s for s in SETTINGS if s.is_defaults or any(text in s.label for text in only)]
+
+
+def sweep(
+    spec: WorkloadSpec,
+    summaries: str = "same",
+    *,
+    only: Sequence[str] = (),
+    halves: bool = False,
+) -> dict[str, Aggregate] | None:
     """Replay ours under each setting and every anchor; print one table; return the rows.
 
     Every system that summarizes gets a fresh summarizer of the condition `summaries`.
+    `only`: replay the defaults and the settings whose label holds one of these texts;
+    `halves`: also print each half of the runs apart (`_halves`).
     """
     runs = spec.load()
     if not runs:
@@ -63,8 +81,9 @@ def sweep(spec: WorkloadSpec, summaries: str = "same") -> dict[str, Aggregate] |
         return None
     aggs: dict[str, Aggregate] = {}
     facts_total = sum(len(facts) for _, _, facts in runs)
+    settings = _chosen(only)
     for _, messages, facts in runs:
-        makers: list[Callable[[], System]] = [_ours(spec, s, summaries) for s in SETTINGS]
+        makers: list[Callable[[], System]] = [_ours(spec, s, summaries) for s in settings]
         # the anchors, as the cost section runs them
         makers += systems(spec, facts, summaries=summaries)[1:]
         for make in makers:
@@ -87,6 +106,7 @@ def sweep(spec: WorkloadSpec, summaries: str = "same") -> dict[str, Aggregate] |
                     int(a.total("summarizer_input_tokens") + a.total("summarizer_output_tokens"))
                 ),
                 f"{int(a.total('facts_visible'))}/{facts_total}" if facts_total else "-",
+                f"{a.share():.2f}%",
                 "valid" if _valid(a) else "not valid",
             ]
         )
@@ -101,11 +121,60 @@ def sweep(spec: WorkloadSpec, summaries: str = "same") -> dict[str, Aggregate] |
             "recall, paths and dotted names",
             "summ. tokens",
             "facts",
+            "cache-reusable",
             "validity",
         ],
         rows,
     )
+    if halves and len(runs) > 1:
+        _halves(spec, aggs, summaries)
     return aggs
+
+
+def _halves(spec: WorkloadSpec, aggs: dict[str, Aggregate], summaries: str) -> None:
+    """Every row on each half of the runs (alternate runs in load order, as the cost section
+    splits them), beside that half's cheapest valid anchor: a setting chosen on one half is
+    judged on the other."""
+    rows = []
+    for half, parity in (("A (runs 1, 3, 5, ...)", 0), ("B (runs 2, 4, 6, ...)", 1)):
+        parts = [
+            Aggregate(a.name, [r for i, r in enumerate(a.runs) if i % 2 == parity])
+            for a in aggs.values()
+        ]
+        cheapest = min(
+            (
+                p.total("effective_cost")
+                for p in parts
+                if not p.name.startswith("ours") and _valid(p)
+            ),
+            default=None,
+        )
+        for p in parts:
+            cost = p.total("effective_cost")
+            rows.append(
+                [
+                    half,
+                    p.name,
+                    fmt_int(round(cost)),
+                    f"{cost / cheapest:.3f}x" if cheapest else "-",
+                    _percent(_recall(p)),
+                    f"{p.share():.2f}%",
+                    "valid" if _valid(p) else "not valid",
+                ]
+            )
+    print_table(
+        f"{spec.name}: each half of the runs; {condition_note(summaries)}",
+        [
+            "runs",
+            "system",
+            "eff. cost",
+            "vs cheapest valid anchor of these runs",
+            "next-step recall",
+            "cache-reusable",
+            "validity",
+        ],
+        rows,
+    )
 
 
 def plot(results: dict[str, dict[str, Aggregate]], path: Path, summaries: str = "same") -> None:
@@ -164,11 +233,13 @@ def run(args: argparse.Namespace) -> None:
         specs = [QUICK]
     warnings.filterwarnings("ignore", message="Failed to trim messages")
     results, summaries = {}, summaries_of(args)
+    only: Sequence[str] = getattr(args, "only", None) or ()
+    halves = bool(getattr(args, "halves", False))
     for spec in specs:
-        aggs = sweep(spec, summaries)
+        aggs = sweep(spec, summaries, only=only, halves=halves)
         if aggs is None and WORKLOADS["synthetic"].name not in results:
             spec = WORKLOADS["synthetic"]  # a plain clone: the seeded run stands in
-            aggs = sweep(spec, summaries)
+            aggs = sweep(spec, summaries, only=only, halves=halves)
         if aggs is not None:
             results[spec.name] = aggs
     if results:
@@ -190,6 +261,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         choices=list(trajectories.RUN_SETS),
         default="all",
         help="recorded runs: all 45 (default), or shared: the 19 of the figures before issue 53",
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="TEXT",
+        help="replay the defaults and the settings whose label holds TEXT (repeatable)",
+    )
+    parser.add_argument(
+        "--halves", action="store_true", help="also each half of the runs apart (as cost does)"
     )
     args = parser.parse_args(argv)
     trajectories.use_runs(args.runs)

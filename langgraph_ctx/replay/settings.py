@@ -141,6 +141,13 @@ SETTINGS: list[Setting] = [
         "an arriving output read whole once, then excerpted (arrival_read_once)",
         strategies={"Compaction": {"arrival_read_once": True}},
     ),
+    # See more (issue 53): an excerpt made as an output arrives fills its room with the lines
+    # carrying names no earlier message showed; under "keeps no line" on the 45 recorded runs
+    # +2.1 points of next-step recall at 8k for +1.8% cost, 0.3 points less cache share.
+    Setting(
+        "an arriving output's excerpt also shows its new names (arrival_news)",
+        strategies={"Compaction": {"arrival_news": True}},
+    ),
     Setting("model turns stay whole", strategies={"ShortenTurns": {"settle_after": None}}),
     Setting(
         "the newest model turn whole for one call (settle_after 1)",

@@ -11,7 +11,13 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.checks import check_number
 from langgraph_ctx.messages.content import is_error_result, is_recalled, is_tool_output, text_of
-from langgraph_ctx.prompt.excerpt import LaterUse, excerpt_lines
+from langgraph_ctx.prompt.excerpt import (
+    MAX_LINE_CHARS,
+    LaterUse,
+    excerpt_lines,
+    line_names,
+    salient_names,
+)
 from langgraph_ctx.prompt.render import tool_of
 from langgraph_ctx.strategies.base import archive_or_skip, check_field_types
 
@@ -67,6 +73,12 @@ class Compaction:
     it was working with; the rest is one `recall` away."""
     excerpt_chars: int = 1_500
     """At most this many characters of used lines in an excerpt."""
+    arrival_news: bool = False
+    """With `excerpt`: an output excerpted before any model message answered it (as it
+    arrives) fills the room its used lines leave, up to `excerpt_chars`, with the lines that
+    carry names no earlier message showed, most such names first. Nothing is known yet of what
+    the agent will use from it; what it has not seen elsewhere is what the output tells it.
+    The excerpt is larger, and its lines are paid in every call until the next summary."""
     keep_share: float = 0.0
     """Besides the newest `keep_last`, the newest outputs within this share of the limit stay
     whole (the outputs of the newest tool-call batch always do)."""
@@ -157,7 +169,10 @@ class Compaction:
             later = view.memo[LaterUse] = LaterUse.of(view.history, view.start)
         text = text_of(view.history[i])
         budget = min(self.excerpt_chars, len(text) // 3)
-        lines = view.memo[key] = excerpt_lines(text, index=i, later=later, max_chars=budget)
+        lines = excerpt_lines(text, index=i, later=later, max_chars=budget)
+        if self.arrival_news and i > later.newest:
+            lines = _with_news(text, lines, _names_before(view.history[:i]), budget)
+        view.memo[key] = lines
         return list(lines)
 
     def _compacted_cost(self, view: PromptView, i: int) -> int:
@@ -242,6 +257,40 @@ class Compaction:
             if floor <= view.goal:
                 break
         return sorted(picked)
+
+
+def _names_before(history: Sequence[BaseMessage]) -> set[str]:
+    """Every name `history` showed: its texts and its model messages' tool-call arguments."""
+    seen: set[str] = set()
+    for message in history:
+        seen |= salient_names(text_of(message))
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                seen |= salient_names(str(call.get("args", "")))
+    return seen
+
+
+def _with_news(text: str, kept: list[int], seen: set[str], max_chars: int) -> list[int]:
+    """An excerpt's lines `kept`, and lines of `text` carrying names not in `seen`.
+
+    In the room `kept` leaves of `max_chars`: most new names first, then in line order.
+    """
+    lines = text.splitlines()
+    edges = set(range(min(2, len(lines)))) | set(range(max(0, len(lines) - 2), len(lines)))
+    spent = sum(min(len(lines[k]), MAX_LINE_CHARS) for k in kept if k not in edges)
+    chosen = set(kept)
+    ranked = sorted(
+        (-len(names - seen), k)
+        for k, names in enumerate(line_names(text))
+        if k not in chosen and lines[k].strip() and not names <= seen
+    )
+    for _, k in ranked:
+        size = min(len(lines[k]), MAX_LINE_CHARS)
+        if spent + size > max_chars:
+            continue
+        chosen.add(k)
+        spent += size
+    return sorted(chosen)
 
 
 def _after_last_model_message(history: Sequence[BaseMessage]) -> int:

@@ -620,3 +620,56 @@ def test_an_arriving_output_is_read_whole_once_then_excerpted_with_the_lines_its
     assert "  def handler_147(event):  # defined here" not in guessed
     over, _ = builds(True, int(size * 1.05))  # whole, the prompt would pass the trigger
     assert "t0" in over.state["compacted"]
+
+
+def test_an_output_excerpted_as_it_arrives_shows_the_lines_with_names_nothing_showed_before() -> (
+    None
+):
+    """`arrival_news`: no model message has answered an arriving output, so no line is known
+    to be used; its excerpt fills the room its used lines leave with the lines carrying names
+    no earlier message showed (most first), not lines whose names the conversation already
+    has, nor plain lines. Without the field the same output shows its head and tail only."""
+    special = {
+        40: "def load_rows(stream, limit=MAX_ROWS):  # reads rows_from_header",
+        80: "MAX_ROWS = 4096",
+        120: "    return parse_header(stream)  # the task named it",
+    }
+    text = "\n".join(special.get(k, "        value = value + step") for k in range(200))
+    history: list[BaseMessage] = [
+        SystemMessage("You fix code."),
+        HumanMessage("Fix the crash in parse_header of src/reader.py."),
+        call(0, command="cat src/reader.py"),
+        ToolMessage(text, tool_call_id="c0", name="bash", id="t0"),
+    ]
+    options: dict[str, Any] = {
+        "excerpt": True,
+        "min_chars": 200,
+        "on_arrival": 0.1,
+        "arrival_min_tokens": 0,
+    }
+    size = ContextManager(context_window_tokens=100_000).build(history).report.tokens
+    window = size * 3  # the output is over a tenth of it, the prompt under the trigger
+
+    def build(news: bool, store: Archive) -> Any:
+        cm = ContextManager(
+            context_window_tokens=window,
+            strategies=[Compaction(**options, arrival_news=news)],
+            archive=store,
+        )
+        return cm.build(history)
+
+    store = archive()
+    with_news = build(True, store)
+    assert "t0" in with_news.state["compacted"]
+    shown = text_of(next(m for m in with_news.messages if m.id == "t0")).splitlines()
+    assert special[40] in shown and special[80] in shown
+    assert special[120] not in shown  # the task named parse_header
+    assert shown.count("        value = value + step") == 4  # the head and the tail
+    assert text_of(store.restore(with_news.state["compacted"]["t0"]["ref"])) == text
+    assert validate_messages(with_news.messages, provider="all") == []
+    again = build(True, archive())
+    assert [m.model_dump() for m in again.messages] == [m.model_dump() for m in with_news.messages]
+    plain = build(False, archive())
+    guessed = text_of(next(m for m in plain.messages if m.id == "t0")).splitlines()
+    assert special[40] not in guessed and special[80] not in guessed
+    assert len(guessed) < len(shown)
