@@ -305,7 +305,7 @@ class Fresh:
     opened: list[float] = field(default_factory=list)
     later: list[float] = field(default_factory=list)
     later_words: list[float] = field(default_factory=list)
-    """Later searches but the regular expression (which the index leaves to a scan)."""
+    """Later searches but the regular expression (the index serves it through its literal)."""
     by_query: dict[str, list[float]] = field(default_factory=dict)
     """Later searches by query."""
     first_partial: list[bool] = field(default_factory=list)
@@ -373,7 +373,7 @@ def _row_latency(
         words = ", ".join(f"{path} {_ms(_p95(run.later_words))}" for path, run in runs.items())
         notes.append(
             f"{label}: later searches p95 without the regular expression (which the index "
-            f"leaves to a scan): {words}"
+            f"serves through its literal `port `): {words}"
         )
         for path, run in runs.items():
             medians = ", ".join(

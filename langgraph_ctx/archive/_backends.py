@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import logging
 import os
 import re
 import tempfile
@@ -26,14 +27,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore
 
-from langgraph_ctx._ids import sha256_hex
+from langgraph_ctx._ids import RefKind, sha256_hex
 from langgraph_ctx._lru import LRUCache
 from langgraph_ctx.archive._store_keys import akeys_by_sql, keys_by_sql
-from langgraph_ctx.archive.line_index import LineIndex
+from langgraph_ctx.archive.line_index import Entry, LineIndex, indexed_entry
 from langgraph_ctx.checks import check_path
 from langgraph_ctx.errors import ArchiveAccessError, ArchiveCorruptError
 
 _UTF8 = "utf-8"
+logger = logging.getLogger("langgraph_ctx.archive")
 Namespace = tuple[str, ...]
 
 
@@ -161,6 +163,50 @@ class StoreBackend:
     def put(self, namespace: Namespace, key: str, data: bytes) -> None:
         """Store `data` as one item."""
         self.store.put(namespace, key, _to_value(data), index=False)
+
+    def put_indexed(
+        self, namespace: Namespace, key: str, data: bytes, indexed: tuple[str, RefKind, Entry]
+    ) -> None:
+        """`put`, and index the entry `data` holds for search in the same transaction.
+
+        `indexed` is the entry's reference, kind and decoded entry. One commit per archived
+        entry, as `put` alone: the item and its index rows are written together or not at
+        all. When that write is not to be had (no index, or the write failed), `put` writes
+        the item and its lines are indexed after, if they can be (else search indexes the
+        entry when it reads it). A subclass with a `put` of its own keeps it: its items are
+        written by it, and indexed after.
+        """
+        index = self.line_index
+        entry = None if index is None or index.available is False else indexed_entry(indexed)
+        if index is None or entry is None:
+            self.put(namespace, key, data)
+            return
+        if type(self).put is StoreBackend.put and index.put(namespace, key, _to_value(data), entry):
+            return
+        self.put(namespace, key, data)
+        try:
+            index.add(namespace, key, entry)
+        except Exception as exc:
+            logger.debug("indexing %s/%s for search failed: %s", namespace, key, exc)
+
+    async def aput_indexed(
+        self, namespace: Namespace, key: str, data: bytes, indexed: tuple[str, RefKind, Entry]
+    ) -> None:
+        """Async `put_indexed`."""
+        index = self.line_index
+        entry = None if index is None or index.available is False else indexed_entry(indexed)
+        if index is None or entry is None:
+            await self.aput(namespace, key, data)
+            return
+        if type(self).aput is StoreBackend.aput and await index.aput(
+            namespace, key, _to_value(data), entry
+        ):
+            return
+        await self.aput(namespace, key, data)
+        try:
+            await index.aadd(namespace, key, entry)
+        except Exception as exc:
+            logger.debug("indexing %s/%s for search failed: %s", namespace, key, exc)
 
     def get(self, namespace: Namespace, key: str) -> bytes | None:
         """The bytes of one item, or `None` when missing."""

@@ -123,10 +123,43 @@ class Statement:
     params: Sequence[Any] = ()
     many: bool = False
     """`params` is a sequence of parameter rows (`executemany`)."""
+    native: bool = False
+    """`sql` is written in the driver's own placeholders (the store's statements), as is."""
+    fetch: bool = True
+    """The op reads the statement's rows. False (a write whose rows nobody reads): on
+    PostgreSQL the next statement is sent without waiting for this one's answer, and an
+    error surfaces at the commit, so a transaction costs one round trip, not one each."""
 
 
 SqlOp = Generator[Statement, list[tuple[Any, ...]], T]
 """Statements run one after the other on one connection; each gets the rows of the last."""
+
+
+def put_statements(
+    store: BaseStore, namespace: tuple[str, ...], key: str, value: dict[str, Any]
+) -> list[Statement] | None:
+    """The statements `store.put(namespace, key, value, index=False)` runs.
+
+    To run them in a transaction of ours: an archived entry and its index rows committed at
+    once. The store's own SQL (upstream's private `_prepare_batch_PUT_queries`, the one `put`
+    runs), so the item is written exactly as `put` writes it (its default TTL included).
+    None when the store can not give them (another version's layout, an invalid namespace,
+    a write that also embeds): the caller then uses `put`.
+    """
+    from langgraph.store.base import PutOp, _validate_namespace
+
+    try:
+        _validate_namespace(namespace)
+        ttl_config: Any = getattr(store, "ttl_config", None)
+        ttl = ttl_config.get("default_ttl") if ttl_config else None
+        op = PutOp(namespace, key, value, index=False, ttl=ttl)
+        queries, embedding = store._prepare_batch_PUT_queries([(0, op)])  # type: ignore[attr-defined]
+    except Exception as exc:
+        logger.debug("%s gave no put statements: %s", type(store).__name__, exc)
+        return None
+    if embedding is not None:
+        return None
+    return [Statement(str(sql), tuple(params), native=True, fetch=False) for sql, params in queries]
 
 
 class StoreSql:
@@ -152,7 +185,9 @@ class StoreSql:
         """`sqlite` or `postgres`."""
 
     def _text(self, statement: Statement) -> str:
-        return statement.sql if self.dialect == "sqlite" else statement.sql.replace("?", "%s")
+        if self.dialect == "sqlite" or statement.native:
+            return statement.sql
+        return statement.sql.replace("?", "%s")
 
     def run(self, op: SqlOp[T], *, write: bool) -> T:
         """Run `op` on a sync store (on an async one: on its event loop, from this thread)."""
@@ -192,7 +227,7 @@ class StoreSql:
                     cur.executemany(self._text(s), s.params)
                     return []
                 cur.execute(self._text(s), s.params)
-                return _pg_rows(cur)
+                return _pg_rows(cur) if s.fetch else []
 
             with cur.connection.transaction():
                 if not write:  # a read the database may not prolong: see READ_TIMEOUT_MS
@@ -234,7 +269,7 @@ class StoreSql:
                     await cur.executemany(self._text(s), s.params)
                     return []
                 await cur.execute(self._text(s), s.params)
-                return await _apg_rows(cur)
+                return await _apg_rows(cur) if s.fetch else []
 
             async with cur.connection.transaction():
                 if not write:
@@ -272,8 +307,8 @@ def _pg_rows(cursor: Any) -> list[tuple[Any, ...]]:
 
     try:
         return _rows(cursor.fetchall())
-    except ProgrammingError:  # a statement that returns no rows
-        return []
+    except ProgrammingError as exc:  # a statement that returns no rows
+        return _no_rows(exc)
 
 
 async def _apg_rows(cursor: Any) -> list[tuple[Any, ...]]:
@@ -281,8 +316,18 @@ async def _apg_rows(cursor: Any) -> list[tuple[Any, ...]]:
 
     try:
         return _rows(await cursor.fetchall())
-    except ProgrammingError:
-        return []
+    except ProgrammingError as exc:
+        return _no_rows(exc)
+
+
+def _no_rows(exc: Exception) -> list[tuple[Any, ...]]:
+    # psycopg says "no rows" with a bare ProgrammingError; the server's errors (a missing
+    # table: UndefinedTable) are ProgrammingErrors too, with a SQLSTATE, and must not pass
+    # for an empty result (in pipeline mode the transaction is then aborted, and its commit
+    # would drop every write silently).
+    if getattr(exc, "sqlstate", None):
+        raise exc
+    return []
 
 
 def _rows(rows: Iterable[Any]) -> list[tuple[Any, ...]]:

@@ -41,8 +41,9 @@ from langgraph.store.base import BaseStore
 from langgraph.store.base.batch import AsyncBatchedBaseStore
 from langgraph.store.memory import InMemoryStore
 
+from langgraph_ctx._ids import RefKind
 from langgraph_ctx.archive._backends import Namespace, StoreBackend
-from langgraph_ctx.archive.line_index import LineIndex
+from langgraph_ctx.archive.line_index import Entry, LineIndex
 from langgraph_ctx.errors import ConfigError
 
 # The checkpointers whose database can hold the archive: (module, class) -> kind. A class is
@@ -245,6 +246,22 @@ class CheckpointerArchive:
             await backend.aput(namespace, key, data)
         else:  # a sync store (SqliteStore has no async methods): from a worker thread
             await asyncio.to_thread(backend.put, namespace, key, data)
+
+    def put_indexed(
+        self, namespace: Namespace, key: str, data: bytes, indexed: tuple[str, RefKind, Entry]
+    ) -> None:
+        """`put`, the entry indexed for search in the same transaction (`StoreBackend`'s)."""
+        self._ready().put_indexed(namespace, key, data, indexed)
+
+    async def aput_indexed(
+        self, namespace: Namespace, key: str, data: bytes, indexed: tuple[str, RefKind, Entry]
+    ) -> None:
+        """Async `put_indexed`."""
+        backend = await self._aready()
+        if self._native:
+            await backend.aput_indexed(namespace, key, data, indexed)
+        else:
+            await asyncio.to_thread(backend.put_indexed, namespace, key, data, indexed)
 
     async def aget(self, namespace: Namespace, key: str) -> bytes | None:
         """Async `get`."""

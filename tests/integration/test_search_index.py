@@ -10,6 +10,7 @@ hit for hit, and a worker that never saw the thread must read no entry when all 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -25,9 +26,10 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 
 import langgraph_ctx.archive.search as search_module
+from langgraph_ctx._effects import arun_plan
 from langgraph_ctx.archive import Archive, EntryCache, StoreBackend, asearch_archive, ranking
 from langgraph_ctx.archive import search_archive as scan_search
-from langgraph_ctx.archive.index_search import line_index_of
+from langgraph_ctx.archive.index_search import line_index_of, required_literal
 from langgraph_ctx.archive.line_index import LineIndex
 from langgraph_ctx.archive.matching import parse_query
 from tests.unit.test_search_ranking import PIECES, WORDS
@@ -115,11 +117,11 @@ async def archive_all(
             if mode == "sync":
                 await asyncio.to_thread(archive.put_messages, item)
             else:
-                await archive.aput_messages(item)
+                await arun_plan(archive.plan_put_messages(item))
         elif mode == "sync":
             await asyncio.to_thread(archive.put_message, item)
         else:
-            await archive.aput_message(item)
+            await arun_plan(archive.plan_put_message(item))
 
 
 def conversation(texts: list[str], dumps: list[list[str]]) -> list[BaseMessage | list[BaseMessage]]:
@@ -201,12 +203,105 @@ async def test_text_the_database_cannot_hold_answers_as_the_scan(
         assert fast == slow, repr(query)
 
 
-async def test_a_regex_query_scans(store: BaseStore, mode: str) -> None:
+PATTERNS = [
+    r"flush\s+batch",
+    r"port \d{4}",
+    r"ERROR flush",
+    r"error FLUSH",
+    r"STRASSE|nothing",
+    r"def flush_\w+\(",
+    r"\\ back",
+    r"(?:flush)+ batch",
+    r"straße",
+    r"[fF]lush batch",
+]
+
+
+async def test_a_regex_query_with_a_literal_is_served_by_the_index(
+    store: BaseStore, mode: str
+) -> None:
+    """A pattern every match of which holds a literal asks the index for the lines holding
+    it and matches those; one without (or read differently here) scans. The same answers."""
     indexed, plain, backend = archives(store, f"rx-{uuid.uuid4().hex}")
-    await archive_all(indexed, [ToolMessage(LOG, tool_call_id="c1", name="bash")], mode)
-    fast, slow = await search_both(indexed, plain, r"flush\s+batch", mode, regex=True)
+    items = [ToolMessage(f"{LOG}\nrun {n}", tool_call_id=f"c{n}", name="bash") for n in range(3)]
+    await archive_all(indexed, [*items, AIMessage("ERROR FLUSH of a turn")], mode)
+    for pattern in PATTERNS:
+        backend.gets = 0
+        fast, slow = await search_both(indexed, plain, pattern, mode, regex=True)
+        assert fast == slow, pattern
+        served = required_literal(pattern) is not None
+        assert (backend.gets == 0) == served, pattern
+    fast, slow = await search_both(indexed, plain, r"flush\s+batch", mode, regex=True, kind="tool")
     assert fast == slow and "flush batch failed" in fast
-    assert backend.gets == 1
+
+
+def test_the_literal_a_pattern_requires() -> None:
+    assert required_literal(r"port \d{5}\b") == "port "
+    assert required_literal(r"Traceback \(most recent") == "traceback (most recent"
+    assert required_literal(r"abcd?e") == "abc"
+    assert required_literal(r"foo+bar") == "bar"
+    assert required_literal(r"FIXME") == "xme"
+    assert required_literal(r"(a|b)cdef") == "cdef"
+    # what the `regex` module reads otherwise, or no literal sure in every match: scan
+    for pattern in [
+        r"abc|def",
+        r"(?i)flush",
+        r"[[:alpha:]]xyz",
+        r"(?:port){e<=1}",
+        r"\x41bcd",
+        r"ab",
+        r"FIXIT",  # `I` matches the dotless i case-insensitively
+        r"\d+\s+\w+",
+    ]:
+        assert required_literal(pattern) is None, pattern
+
+
+async def test_a_worker_sees_what_another_wrote_and_deleted_since_its_last_search(
+    store: BaseStore, mode: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """What a process keeps of the index (entries' line counts) is checked against the
+    database at each search: entries another worker archived or deleted since are seen."""
+    thread = f"ver-{uuid.uuid4().hex}"
+    indexed, plain, backend = archives(store, thread)
+    await archive_all(indexed, [ToolMessage("flush one", tool_call_id="c1", name="sh")], mode)
+    fast, slow = await search_both(indexed, plain, "flush", mode)
+    assert fast == slow and "1 matching line" in fast
+    async with _other_worker(store, tmp_path, request) as other:
+        written = StoreBackend(other)
+        writer = Archive(written, thread_id=thread)
+        for n in range(2, 5):
+            await asyncio.to_thread(
+                writer.put_message, ToolMessage(f"flush {n}", tool_call_id=f"c{n}", name="sh")
+            )
+        fast, slow = await search_both(indexed, plain, "flush", mode)
+        assert fast == slow and "4 matching lines" in fast and backend.gets == 0
+        namespace = indexed.namespace("message")
+        newest = (await asyncio.to_thread(written.keys, namespace))[0]
+        await asyncio.to_thread(other.delete, namespace, newest)
+        five = ToolMessage("flush five", tool_call_id="c5", name="sh")
+        await asyncio.to_thread(writer.put_message, five)
+        fast, slow = await search_both(indexed, plain, "flush", mode)
+        assert fast == slow and "4 matching lines" in fast and "flush five" in fast
+        assert backend.gets == 0
+
+
+@contextlib.asynccontextmanager
+async def _other_worker(
+    store: BaseStore, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[BaseStore]:
+    """A sync store of its own on the same database, as another worker process opens it."""
+    index = LineIndex(store)
+    if index.dialect == "sqlite":
+        from langgraph.store.sqlite import SqliteStore
+
+        path = next(tmp_path.glob("s.db"))
+        with SqliteStore.from_conn_string(str(path)) as other:
+            yield other
+        return
+    from langgraph.store.postgres import PostgresStore
+
+    with PostgresStore.from_conn_string(request.getfixturevalue("postgres_uri")) as pg:
+        yield pg
 
 
 async def test_an_archive_written_before_the_index_is_backfilled(
@@ -262,19 +357,19 @@ async def test_a_deleted_or_expired_entry_leaves_the_index(store: BaseStore, mod
     namespace = indexed.namespace("message")
     index = line_index_of(indexed)
     assert index is not None
-    keys = await call_index(index, "entries", [namespace], mode=mode)
+    keys = (await call_index(index, "entries", [namespace], mode=mode))[namespace].lines
     assert len(keys) == 3
-    (_, first), (_, second), _ = sorted(keys)
+    first, second, _ = sorted(keys)
     if mode == "sync":
         await asyncio.to_thread(store.delete, namespace, first)
     else:
         await store.adelete(namespace, first)
     await expire(store, namespace, second, mode)
-    left = await call_index(index, "entries", [namespace], mode=mode)
-    assert [k for _, k in left] == [k for _, k in sorted(keys)][2:]
+    left = (await call_index(index, "entries", [namespace], mode=mode))[namespace].lines
+    assert list(left) == sorted(keys)[2:]
     flush = parse_query("flush")
     rows = await call_index(index, "candidates", [namespace], flush, 100, mode=mode)
-    assert {r.key for r in rows} == {k for _, k in left}
+    assert {key for _, key in rows} == set(left)
     fast, slow = await search_both(indexed, plain, "flush", mode)
     assert fast == slow and "1 matching line" in fast
 
@@ -504,4 +599,5 @@ def test_a_read_of_the_index_on_postgresql_is_bounded_in_time(
         assert len(sql.run(sleep(), write=True)) == 1  # writes keep the server's own bound
         with pg._cursor() as cur:  # the bound was the read's alone (SET LOCAL)
             cur.execute("SHOW statement_timeout")
-            assert cur.fetchone()["statement_timeout"] == "0"
+            shown = cur.fetchone()
+            assert shown is not None and shown["statement_timeout"] == "0"
