@@ -6,8 +6,9 @@ decides everything on plain data and yields an effect whenever it needs I/O; pla
 `x = yield from other_plan(...)`, so the archive's, the summarizer's and the pipeline's plans
 nest into one generator.
 
-`run_plan` and `arun_plan` are the only two drivers. Each performs an effect through one
-dispatch table (effect type -> sync function, async function) and sends the result back in.
+`run_plan` and `arun_plan` are the only two drivers, one loop (`_drive`) run two ways. Each
+performs an effect through one dispatch table (effect type -> sync function, async function)
+and sends the result back in.
 
 The failure rule: when performing an effect raises an `Exception`, the driver throws it into
 the plan at the `yield`, and the plan decides (retry, fall back, convert, or let it propagate
@@ -16,13 +17,10 @@ itself is the model timeout: `CallModel.timeout` is enforced by the driver (sync
 in a daemon thread with the caller's contextvars; async: `asyncio.wait_for`), which then throws
 the builtin `TimeoutError` into the plan like any other failure.
 
-Every `CallModel` is a call internal to the package (summarizer, entity extractor), never the
-agent's own answer, so the driver marks it by LangChain's convention for internal calls
-(`internal_call_config`): the `nostream` tag keeps it out of LangGraph's `messages` stream (and
-the server's `messages-tuple`), `internal_call_metadata()` out of the v3 event stream's
-`run.messages` (with `InternalCallTransformer` declared on the middleware), `lc_source` names
-it, and a chat model is called with streaming disabled, so `astream_events` v2 carries no
-token of it either.
+The effects here are the ones any layer's plans use (a model, a backend, a store, a handler, a
+method of an object with async twins of its own, e.g. the summary preparer's `start` and
+`astart`); what the effects mean to their owner stays with it (the marks of the package's
+internal model calls: `summaries/internal_calls.py`; a build's `Resources`: `prompt/view.py`).
 """
 
 from __future__ import annotations
@@ -34,10 +32,7 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Generator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
-
-if TYPE_CHECKING:
-    from langchain_core.messages import BaseMessage
+from typing import Any, ParamSpec, TypeVar
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -60,8 +55,6 @@ class CallModel(Effect):
     config: Any = None
     timeout: float | None = None
     """Seconds to wait; the driver raises `TimeoutError` after it. `None` waits forever."""
-    source: str = "langgraph_ctx"
-    """What the call is for (`lc_source` in the run metadata), e.g. `"summarization"`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,55 +109,6 @@ class CallHandler(Effect):
 
 
 @dataclass(frozen=True, slots=True)
-class PrepareSummary(Effect):
-    """Start summarizing `messages` in the background (`preparer.start` or `astart`).
-
-    Sync drivers start a worker thread, async drivers an asyncio task; returns whether a
-    preparation started (one runs per thread at a time; the same span is not started twice).
-    """
-
-    preparer: Any
-    """The `SummaryPreparer` that keeps the preparation."""
-    key: str
-    """The thread the span belongs to."""
-    digest: str
-    """Names the span and the summary it folds into (`strategies.ahead_span.span_digest`)."""
-    summarize: Callable[[list[BaseMessage], str | None], Plan[Any]]
-    """The summarizer's plan factory, run in the background."""
-    messages: tuple[BaseMessage, ...]
-    """The span to summarize."""
-    previous: str | None
-    """The running summary to fold into."""
-
-
-@dataclass(frozen=True, slots=True)
-class AwaitPrepared(Effect):
-    """The prepared `SummaryOutcome` of `digest`, waiting up to `timeout` s; None if none."""
-
-    preparer: Any
-    """The `SummaryPreparer` that keeps the preparation."""
-    key: str
-    """The thread the span belongs to."""
-    digest: str
-    """The span wanted (see `PrepareSummary.digest`)."""
-    timeout: float | None
-    """Longest wait for a preparation still running; `None` waits until it ends."""
-
-
-@dataclass(frozen=True, slots=True)
-class AwaitLoad(Effect):
-    """Wait up to `timeout` s for another search's load of an archive entry (`EntryCache`).
-
-    Returns the decoded entry, or None when that load failed or still runs.
-    """
-
-    load: Any
-    """The `EntryLoad` under way (sync: `wait`, async: `await_done`)."""
-    timeout: float
-    """Longest wait, in seconds."""
-
-
-@dataclass(frozen=True, slots=True)
 class MethodCall(Effect):
     """`target.<name>(*args)` (async: `target.a<name>(*args)`, awaited); returns its result.
 
@@ -180,82 +124,12 @@ class MethodCall(Effect):
     """The method returns an iterator (async: an async iterator): return its items as a list."""
 
 
-@dataclass(kw_only=True)
-class Resources:
-    """What a build may use for I/O, as plan factories (None when not configured)."""
-
-    archive_messages: Callable[[list[BaseMessage]], Plan[dict[str, str]]] | None = None
-    """Write messages one by one, index them by id; the plan returns their refs by id."""
-    dump_messages: Callable[[list[BaseMessage]], Plan[str]] | None = None
-    """Write a list as one insurance dump; the plan returns its ref."""
-    summarize: Callable[[list[BaseMessage], str | None], Plan[Any]] | None = None
-    """Summarize messages, folding a previous summary; the plan returns a `SummaryOutcome`."""
-    extract: Callable[[list[BaseMessage], dict[str, Any] | None], Plan[dict[str, Any]]] | None = (
-        None
-    )
-    """Update entity state from recent messages; the plan returns the new values."""
-    ahead: Any = None
-    """The thread's `AheadBinding` when summaries are prepared ahead (`strategies.ahead`)."""
-
-
 def _timed_out(timeout: float | None) -> TimeoutError:
-    return TimeoutError(f"summarizer model did not answer within {timeout}s")
-
-
-INTERNAL_TAG = "nostream"
-"""LangGraph's tag for calls whose tokens users should not see streamed (`TAG_NOSTREAM`)."""
-
-
-def internal_call_config(config: Any, source: str) -> dict[str, Any]:
-    """`config` marked as an internal call: the `nostream` tag, `lc_source`, internal metadata.
-
-    Args:
-        config: The caller's `RunnableConfig` (tags, metadata, run name), or None.
-        source: The `lc_source` value, e.g. `"summarization"`.
-
-    Returns:
-        A new config; the caller's tags and metadata are kept.
-    """
-    out = dict(config or {})
-    tags = list(out.get("tags") or [])
-    out["tags"] = tags if INTERNAL_TAG in tags else [*tags, INTERNAL_TAG]
-    out["metadata"] = {
-        **dict(out.get("metadata") or {}),
-        "lc_source": source,
-        **internal_metadata(),
-    }
-    return out
-
-
-def internal_metadata() -> dict[str, Any]:
-    """LangChain's metadata marking an internal call (`internal_call_metadata()`), or {}."""
-    try:
-        from langchain.agents.middleware.internal_call_transformer import (
-            internal_call_metadata,
-        )
-    except ImportError:  # an older langchain without the convention: the tag still works
-        return {}
-    return internal_call_metadata()
-
-
-def _invoke_args(effect: CallModel) -> tuple[Any, Any]:
-    """The model and config of an internal call (see the module docstring).
-
-    A chat model that could stream is called through a copy with `disable_streaming=True`
-    (langchain-core's own opt-out, honoured before any provider code runs; the copy shares the
-    client), so no streaming callback handler gets a token of it.
-    """
-    from langchain_core.language_models import BaseChatModel
-
-    model = effect.model
-    if isinstance(model, BaseChatModel) and model.disable_streaming is not True:
-        model = model.model_copy(update={"disable_streaming": True})
-    return model, internal_call_config(effect.config, effect.source)
+    return TimeoutError(f"model did not answer within {timeout}s")
 
 
 def _call_model(effect: CallModel) -> Any:
-    messages = effect.messages
-    model, config = _invoke_args(effect)
+    model, messages, config = effect.model, effect.messages, effect.config
     if effect.timeout is None:
         return model.invoke(messages, config)
     # A daemon thread rather than an executor: a hung provider call cannot be cancelled, and
@@ -281,8 +155,7 @@ def _call_model(effect: CallModel) -> Any:
 
 
 async def _acall_model(effect: CallModel) -> Any:
-    model, config = _invoke_args(effect)
-    call = model.ainvoke(effect.messages, config)
+    call = effect.model.ainvoke(effect.messages, effect.config)
     try:
         return await asyncio.wait_for(call, effect.timeout)
     except asyncio.TimeoutError:  # also raised when the model itself times out
@@ -337,9 +210,6 @@ _DISPATCH: dict[type[Effect], tuple[_Sync, _Async]] = {
         lambda e: e.store.asearch(e.namespace, query=e.query, limit=e.limit),
     ),
     CallHandler: (_call_handler, _acall_handler),
-    PrepareSummary: (lambda e: e.preparer.start(e), lambda e: e.preparer.astart(e)),
-    AwaitPrepared: (lambda e: e.preparer.wait(e), lambda e: e.preparer.await_prepared(e)),
-    AwaitLoad: (lambda e: e.load.wait(e.timeout), lambda e: e.load.await_done(e.timeout)),
     MethodCall: (_call_method, _acall_method),
 }
 
@@ -353,22 +223,22 @@ def _performers(effect: Any) -> tuple[_Sync, _Async]:
 
 def run_plan(plan: Plan[T]) -> T:
     """Drive a plan synchronously: perform each effect, send its result or throw its error."""
-    value: Any = None
-    error: Exception | None = None
-    while True:
-        try:
-            effect = plan.send(value) if error is None else plan.throw(error)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        perform = _performers(effect)[0]
-        try:
-            value, error = perform(effect), None
-        except Exception as exc:  # thrown into the plan, which decides
-            value, error = None, exc
+    drive = _drive(plan, asynchronous=False)
+    try:
+        drive.send(None)  # never suspends: no effect is awaited
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    drive.close()  # pragma: no cover - unreachable
+    raise RuntimeError("the sync driver awaited")  # pragma: no cover
 
 
 async def arun_plan(plan: Plan[T]) -> T:
     """Drive a plan asynchronously: the same loop as `run_plan`, awaiting each effect."""
+    return await _drive(plan, asynchronous=True)
+
+
+async def _drive(plan: Plan[T], *, asynchronous: bool) -> T:
+    """The one loop of both drivers; `run_plan` runs it as a coroutine that never awaits."""
     value: Any = None
     error: Exception | None = None
     while True:
@@ -376,9 +246,10 @@ async def arun_plan(plan: Plan[T]) -> T:
             effect = plan.send(value) if error is None else plan.throw(error)
         except StopIteration as stop:
             return stop.value  # type: ignore[no-any-return]
-        perform = _performers(effect)[1]
+        perform = _performers(effect)[asynchronous]
         try:
-            value, error = await perform(effect), None
+            result = perform(effect)
+            value, error = (await result if asynchronous else result), None
         except Exception as exc:  # thrown into the plan, which decides
             value, error = None, exc
 
@@ -397,16 +268,25 @@ def both(
     """
     name = name or plan.__name__.lstrip("_").removeprefix("plan_")
 
-    def sync(*args: P.args, **kwargs: P.kwargs) -> T:
-        return run_plan(plan(*args, **kwargs))
-
     async def asynchronous(*args: P.args, **kwargs: P.kwargs) -> T:
         return await arun_plan(plan(*args, **kwargs))
 
-    adoc = adoc or f"Async twin of `{name}`."
-    _dress(sync, plan, name, doc)
-    _dress(asynchronous, plan, "a" + name, adoc)
-    return sync, asynchronous
+    _dress(asynchronous, plan, "a" + name, adoc or f"Async twin of `{name}`.")
+    return synchronous(plan, doc=doc, name=name), asynchronous
+
+
+def synchronous(plan: Callable[P, Plan[T]], *, doc: str, name: str | None = None) -> Callable[P, T]:
+    """The sync callable of a plan function (`run_plan` of it), named and signed as `both`'s.
+
+    For an operation whose async callers compose the plan itself (`yield from`) and drive it
+    with `arun_plan`, so an async twin would be called by nothing.
+    """
+
+    def sync(*args: P.args, **kwargs: P.kwargs) -> T:
+        return run_plan(plan(*args, **kwargs))
+
+    _dress(sync, plan, name or plan.__name__.lstrip("_").removeprefix("plan_"), doc)
+    return sync
 
 
 def _dress(fn: Callable[..., Any], plan: Callable[..., Any], name: str, doc: str) -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "MAX_PATTERN_CHARS",
     "BoundedPattern",
     "PatternTimeoutError",
+    "check_length",
     "compile_pattern",
     "compiled_size",
 ]
@@ -183,6 +184,21 @@ def _class_end(text: str, at: int) -> int:
     return at
 
 
+def check_length(text: str, limit: int, *, what: str, instead: str) -> None:
+    """Refuse search text longer than `limit` characters, before any work is spent on it.
+
+    Raises:
+        ValueError: `text` is longer; the message names `what` it is, its length and the
+            bound, says what to search for `instead`, and quotes a bounded prefix of it.
+    """
+    if len(text) > limit:
+        msg = (
+            f"{what} is {len(text):,} characters long, over {limit:,}; "
+            f"search for {instead} ({shorten(text, 40)})"
+        )
+        raise ValueError(msg)
+
+
 def compile_pattern(
     text: str, *, ignore_case: bool = True, multiline: bool = False
 ) -> BoundedPattern:
@@ -198,12 +214,7 @@ def compile_pattern(
     if not isinstance(text, str) or not text:
         msg = "the pattern is empty; pass the words or the regular expression to look for"
         raise ValueError(msg)
-    if len(text) > MAX_PATTERN_CHARS:
-        msg = (
-            f"the pattern is {len(text):,} characters long, over {MAX_PATTERN_CHARS:,}; "
-            f"search for a shorter part of it ({shorten(text, 40)})"
-        )
-        raise ValueError(msg)
+    check_length(text, MAX_PATTERN_CHARS, what="the pattern", instead="a shorter part of it")
     pieces = compiled_size(text)
     if pieces > MAX_COMPILED_SIZE:
         msg = (

@@ -25,6 +25,7 @@ The rules, decided once, here:
 - callables (`check_callable`): anything `callable`.
 - strings (`check_str`): a `str`, not empty unless `empty=True`.
 - lists (`check_list`): a list or tuple, not a `str` (`"abc"` is not three items) nor a dict.
+- objects of the package or a library (`check_type`): an instance of the type named.
 
 `optional=True` also accepts `None`.
 
@@ -256,6 +257,38 @@ def check_callable(
         return
     shown = _Source(example) if isinstance(example, str) else example
     _refuse(name, value, _or_none(what, optional), shown, owner, note)
+
+
+def check_type(
+    name: str,
+    value: Any,
+    kind: type | tuple[type, ...],
+    *,
+    rule: str,
+    optional: bool = False,
+    example: str | None = None,
+    owner: str | None = None,
+    note: str | None = None,
+) -> None:
+    """Refuse `value` unless it is an instance of `kind` (or None, when `optional`).
+
+    Args:
+        name: The argument's name.
+        value: The value given.
+        kind: The type (or types) accepted.
+        rule: The rule as the message says it, e.g. "an Archive bound to a thread".
+        optional: Also accept None.
+        example: A good value, as source text (shown as `name=example`, unquoted).
+        owner: The class or function the argument belongs to.
+        note: A short word on what the argument does.
+
+    Raises:
+        ConfigError: `value` is not of type `kind`.
+    """
+    if isinstance(value, kind) or (value is None and optional):
+        return
+    shown = None if example is None else _Source(example)
+    _refuse(name, value, _or_none(rule, optional), shown, owner, note)
 
 
 def check_list(

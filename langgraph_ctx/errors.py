@@ -202,6 +202,15 @@ def shorten(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def reason_of(exc: BaseException) -> str:
+    """The first line of `exc`'s message, or its type's name when the message is empty.
+
+    The reason another library gave, short enough to quote inside one of our messages.
+    """
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def install_extra(extra: str) -> str:
     """How to add the package's `extra` (`cli`, `postgres`) today, for a message that needs it.
 

@@ -30,6 +30,7 @@ from langchain_core.messages import (
 )
 
 import benchmarks.trajectories
+from langgraph_ctx._effects import Plan, arun_plan, run_plan
 from langgraph_ctx.tokens._encodings import prime_tiktoken_cache
 
 # Modest defaults keep `pytest tests/unit` quick; HYPOTHESIS_PROFILE=thorough digs deeper, and
@@ -129,6 +130,12 @@ async def call(obj: Any, method: str, *args: Any, mode: str, **kwargs: Any) -> A
         What the method returned.
     """
     return await run(mode, getattr(obj, method), getattr(obj, f"a{method}"), *args, **kwargs)
+
+
+async def drive(plan: Plan[T], *, mode: str) -> T:
+    """`run_plan(plan)` or `await arun_plan(plan)`, depending on the mode: how the package
+    runs a plan such as `archive.plan_put_message(message)` sync or async."""
+    return run_plan(plan) if mode == "sync" else await arun_plan(plan)
 
 
 # --- real trajectories ---------------------------------------------------------------------

@@ -6,8 +6,9 @@ bytes, so writing the same content twice is harmless and every read is verified.
 
 `Archive` is bound to one thread (and optionally one user). Each operation is written once as a
 plan (`plan_put_message`, `plan_read`, ...) that yields `BackendPut`/`BackendGet` effects and
-turns a backend failure into an `ArchiveError`; the sync and async methods are derived from
-that plan by `both` (`run_plan`/`arun_plan` of it), and other plans compose it with `yield from`.
+turns a backend failure into an `ArchiveError`; the sync methods are derived from that plan by
+`synchronous` (`run_plan` of it), and other plans, sync or async, compose it with `yield from`
+(an async caller drives its plan with `arun_plan`).
 
 Example:
     >>> from langchain_core.messages import ToolMessage
@@ -31,7 +32,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore
 
-from langgraph_ctx._effects import BackendGet, BackendKeys, BackendPut, Plan, both
+from langgraph_ctx._effects import BackendGet, BackendKeys, Plan, synchronous
 from langgraph_ctx._ids import REF_SHAPE, ArchiveRef, RefKind, is_archive_ref, sha256_hex
 from langgraph_ctx.archive._backends import (
     ArchiveBackend,
@@ -49,7 +50,7 @@ from langgraph_ctx.archive.codec import (
     encode_messages,
     loads,
 )
-from langgraph_ctx.archive.line_index import Entry, plan_add
+from langgraph_ctx.archive.line_index import Entry, put_effect
 from langgraph_ctx.checks import check_str
 from langgraph_ctx.errors import (
     ArchiveAccessError,
@@ -196,9 +197,15 @@ class Archive:
         logger.warning(msg)
         return ArchiveError(msg)
 
-    def _put(self, namespace: Namespace, key: str, data: bytes) -> Plan[None]:
-        try:
-            yield BackendPut(self.backend, namespace, key, data)
+    def _put(
+        self,
+        namespace: Namespace,
+        key: str,
+        data: bytes,
+        indexed: tuple[str, RefKind, Entry] | None = None,
+    ) -> Plan[None]:
+        try:  # with `indexed`: the entry's lines too, in the same transaction (`put_effect`)
+            yield put_effect(self.backend, namespace, key, data, indexed)
         except ArchiveError:
             raise
         except Exception as exc:
@@ -215,9 +222,8 @@ class Archive:
 
     def _put_entry(self, kind: RefKind, data: bytes, entry: Entry) -> Plan[str]:
         digest, namespace = sha256_hex(data), self.namespace(kind)
-        yield from self._put(namespace, digest, data)
         ref = str(ArchiveRef(thread=self._thread, kind=kind, digest=digest, user=self._user))
-        yield from plan_add(self.backend, namespace, digest, ref, kind, entry)
+        yield from self._put(namespace, digest, data, (ref, kind, entry))
         return ref
 
     def _get_entry(self, ref: str, kind: RefKind | None = None) -> Plan[tuple[RefKind, bytes]]:
@@ -291,7 +297,7 @@ class Archive:
         return (yield from self._put_entry("text", text.encode(UTF8, SURROGATES), text))
 
     def plan_index_message(self, message_id: str, ref: str) -> Plan[None]:
-        """`index_message` as a plan."""
+        """Record that the message with id `message_id` is archived under `ref`."""
         self._check(ref)
         entry = dumps({"message_id": message_id, "ref": ref})
         yield from self._put(self.namespace(_INDEX_KIND), _index_key(message_id), entry)
@@ -323,9 +329,9 @@ class Archive:
             return decode_messages(data)
         return data.decode(UTF8, SURROGATES)
 
-    # public API: the sync and async callables of each plan (`both`) -------------------
+    # public API: the sync callable of each plan (async callers compose the plans) ---------
 
-    put_message, aput_message = both(
+    put_message = synchronous(
         plan_put_message,
         doc="""Archive one message and return its reference.
 
@@ -336,38 +342,25 @@ class Archive:
         Returns:
             The reference, `lgctx:<thread>:message:<sha256>`.
         """,
-        adoc="Async `put_message`.",
     )
 
-    put_messages, aput_messages = both(
+    put_messages = synchronous(
         plan_put_messages,
         doc="""Archive a list of messages as one entry (the insurance dump before a summary).
 
         Returns:
             The reference, `lgctx:<thread>:messages:<sha256>`.
         """,
-        adoc="Async `put_messages`.",
     )
 
-    put_text, aput_text = both(
+    put_text = synchronous(
         plan_put_text,
         doc="Archive a piece of text and return its reference (`...:text:<sha256>`).",
-        adoc="Async `put_text`.",
     )
 
-    index_message, aindex_message = both(
-        plan_index_message,
-        doc="Record that the message with id `message_id` is archived under `ref`.",
-        adoc="Async `index_message`.",
-    )
+    lookup = synchronous(plan_lookup, doc="The reference recorded for a message id, or `None`.")
 
-    lookup, alookup = both(
-        plan_lookup,
-        doc="The reference recorded for a message id, or `None`.",
-        adoc="Async `lookup`.",
-    )
-
-    restore, arestore = both(
+    restore = synchronous(
         plan_restore,
         doc="""The archived message, by `message` reference or by the id of an indexed message.
 
@@ -376,10 +369,9 @@ class Archive:
             ArchiveAccessError: The reference belongs to another thread or user.
             ArchiveCorruptError: The stored bytes do not match their address.
         """,
-        adoc="Async `restore`.",
     )
 
-    read, aread = both(
+    read = synchronous(
         plan_read,
         doc="""Whatever a reference or an indexed message id points at.
 
@@ -393,7 +385,6 @@ class Archive:
             ArchiveAccessError: The reference belongs to another thread or user.
             ArchiveCorruptError: The stored bytes do not match their address.
         """,
-        adoc="Async `read`.",
     )
 
 

@@ -6,9 +6,9 @@ keeps decoded entries per process, an `LRUCache` bounded by measured bytes (`Sea
 entries are content-addressed and never change, so a cached entry never goes stale.
 
 Searches running at once share each load (single flight): the first to miss an entry reads
-and decodes it (`plan_entry`), the others wait for that load (the `AwaitLoad` effect: an
-event in a thread, a future in an event loop) rather than decode it again; 16 searches of a
-cold 10 MB archive each decoded all of it before.
+and decodes it (`plan_entry`), the others wait for that load (`EntryLoad.wait_done` or
+`await_done` through a `MethodCall` effect: an event in a thread, a future in an event loop)
+rather than decode it again.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import contextlib
 import threading
 import time
 
-from langgraph_ctx._effects import AwaitLoad, Plan
+from langgraph_ctx._effects import MethodCall, Plan
 from langgraph_ctx._ids import RefKind
 from langgraph_ctx._lru import LRUCache
 from langgraph_ctx.archive.archive import Archive
@@ -49,13 +49,13 @@ class EntryLoad:
             with contextlib.suppress(RuntimeError):  # that loop closed after its wait ended
                 loop.call_soon_threadsafe(_wake, future)
 
-    def wait(self, timeout: float) -> SearchableEntry | None:
+    def wait_done(self, timeout: float) -> SearchableEntry | None:
         """The entry, waiting up to `timeout` s; None when the load failed or still runs."""
         self._done.wait(max(timeout, 0.0))
         return self.entry
 
     async def await_done(self, timeout: float) -> SearchableEntry | None:
-        """`wait` without blocking the event loop (the loading search may run in it)."""
+        """`wait_done` without blocking the event loop (the loading search may run in it)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
         with self._lock:
@@ -155,7 +155,8 @@ def plan_entry(
         raise EntryNotReadInTime
     running = cache.start_load(ref)
     if running is not None:
-        waited: SearchableEntry | None = yield AwaitLoad(running, deadline - time.monotonic())
+        left = deadline - time.monotonic()
+        waited: SearchableEntry | None = yield MethodCall(running, "wait_done", (left,))
         if waited is not None:
             return waited
         if time.monotonic() >= deadline:

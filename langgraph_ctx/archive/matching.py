@@ -22,7 +22,6 @@ shown once in an answer, with its count (`search_answer`).
 from __future__ import annotations
 
 import bisect
-import json
 import re
 import sys
 from array import array
@@ -34,9 +33,10 @@ from typing import Literal
 from langchain_core.messages import BaseMessage, ToolMessage, get_buffer_string
 
 from langgraph_ctx._ids import RefKind
-from langgraph_ctx._patterns import BoundedPattern, compile_pattern
+from langgraph_ctx._patterns import BoundedPattern, check_length, compile_pattern
 from langgraph_ctx.errors import shorten
 from langgraph_ctx.ledger.summary import parse_dump_index
+from langgraph_ctx.messages.content import text_of
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -95,12 +95,7 @@ def parse_query(text: str, *, regex: bool = False) -> Query:
     if not isinstance(text, str):
         msg = f"the query must be text, got {type(text).__name__}"
         raise ValueError(msg)
-    if len(text) > MAX_QUERY_CHARS:
-        msg = (
-            f"the query is {len(text):,} characters long, over {MAX_QUERY_CHARS:,}; search for "
-            f"a few distinctive words of it ({shorten(text, 40)})"
-        )
-        raise ValueError(msg)
+    check_length(text, MAX_QUERY_CHARS, what="the query", instead="a few distinctive words of it")
     if regex:
         pattern = compile_pattern(text)
         risky = _LINE_ONLY.search(text) is not None
@@ -261,20 +256,6 @@ def _dump_segments(messages: Sequence[BaseMessage], text: str) -> list[tuple[int
     return out
 
 
-def _content_text(content: str | list[str | dict[str, object]]) -> str:
-    if isinstance(content, str):
-        return content
-    parts: list[str] = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif block.get("type") == "text" and isinstance(block.get("text"), str):
-            parts.append(str(block["text"]))
-        else:  # images, files, ...: show them rather than silently dropping them
-            parts.append(json.dumps(block, sort_keys=True, ensure_ascii=False, default=str))
-    return "\n".join(parts)
-
-
 def recall_text(entry: BaseMessage | Sequence[BaseMessage] | str) -> str:
     """The text the recall tool shows for an archive entry (`recall.entry_text`).
 
@@ -284,7 +265,7 @@ def recall_text(entry: BaseMessage | Sequence[BaseMessage] | str) -> str:
     if isinstance(entry, str):
         return entry
     if isinstance(entry, BaseMessage):
-        return _content_text(entry.content)
+        return text_of(entry, other_blocks=True)
     return get_buffer_string(list(entry))
 
 

@@ -196,106 +196,100 @@ a search keeps alive until it ends brings Python's full garbage collection close
 of tens of milliseconds in a process holding a large cache)."""
 
 
-def _word_hits(
-    entry: SearchableEntry,
-    slot: int,
-    query: Query,
-    n: int,
-    group: int,
-    deadline: float,
-    out: list[_Row],
-) -> int:
-    """Add the rows of `entry`'s matching lines to `out`; returns how many lines it searched.
+class _Scan(NamedTuple):
+    """One entry being matched: the parts its rows carry besides the line, and where they go."""
 
-    All of them, unless the deadline passed or `MAX_HITS` were found at a window's end.
+    entry: SearchableEntry
+    slot: int
+    """The entry's place in the list searched."""
+    query: Query
+    n: int
+    """The entry's place among the entries of its kind (newest first)."""
+    group: int
+    deadline: float
+    out: list[_Row]
+
+
+def _entry_hits(scan: _Scan) -> int:
+    """Add the rows of the entry's matching lines to `scan.out`; returns how many it searched.
+
+    All of them, unless the deadline passed (between two windows, or in a pattern's match) or
+    `MAX_HITS` were found at a window's end: the entry is matched `_WINDOW_LINES` lines at a
+    time, by words or by the pattern.
     """
-    starts, size = entry.folded_starts, len(entry.folded)
-    for first in range(0, entry.n_lines, _WINDOW_LINES):
-        if first and (time.monotonic() > deadline or len(out) >= MAX_HITS):
+    window = _word_window if scan.query.pattern is None else _pattern_window
+    n_lines = scan.entry.n_lines
+    for first in range(0, n_lines, _WINDOW_LINES):
+        if first and (time.monotonic() > scan.deadline or len(scan.out) >= MAX_HITS):
             return first
-        stop = first + _WINDOW_LINES
-        end = starts[stop] - 1 if stop < entry.n_lines else size
-        _window_hits(entry, slot, query, n, group, starts[first], end, out)
-    return entry.n_lines
+        stop = min(first + _WINDOW_LINES, n_lines)
+        done = window(scan, first, stop)
+        if done < stop:
+            return done
+    return n_lines
 
 
-def _window_hits(
-    entry: SearchableEntry,
-    slot: int,
-    query: Query,
-    n: int,
-    group: int,
-    begin: int,
-    end: int,
-    out: list[_Row],
-) -> None:
+def _word_window(scan: _Scan, first: int, stop: int) -> int:
+    """Add the rows of lines `first` to `stop` holding the query's terms; returns `stop`."""
+    entry, slot, query, n, group, _, out = scan
     folded, starts = entry.folded, entry.folded_starts
+    begin, end = starts[first], starts[stop] - 1 if stop < entry.n_lines else len(folded)
     terms = (*query.phrases, *query.words)
     every = (1 << len(terms)) - 1
     need = (1 << len(query.phrases)) - 1  # every phrase must be on the line
     words = every & ~need
     one_source = len(entry.segments) == 1
-    told = 0 if entry.segments[0][1].type == "tool" else 1
+    not_tool_output = 0 if entry.segments[0][1].type == "tool" else 1
     for index, seen in _term_lines(entry, terms, begin, end).items():
         if seen.mask & need != need:
             continue
         if not one_source:
-            told = 0 if entry.segment(index)[2].type == "tool" else 1
+            not_tool_output = 0 if entry.segment(index)[2].type == "tool" else 1
         count = seen.mask.bit_count()
         if query.whole is not None and seen.mask == every:
             begin = starts[index]
-            stop = starts[index + 1] - 1 if index + 1 < len(starts) else len(folded)
-            at = folded.find(query.whole, begin, stop)
+            line_end = starts[index + 1] - 1 if index + 1 < len(starts) else len(folded)
+            at = folded.find(query.whole, begin, line_end)
             if at >= 0:
-                extra = _closest(folded, query.whole, at, stop)
-                out.append((0, -count, extra, told, group, n, index, at - begin, slot))
+                extra = _closest(folded, query.whole, at, line_end)
+                out.append((0, -count, extra, not_tool_output, group, n, index, at - begin, slot))
                 continue
         tier = 1 if seen.mask & words == words else 2
-        out.append((tier, -count, seen.extra, told, group, n, index, seen.at, slot))
+        out.append((tier, -count, seen.extra, not_tool_output, group, n, index, seen.at, slot))
+    return stop
 
 
-def _pattern_hits(
-    entry: SearchableEntry,
-    slot: int,
-    query: Query,
-    n: int,
-    group: int,
-    deadline: float,
-    out: list[_Row],
-) -> int:
-    """Add the rows of `entry`'s matching lines to `out`; returns how many lines it searched.
+def _pattern_window(scan: _Scan, first: int, stop: int) -> int:
+    """Add the rows of lines `first` to `stop` the pattern matches; returns how many it searched.
 
-    All of them, unless the deadline passed (in a match or between two) or `MAX_HITS` were
-    found. With a prefilter, the whole-text pattern finds the next line where a match starts and
+    That is `stop`, or the line a match ran out of time on (the lines before it are searched).
+    With a prefilter, the whole-text pattern finds the next line where a match starts and
     the pattern confirms it on that line alone: the lines found are a superset of those a
     line-alone search matches (a match on a line alone is a match in the text, and the
     leftmost one from the line's start begins on that line), and the lines skipped between
     them have no match.
     """
+    entry, slot, query, n, group, deadline, out = scan
     assert query.pattern is not None
     pattern, prefilter, starts = query.pattern, query.prefilter, entry.starts
-    index = 0
+    end = starts[stop] - 1 if stop < entry.n_lines else len(entry.text)
+    index = first
     try:
-        for first in range(0, entry.n_lines, _WINDOW_LINES):
-            if first and (time.monotonic() > deadline or len(out) >= MAX_HITS):
-                return first
-            index, stop = first, min(first + _WINDOW_LINES, entry.n_lines)
-            end = starts[stop] - 1 if stop < entry.n_lines else len(entry.text)
-            while index < stop:
-                if prefilter is not None:  # else a pattern that only a line alone can answer
-                    at = prefilter.find(
-                        entry.text, starts[index], deadline, end, cpu_seconds=_CALL_CPU_SECONDS
-                    )
-                    if at < 0:
-                        break
-                    index = bisect.bisect_right(starts, at) - 1
-                if pattern.search(entry.line(index), deadline, cpu_seconds=_CALL_CPU_SECONDS):
-                    told = 0 if entry.segment(index)[2].type == "tool" else 1
-                    out.append((0, 0, 0, told, group, n, index, 0, slot))
-                index += 1
+        while index < stop:
+            if prefilter is not None:  # else a pattern that only a line alone can answer
+                at = prefilter.find(
+                    entry.text, starts[index], deadline, end, cpu_seconds=_CALL_CPU_SECONDS
+                )
+                if at < 0:
+                    break
+                index = bisect.bisect_right(starts, at) - 1
+            if pattern.search(entry.line(index), deadline, cpu_seconds=_CALL_CPU_SECONDS):
+                not_tool_output = 0 if entry.segment(index)[2].type == "tool" else 1
+                out.append((0, 0, 0, not_tool_output, group, n, index, 0, slot))
+            index += 1
     except PatternTimeoutError:
         return index  # the lines before it are searched; a window's hits so far stand
-    return entry.n_lines
+    return stop
 
 
 def find_hits(
@@ -337,10 +331,8 @@ def find_hits(
             searched += entry.n_lines
             continue
         group = _GROUP.get(entry.kind, 3)
-        if query.pattern is not None:
-            done = _pattern_hits(entry, slot, query, n, group, deadline, rows)
-        elif _may_match(entry.folded, query):
-            done = _word_hits(entry, slot, query, n, group, deadline, rows)
+        if query.pattern is not None or _may_match(entry.folded, query):
+            done = _entry_hits(_Scan(entry, slot, query, n, group, deadline, rows))
         else:
             done = entry.n_lines
         searched += done

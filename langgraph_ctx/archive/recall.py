@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -29,11 +30,18 @@ from pydantic import BaseModel, Field
 from langgraph_ctx._effects import Plan, both
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.matching import recall_text
-from langgraph_ctx.checks import check_int, check_str
-from langgraph_ctx.errors import ArchiveError, ConfigError, shorten
+from langgraph_ctx.checks import check_callable, check_int, check_str
+from langgraph_ctx.errors import ArchiveError, ConfigError
 from langgraph_ctx.messages.content import RECALLED_KEY
 
-__all__ = ["RecallArgs", "archive_source", "entry_text", "make_recall_tool", "render_recall"]
+__all__ = [
+    "RecallArgs",
+    "archive_source",
+    "archive_tool",
+    "entry_text",
+    "make_recall_tool",
+    "render_recall",
+]
 
 RECALL_DESCRIPTION = (
     "Read back the full text of a tool output that was moved out of the conversation to save "
@@ -146,22 +154,17 @@ def archive_source(
     """
     if isinstance(archive, Archive):
         return lambda: archive
-    if callable(archive):
-        find = archive
+    what = "an Archive or a function returning one"
+    check_callable("archive", archive, what=what, example="Archive(store, thread_id=...)")
+    find = archive
 
-        def current() -> Archive:
-            try:
-                return find()
-            except ConfigError as exc:
-                raise ToolException(f"{tool_name} failed: {exc}") from exc
+    def current() -> Archive:
+        try:
+            return find()
+        except ConfigError as exc:
+            raise ToolException(f"{tool_name} failed: {exc}") from exc
 
-        return current
-    msg = (
-        f"archive must be an Archive or a function returning one, got "
-        f"{type(archive).__name__} {shorten(archive)}; pass e.g. "
-        "Archive(store, thread_id=...)"
-    )
-    raise ConfigError(msg)
+    return current
 
 
 def make_recall_tool(
@@ -199,18 +202,42 @@ def make_recall_tool(
         )
         return text, artifact
 
-    recall, arecall = both(plan, name="recall", doc="The recall tool: the text and its artifact.")
-
     # The artifact marks the result as read back from the archive (`is_recalled`): the agent
     # asked for it whole, so it is not excerpted again as it arrives.
+    return archive_tool(plan, name=name, description=RECALL_DESCRIPTION, args_schema=RecallArgs)
+
+
+def archive_tool(
+    plan: Callable[..., Plan[tuple[str, dict[str, str]]]],
+    *,
+    name: str,
+    description: str,
+    args_schema: type[BaseModel],
+    **options: Any,
+) -> BaseTool:
+    """A tool over the archive, run from its plan: the answer for the model and an artifact.
+
+    The tool has sync and async implementations (`both`) and `handle_tool_error=True`, so a
+    `ToolException` (a bad reference, an archive failure) comes back to the model as an error
+    message rather than ending the run.
+
+    Args:
+        plan: The tool's work as a plan, from the tool's arguments to the answer and artifact.
+        name: The tool name the model sees.
+        description: The tool description the model sees.
+        args_schema: The tool's arguments.
+        **options: Further `StructuredTool.from_function` arguments (`metadata`, ...).
+    """
+    run, arun = both(plan, name=name, doc=f"The {name} tool: the answer and its artifact.")
     return StructuredTool.from_function(
-        func=recall,
-        coroutine=arecall,
+        func=run,
+        coroutine=arun,
         name=name,
-        description=RECALL_DESCRIPTION,
-        args_schema=RecallArgs,
+        description=description,
+        args_schema=args_schema,
         handle_tool_error=True,
         response_format="content_and_artifact",
+        **options,
     )
 
 

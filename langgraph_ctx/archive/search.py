@@ -9,9 +9,10 @@ tool data, at most `max_chars` characters, the same bytes for the same query and
 
 When the archive is in a SQL store (`SqliteStore`, `PostgresStore` and their async twins),
 its lines are indexed in that database as they are archived (`line_index`), and a search for
-words or phrases asks the database for the lines holding them (`index_search`): the same
-hits and the same answer, without reading the entries. A regular expression, an in-memory
-store or a directory archive, or a database where the index could not be set up, scans:
+words or phrases (or a regular expression holding a plain run of characters) asks the
+database for the lines holding them (`index_search`): the same hits and the same answer,
+without reading the entries. Another pattern, an in-memory store or a directory archive, or a
+database where the index could not be set up, scans:
 
 Decoded entries are kept per process in an `EntryCache` (`entry_cache`), an LRU bounded by
 measured bytes: entries are content-addressed and never change, so a repeated search only
@@ -38,9 +39,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import get_args
+from typing import Any, get_args
 
-from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field
 
 from langgraph_ctx._effects import Plan, both
@@ -50,7 +51,7 @@ from langgraph_ctx.archive.entry_cache import EntryCache, EntryNotReadInTime, pl
 from langgraph_ctx.archive.index_search import line_index_of, plan_indexed_entries
 from langgraph_ctx.archive.matching import SearchableEntry, SearchKind, parse_query
 from langgraph_ctx.archive.ranking import find_hits
-from langgraph_ctx.archive.recall import archive_source
+from langgraph_ctx.archive.recall import archive_source, archive_tool
 from langgraph_ctx.archive.search_answer import bounded, render_hits
 from langgraph_ctx.checks import check_int, check_str
 from langgraph_ctx.errors import ArchiveError, shorten
@@ -118,21 +119,24 @@ def plan_search(
     listed: list[tuple[RefKind, list[str]]] = []
     for ref_kind in _KINDS[kind]:
         listed.append((ref_kind, (yield from archive.plan_refs(ref_kind))))
-    index = None if parsed.pattern is not None else line_index_of(archive)
+    index = line_index_of(archive)
     served = None
     if index is not None:
-        served = yield from plan_indexed_entries(archive, index, listed, parsed, cache, read_until)
+        served = yield from plan_indexed_entries(
+            archive, index, listed, parsed, cache, read_until, kind=kind, tool=tool
+        )
     if served is not None:
-        entries, unread = served.entries, served.unread
-        hits = find_hits(entries, parsed, kind=kind, tool=tool)
+        searched, unread = served.searched, served.unread
+        hits = find_hits(served.entries, parsed, kind=kind, tool=tool)
         hits = yield from served.plan_neighbours(hits, limit)
     else:
         entries, unread = yield from _plan_scan(archive, listed, cache, read_until)
+        searched = len(entries)
         hits = find_hits(entries, parsed, kind=kind, tool=tool)
     return render_hits(
         hits,
         query=query,
-        searched=len(entries),
+        searched=searched,
         limit=limit,
         max_chars=max_chars,
         tool_name=tool_name,
@@ -176,33 +180,9 @@ def _checked(kind: str, tool: str | None, limit: int) -> tuple[SearchKind, str |
     return checked, (tool.strip() or None) if tool else None, min(limit, MAX_LIMIT)
 
 
-def _plan_search_archive(
-    archive: Archive,
-    query: str,
-    *,
-    kind: SearchKind = "any",
-    tool: str | None = None,
-    limit: int = DEFAULT_LIMIT,
-    regex: bool = False,
-    max_chars: int = 4_000,
-    cache: EntryCache | None = None,
-) -> Plan[str]:
-    return (
-        yield from plan_search(
-            archive,
-            query,
-            kind=kind,
-            tool=tool,
-            limit=limit,
-            regex=regex,
-            max_chars=max_chars,
-            cache=cache,
-        )
-    )
-
-
 search_archive, asearch_archive = both(
-    _plan_search_archive,
+    plan_search,
+    name="search_archive",
     doc="""Search the lines of one thread's archive; the answer is text for the agent.
 
     Args:
@@ -216,6 +196,8 @@ search_archive, asearch_archive = both(
         regex: Treat `query` as one regular expression (time-bounded).
         max_chars: Most characters in the answer.
         cache: Where decoded entries are kept; default one shared per process.
+        tool_name: The search tool's name, as the answer's header line names it.
+        recall_name: The recall tool's name, as each hit's call to read around it names it.
 
     Returns:
         A header line and the hits, best first (the rule is in `matching`), each with the
@@ -281,41 +263,28 @@ def make_search_tool(
     # arrives (`is_recalled`): an excerpt of a search answer would hide the hits it found.
     searched = {RECALLED_KEY: name}
 
-    def plan(
-        query: str,
-        kind: SearchKind = "any",
-        tool: str | None = "",
-        limit: int = DEFAULT_LIMIT,
-        regex: bool = False,
-    ) -> Plan[tuple[str, dict[str, str]]]:
+    def plan(query: str, **filters: Any) -> Plan[tuple[str, dict[str, str]]]:
+        # `filters`: the other `SearchArgs` the model gave (kind, tool, limit, regex).
         current = archive_of()
         try:
             answer = yield from plan_search(
                 current,
                 query,
-                kind=kind,
-                tool=tool,
-                limit=limit,
-                regex=regex,
                 max_chars=max_chars,
                 cache=cache,
                 tool_name=name,
                 recall_name=recall_name,
+                **filters,
             )
         except ArchiveError as exc:
             raise ToolException(bounded(f"{name} failed: {exc}", max_chars)) from exc
         return answer, searched
 
-    search, asearch = both(plan, name="search", doc="The search tool: the answer and its artifact.")
-
-    return StructuredTool.from_function(
-        func=search,
-        coroutine=asearch,
+    return archive_tool(
+        plan,
         name=name,
         description=SEARCH_DESCRIPTION,
         args_schema=SearchArgs,
-        handle_tool_error=True,
-        response_format="content_and_artifact",
         metadata={SEARCH_TOOL_MARK: True},
         handle_validation_error=lambda exc: bounded(
             f"{name}: bad arguments: {shorten(str(exc), 300)}", max_chars

@@ -2,9 +2,9 @@
 
 - `memory`: `ContextMemory`, the component created once, one class: nodes, middleware,
   recall and search tools, the thread views, and the per-call plans the shells drive (with
-  `removals`: `remove_summarized`, `persistence`: the graph's store and checkpointer,
-  `durable`: the archive kept in a durable checkpointer's own database when the graph has no
-  store).
+  `remove_summarized`: that option's removal of summarized messages from the state,
+  `persistence`: the graph's store and checkpointer, `durable`: the archive kept in a durable
+  checkpointer's own database when the graph has no store).
 - `middleware`: `ContextMiddleware` for `create_agent`, the LangChain adapter; one model call
   reads top-down through `attempts` (the called model's counter and window, what the ledger
   learned of it, and after a failed call: rebuild or raise), `model_request` (the request it

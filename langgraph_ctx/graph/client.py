@@ -1,24 +1,24 @@
-"""The full history of a thread served by a LangGraph server, read through `langgraph_sdk`.
+"""A thread's history served by a LangGraph server, read a page at a time through `langgraph_sdk`.
 
 Under `langgraph dev` or a LangGraph deployment, a UI reads a thread with
 `client.threads.get_state(thread_id)`: after a hint rebuild (or with `remove_summarized`)
 that state holds a few messages while the archive in the server's store holds the rest.
-`full_history(client, thread_id)` gives the UI every message, in order, as the server-side
-`ContextMemory.get_full_history` would (byte-identical `encode_message` bytes); with
-`limit=`/`before=` it gives one page (`langgraph_ctx.archive.history.history_page`).
+`server_history_page(client, thread_id)` gives the UI every message, in order, as the
+server-side `ContextMemory.get_full_history` would (byte-identical `encode_message` bytes); with
+`limit=`/`before=` one page of it (`langgraph_ctx.archive.history.history_page`).
 
 It reads, over HTTP, the thread state (`threads.get_state`) and the insurance dumps its ledger
 names (`store.get_item` in the archive's namespace, `("langgraph_ctx", [user,] thread,
 "messages")`); it writes nothing. Pass a sync client (`langgraph_sdk.get_sync_client`) to
-`full_history` and an async one (`get_client`) to `afull_history`.
+`server_history_page` and an async one (`get_client`) to `aserver_history_page`.
 
 Example:
     ```python
     from langgraph_sdk import get_sync_client
-    from langgraph_ctx.graph.client import full_history
+    from langgraph_ctx.graph.client import server_history_page
 
     client = get_sync_client(url="http://127.0.0.1:2024")
-    for message in full_history(client, thread_id, limit=50):
+    for message in server_history_page(client, thread_id, limit=50):
         print(message.type, message.text)
     ```
 """
@@ -40,9 +40,9 @@ from langgraph_ctx.errors import ArchiveError, ConfigError
 
 __all__ = [
     "SdkStoreBackend",
-    "afull_history",
-    "full_history",
-    "plan_full_history",
+    "aserver_history_page",
+    "plan_server_history_page",
+    "server_history_page",
     "state_messages",
 ]
 
@@ -171,7 +171,7 @@ class _SdkCalls:
 
     @property
     def _a(self) -> str:
-        """The async twin's name: `full_history` -> `afull_history`, `X.keys` -> `X.akeys`."""
+        """The async twin's name (`server_history_page` -> `aserver_history_page`)."""
         head, _, name = self.caller.rpartition(".")
         return f"{head}.a{name}" if head else f"a{name}"
 
@@ -241,7 +241,7 @@ def _archive(
     return Archive(SdkStoreBackend(client), thread_id=thread_id, user_id=user_id)
 
 
-def plan_full_history(
+def plan_server_history_page(
     client: Any,
     thread_id: str,
     *,
@@ -249,22 +249,23 @@ def plan_full_history(
     before: str | None = None,
     user_id: str | None = None,
 ) -> Plan[list[BaseMessage]]:
-    """`full_history` as a plan: the thread state, then the dumps its ledger names."""
-    values = yield _SdkCalls(client, "full_history", "threads.get_state")(thread_id)
+    """`server_history_page` as a plan: the thread state, then the dumps its ledger names."""
+    values = yield _SdkCalls(client, "server_history_page", "threads.get_state")(thread_id)
     messages, ledger = state_messages(values.get("values") or {})
     archive = _archive(client, thread_id, ledger, user_id)
     return (yield from plan_history_page(messages, ledger, archive, limit=limit, before=before))
 
 
-full_history, afull_history = both(
-    plan_full_history,
-    doc="""A thread's complete history from a LangGraph server, for a UI.
+server_history_page, aserver_history_page = both(
+    plan_server_history_page,
+    doc="""A thread's history from a LangGraph server, whole or a page of it, for a UI.
 
-    The same messages, in the same order and byte for byte, as `ContextMemory.get_full_history`
-    in the server's process. `limit`/`before` page it like `archive.history.history_page`.
+    Whole, the same messages, in the same order and byte for byte, as
+    `ContextMemory.get_full_history` in the server's process; `limit`/`before` page it like
+    `archive.history.history_page`.
 
     Args:
-        client: `langgraph_sdk.get_sync_client(url=...)` (`afull_history`: `get_client(...)`).
+        client: `langgraph_sdk.get_sync_client(url=...)` (async: `get_client(...)`).
         thread_id: The thread to show.
         limit: At most this many messages, the newest; `None` for all.
         before: A message id; the page ends just before it (to scroll up).
@@ -275,5 +276,5 @@ full_history, afull_history = both(
         ConfigError: Bad arguments, an async client, or a state without messages.
         ArchiveError: A dump the ledger names is missing or damaged in the server's store.
     """,
-    adoc="Async twin of `full_history`, for `langgraph_sdk.get_client(url=...)`.",
+    adoc="Async twin of `server_history_page`, for `langgraph_sdk.get_client(url=...)`.",
 )

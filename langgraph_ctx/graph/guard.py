@@ -30,7 +30,6 @@ from langchain.agents.middleware.types import ModelRequest
 from langchain_core.callbacks import BaseCallbackHandler, BaseCallbackManager
 from langchain_core.runnables.config import var_child_runnable_config
 
-from langgraph_ctx._effects import internal_metadata
 from langgraph_ctx.graph.attempts import (
     CallRefused,
     ModelTerms,
@@ -40,6 +39,7 @@ from langgraph_ctx.graph.attempts import (
 )
 from langgraph_ctx.prompt.assembly import tool_name
 from langgraph_ctx.prompt.render import references_recall
+from langgraph_ctx.summaries.internal_calls import internal_metadata
 from langgraph_ctx.tokens.counter import count_tool_tokens
 
 if TYPE_CHECKING:

@@ -6,7 +6,7 @@ middleware (`graph/middleware.py`), a `create_react_agent` pre-model hook, the `
 search tools, and the thread views: a thread read through a compiled graph's checkpointer,
 each with its async twin (the history itself is read by `langgraph_ctx.archive.history`).
 Every shell drives the same per-call plans (`plan_build`, `plan_removals`: with
-`graph/removals.py`, `plan_after_turn`), so sync and async are written once.
+`graph/remove_summarized.py`, `plan_after_turn`), so sync and async are written once.
 
 Example:
     >>> from langgraph_ctx import ContextMemory
@@ -38,10 +38,10 @@ from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.graph.durable import checkpointer_archive
 from langgraph_ctx.graph.middleware import ContextMiddleware
 from langgraph_ctx.graph.persistence import archive_backend, config_of, graph_persistence, in_run
-from langgraph_ctx.graph.removals import plan_removal, removes_in_run
+from langgraph_ctx.graph.remove_summarized import plan_removal, removes_in_run
 from langgraph_ctx.pipeline.manager import ContextManager
-from langgraph_ctx.pipeline.removal import summarized_removal
 from langgraph_ctx.pipeline.result import BuildResult
+from langgraph_ctx.pipeline.summarized_removal import summarized_removal
 from langgraph_ctx.prompt.report import REPORT_KEY, ContextCostReport, attach_report
 from langgraph_ctx.strategies import Strategy, default_strategies
 from langgraph_ctx.summaries.rebuild import plan_rebuild
@@ -98,9 +98,8 @@ class ContextMemory:
             memory serves (None: no cap), for the summarizer provider's rate limit: summaries
             made in the model call, in a rebuild and in the background alike. The agent never
             waits for a slot: a summary due with none free is the deterministic one, and the
-            `context_cost` report says `summarizer busy: ...`. Default 16 (about 480 requests a
-            minute with 2 s calls; 12% to 19% deterministic summaries with 50 threads reaching
-            their triggers at once, `python -m benchmarks load`). See `ContextManager`.
+            `context_cost` report says `summarizer busy: ...`. Default
+            `summaries.slots.DEFAULT_MAX_IN_FLIGHT`. See `ContextManager`.
         **manager_options: Passed to `ContextManager` (token_counter, skills, tool_policy, ...).
     """
 
@@ -299,7 +298,7 @@ class ContextMemory:
         memory counts every call, whatever the model; so does the configured counter for the
         configured model or a model of the same family and name. A memory configured without
         a model counts a call to a Claude or Gemini model with that provider's counter (never
-        OpenAI's tokenizer for them, which under-counts Claude by about 20%), and any other
+        OpenAI's tokenizer for them, which under-counts Claude), and any other
         call with its default counter (the demo and the replay rely on that for their fake
         models). Only the configured counter is calibrated from the provider's usage (the
         ledger holds one ratio per thread).
@@ -381,8 +380,8 @@ class ContextMemory:
         Returns the `RemoveMessage`s (by id, only for messages present, so a later build never
         removes twice) and the ledger to persist. Before anything goes, the span of `messages`
         from the first to the last removed one, with one kept neighbour on each side, is
-        archived as one more dump (`graph/removals.py`); when that dump fails the messages stay
-        live and the report says why.
+        archived as one more dump (`graph/remove_summarized.py`); when that dump fails the
+        messages stay live and the report says why.
         """
         if not result.removable_ids or not self._removes(config):
             return [], result.state

@@ -48,6 +48,7 @@ from langgraph_ctx.ledger.edits import set_called
 from langgraph_ctx.pipeline.manager import ContextManager
 from langgraph_ctx.pipeline.result import BuildResult
 from langgraph_ctx.prompt.report import attach_report
+from langgraph_ctx.summaries.internal_calls import internal_call_transformers
 from langgraph_ctx.tokens._calibration import received_prompt
 
 logger = logging.getLogger("langgraph_ctx.middleware")  # the name it always had
@@ -106,16 +107,6 @@ class CallMemory(ModelTerms, Protocol):
         ...
 
 
-def _internal_call_transformers() -> tuple[Any, ...]:
-    try:
-        from langchain.agents.middleware.internal_call_transformer import (
-            InternalCallTransformer,
-        )
-    except ImportError:  # an older langchain: the `nostream` tag still filters `messages`
-        return ()
-    return (InternalCallTransformer,)
-
-
 class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignore[type-var]
     """Keeps a `create_agent` agent inside its context window.
 
@@ -129,7 +120,7 @@ class ContextMiddleware(AgentMiddleware[ContextAgentState, Any]):  # type: ignor
     """
 
     state_schema = ContextAgentState
-    transformers = _internal_call_transformers()
+    transformers = internal_call_transformers()
     """Keeps the summarizer's and extractor's calls out of the v3 stream's `run.messages`."""
 
     def __init__(self, memory: CallMemory) -> None:

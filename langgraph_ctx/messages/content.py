@@ -8,6 +8,7 @@ package puts on messages it wrote or changed (`TAG_KEY`, `get_tag`, `with_tag`),
 
 from __future__ import annotations
 
+import json
 import operator
 import re
 from collections.abc import Sequence
@@ -78,8 +79,13 @@ def with_tag(message: BaseMessage, **info: Any) -> BaseMessage:
     return message.model_copy(update={"additional_kwargs": kwargs})
 
 
-def text_of(message: BaseMessage) -> str:
-    """The text of a message: string content, or its text blocks joined by newlines."""
+def text_of(message: BaseMessage, *, other_blocks: bool = False) -> str:
+    """The text of a message: string content, or its text blocks joined by newlines.
+
+    A block that is not text (an image, a file, ...) is left out, or with `other_blocks`
+    shown in its place as JSON (keys sorted): what a reader of the whole message, such as the
+    recall tool, should see rather than silently miss.
+    """
     content = message.content
     if isinstance(content, str):
         return content
@@ -89,6 +95,8 @@ def text_of(message: BaseMessage) -> str:
             parts.append(block)
         elif isinstance(block, dict) and block.get("type") == "text":
             parts.append(str(block.get("text", "")))
+        elif other_blocks:
+            parts.append(json.dumps(block, sort_keys=True, ensure_ascii=False, default=str))
     return "\n".join(parts)
 
 

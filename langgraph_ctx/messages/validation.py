@@ -20,7 +20,7 @@ from langchain_core.messages import (
     SystemMessage,
 )
 
-from langgraph_ctx.errors import InvalidMessagesError, shorten
+from langgraph_ctx.errors import InvalidMessagesError, reason_of, shorten
 from langgraph_ctx.messages.blocks import sent_calls, split_blocks
 from langgraph_ctx.messages.content import is_blank
 
@@ -211,11 +211,10 @@ def coerce_messages(messages: Any) -> list[BaseMessage]:
         try:
             out.extend(convert_to_messages([item]))
         except (ValueError, TypeError, NotImplementedError, KeyError) as exc:
-            reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             msg = (
                 f"item {i} of the history is not a message: {type(item).__name__} "
-                f"{shorten(item)} ({reason}). Pass BaseMessage objects, or what LangGraph's "
-                'add_messages accepts: {"role": "user", "content": "..."} dicts, '
+                f"{shorten(item)} ({reason_of(exc)}). Pass BaseMessage objects, or what "
+                'LangGraph\'s add_messages accepts: {"role": "user", "content": "..."} dicts, '
                 '("user", "...") tuples or strings'
             )
             raise InvalidMessagesError(msg, [f"item {i}: {type(item).__name__}"]) from exc

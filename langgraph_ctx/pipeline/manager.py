@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_ctx._effects import Plan, Resources, SearchStore, both
+from langgraph_ctx._effects import Plan, SearchStore, both
 from langgraph_ctx.archive.dumps import plan_spill_dump_refs
 from langgraph_ctx.checks import check_bool, check_callable, check_int, check_list
 from langgraph_ctx.errors import ConfigError, InvalidMessagesError
@@ -55,7 +55,7 @@ from langgraph_ctx.prompt.assembly import (
 )
 from langgraph_ctx.prompt.render import RenderCache, split_summary_body
 from langgraph_ctx.prompt.report import ContextBudget
-from langgraph_ctx.prompt.view import PromptView, SummaryPlacement
+from langgraph_ctx.prompt.view import PromptView, Resources, SummaryPlacement
 from langgraph_ctx.strategies import (
     DropMemory,
     Strategy,
@@ -120,8 +120,10 @@ class ContextManager:
         prepare_summaries: Prepare the next summary in the background once the prompt passes
             `trigger - 0.05` of the limit, so the model call that reaches the trigger does not
             wait for the summarizer (`langgraph_ctx.strategies.ahead`); sets `prepare_at` on each
-            `SlidingWindow(summarize=True)` that has none. Off by default: it costs 17% to 23%
-            more effective cost on the benchmark workloads (`python -m benchmarks latency`).
+            `SlidingWindow(summarize=True)` that has none. Off by default: the cut a
+            preparation fixes early leaves more in the window, so the next cut (and the break
+            of the cached prefix) comes sooner, which costs effective cost; turn it on when a
+            stalled call costs more than those tokens (docs/benchmarks.md, latency).
         max_summaries_in_flight: Summarizer calls at once, at most, across every thread of
             this manager (None: no cap), for the summarizer provider's rate limit: the
             summaries made in a build and in a rebuild, and those prepared in the background
@@ -130,11 +132,9 @@ class ContextManager:
             is due and none is free, the deterministic summary stands in (the one a failing
             summarizer falls back to; the insurance dump is written first), and the report's
             decision says `summarizer busy: ...`. A preparation waits for one in the
-            background, oldest first. Default 16: about 480 requests a minute with 2 s calls,
-            within an entry-tier limit, and with 50 threads reaching their triggers together
-            12% to 19% of the summaries were deterministic (75% to 79% with 4, 55% to 59% at
-            200 threads); raise it, or pass None, for many busy threads on a provider that
-            allows it (`python -m benchmarks load`).
+            background, oldest first. Default `summaries.slots.DEFAULT_MAX_IN_FLIGHT` (why:
+            there; measured: docs/benchmarks.md, load); raise it, or pass None, for many busy
+            threads on a provider that allows it.
     """
 
     def __init__(

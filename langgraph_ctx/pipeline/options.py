@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from langgraph_ctx.checks import check_type
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.strategies import (
@@ -31,13 +32,15 @@ def check_archive(archive: Any) -> None:
     """Raise `ConfigError` unless `archive` is `None` or an `Archive`."""
     from langgraph_ctx.archive.archive import Archive
 
-    if archive is not None and not isinstance(archive, Archive):
-        msg = (
-            f"archive must be an Archive bound to a thread, got {type(archive).__name__} "
-            f"{archive!r}; pass e.g. Archive(DirectoryBackend(path), thread_id=...) or "
-            "Archive(store, thread_id=...) (ContextMemory(archive=path) takes a directory)"
-        )
-        raise ConfigError(msg)
+    check_type(
+        "archive",
+        archive,
+        Archive,
+        rule="an Archive bound to a thread",
+        optional=True,
+        example="Archive(DirectoryBackend(path), thread_id=...)",
+        note="or Archive(store, thread_id=...); ContextMemory(archive=path) takes a directory",
+    )
 
 
 def prepare_ahead(
@@ -93,9 +96,13 @@ def coerce_summarizer(
         return Summarizer(redact=redact, token_counter=token_counter)
     if hasattr(summarizer, "invoke") and not isinstance(summarizer, Summarizer):
         return Summarizer(model=summarizer, redact=redact, token_counter=token_counter)
-    if not isinstance(summarizer, Summarizer):
-        msg = f"summarizer must be a Summarizer or a chat model, got {type(summarizer).__name__}"
-        raise ConfigError(msg)
+    check_type(
+        "summarizer",
+        summarizer,
+        Summarizer,
+        rule="a Summarizer or a chat model",
+        example="Summarizer(model=...)",
+    )
     if redact is None or summarizer.redact is redact:
         return summarizer
     if summarizer.redact is not None:

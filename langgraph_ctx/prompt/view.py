@@ -27,7 +27,7 @@ from typing import Any, Literal, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from langgraph_ctx._effects import Resources
+from langgraph_ctx._effects import Plan
 from langgraph_ctx._ids import derived_id
 from langgraph_ctx.ledger.edits import record_compacted, record_growth, record_pruned, set_window
 from langgraph_ctx.ledger.schema import CompactedEntry, ContextLedger, PrunedEntry
@@ -60,6 +60,24 @@ from langgraph_ctx.prompt.report import ContextBudget, ContextCostReport, Decisi
 from langgraph_ctx.tokens.counter import TokenCounter, checked_count
 
 SummaryPlacement = Literal["separate", "merged"]
+
+
+@dataclass(kw_only=True)
+class Resources:
+    """What a build may use for I/O, as plan factories (None when not configured)."""
+
+    archive_messages: Callable[[list[BaseMessage]], Plan[dict[str, str]]] | None = None
+    """Write messages one by one, index them by id; the plan returns their refs by id."""
+    dump_messages: Callable[[list[BaseMessage]], Plan[str]] | None = None
+    """Write a list as one insurance dump; the plan returns its ref."""
+    summarize: Callable[[list[BaseMessage], str | None], Plan[Any]] | None = None
+    """Summarize messages, folding a previous summary; the plan returns a `SummaryOutcome`."""
+    extract: Callable[[list[BaseMessage], dict[str, Any] | None], Plan[dict[str, Any]]] | None = (
+        None
+    )
+    """Update entity state from recent messages; the plan returns the new values."""
+    ahead: Any = None
+    """The thread's `AheadBinding` when summaries are prepared ahead (`strategies.ahead`)."""
 
 
 class WindowMark(NamedTuple):

@@ -2,7 +2,7 @@
 
 The ledger is carried from call to call as the graph's state would carry it; with
 `remove_summarized` the messages a summary covers leave the kept history by the memory's own
-rule (`langgraph_ctx.pipeline.removal`: their span dumped first); with `bind_search` the
+rule (`langgraph_ctx.pipeline.summarized_removal`: their span dumped first); with `bind_search` the
 `search_history` tool is counted in the budget once something is archived, as the middleware
 binds it. After the run, `finish` says how much of what left the prompt the archive or the
 history gives back byte for byte (`restorable`), the one check of it for every replay, and
@@ -28,8 +28,8 @@ from langgraph_ctx.errors import ContextWindowExceededError
 from langgraph_ctx.ledger import has_archived
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.pipeline import ContextManager
-from langgraph_ctx.pipeline.removal import summarized_removal
 from langgraph_ctx.pipeline.result import BuildResult
+from langgraph_ctx.pipeline.summarized_removal import summarized_removal
 from langgraph_ctx.prompt.render import search_notes
 from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.replay.measure import same_for_provider

@@ -12,14 +12,14 @@ with a real model. With `SlidingWindow(prepare_at=0.85)` (what
    window keeps only it: by the trigger it will not be the newest). It records the span in
    the ledger (`ahead`: where the window will start, the pinned task, a digest of the span
    and of the summary it folds into, the newest message and the prompt's size when it
-   started) and yields a `PrepareSummary` effect: the sync driver starts a worker thread,
-   the async driver an asyncio task, each running the summarizer's own plan. One preparation
-   runs per thread at a time, keyed by thread, so a manager shared by many threads never
-   mixes them. A new user turn, or a span that changed (an edit, a removal), makes the next
-   build work it out again.
+   started) and asks the preparer to start it (`SpanToPrepare`): the sync driver starts a
+   worker thread, the async driver an asyncio task, each running the summarizer's own plan.
+   One preparation runs per thread at a time, keyed by thread, so a manager shared by many
+   threads never mixes them. A new user turn, or a span that changed (an edit, a removal),
+   makes the next build work it out again.
 2. **Take.** A build over the trigger whose ledger names a span that is still valid
    (same messages, same content, same previous summary: the digest) moves the window to the
-   recorded start and summarizes exactly that span: with the prepared outcome (`AwaitPrepared`,
+   recorded start and summarizes exactly that span: with the prepared outcome (`SpanWanted`,
    waiting a bounded time for one still running), else by calling the summarizer as without
    preparation. The ledger, not timing, decides the span, so the prompt is the same either
    way for the same summarizer answers. What came since the preparation stays in the window

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from langgraph_ctx._effects import Plan, Resources
+from langgraph_ctx._effects import Plan
 from langgraph_ctx._ids import sha256_of
 from langgraph_ctx._lru import LRUCache
 from langgraph_ctx.ledger.schema import AheadEntry
 from langgraph_ctx.messages.blocks import is_user_input
+from langgraph_ctx.prompt.view import Resources
 from langgraph_ctx.strategies.summaries import conversation_of, summary_goal
 
 if TYPE_CHECKING:

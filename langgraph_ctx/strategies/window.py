@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from langchain_core.messages import BaseMessage
@@ -76,10 +77,19 @@ class SlidingWindow:
 
     def apply(self, view: PromptView) -> Plan[None]:
         """Shrink until the prompt is at or under the target."""
-        quote_chars = view.room_share(self.quote_share) * _CHARS_PER_TOKEN
         prune_again = [s for s in view.strategies if isinstance(s, PruneToolOutputs)]
         prepare_at = self.prepare_at if self.summarize else None
         reading = Reading(output_chars=self.read_chars) if self.summarize_shown else None
+        # What leaves is folded into the summary as one kind of step, quoted and read alike
+        # whether it is taken prepared, summarized at the first shrink that fits, or at the end.
+        fold = partial(
+            summarize_span,
+            view,
+            kind="auto_compact",
+            quote_chars=view.room_share(self.quote_share) * _CHARS_PER_TOKEN,
+            quote_repeats=self.quote_repeats,
+            reading=reading,
+        )
         if not view.over_trigger():
             if prepare_at is not None:
                 yield from plan_prepare(
@@ -102,15 +112,7 @@ class SlidingWindow:
             taken = yield from take_prepared(view, pruners=prune_again)
             pending = taken.pending
             if taken.summarize is not None:
-                yield from summarize_span(
-                    view,
-                    pending,
-                    kind="auto_compact",
-                    summarize=taken.summarize,
-                    quote_chars=quote_chars,
-                    quote_repeats=self.quote_repeats,
-                    reading=reading,
-                )
+                yield from fold(pending, summarize=taken.summarize)
                 _annotate(view, taken.note)
                 summarized, pending = True, []
                 goal = accept_tokens(view)  # what came since the preparation stays
@@ -124,27 +126,13 @@ class SlidingWindow:
             for pruner in prune_again:
                 yield from pruner.apply(view)
             if auto and not summarized and view.tokens <= goal and pending:
-                yield from summarize_span(
-                    view,
-                    pending,
-                    kind="auto_compact",
-                    quote_chars=quote_chars,
-                    quote_repeats=self.quote_repeats,
-                    reading=reading,
-                )
+                yield from fold(pending)
                 summarized = True
                 pending, goal = [], final_goal  # the summary has landed: the real goal again
         # Whatever left after the first summary is folded in once more at the end, so a build
         # calls the summarizer at most twice.
         if auto and pending:
-            yield from summarize_span(
-                view,
-                pending,
-                kind="auto_compact",
-                quote_chars=quote_chars,
-                quote_repeats=self.quote_repeats,
-                reading=reading,
-            )
+            yield from fold(pending)
         if view.tokens > view.budget.limit:
             view.drop_task()
 

@@ -8,6 +8,8 @@
   (`SummarySlots`, `max_summaries_in_flight`).
 - `extract`: `EntityExtractor`, entity state kept up to date by a structured-output call.
 - `rebuild`: the rebuild from a compression hint between graph steps.
+- `internal_calls`: how those model calls are marked internal (LangChain's convention), so no
+  token of them reaches the user's stream.
 
 The strategies reach these only through the build's `Resources` (plans), never by import.
 """

@@ -15,13 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel
 
 from langgraph_ctx._effects import CallModel, Plan, both
 from langgraph_ctx.checks import check_list
 from langgraph_ctx.errors import ConfigError, shorten
+from langgraph_ctx.summaries.internal_calls import internal_call_config, internal_model
 from langgraph_ctx.summaries.transcript import render_transcript
 
 EXTRACTION_PROMPT = (
@@ -67,12 +67,10 @@ class EntityExtractor:
             )
             raise ConfigError(msg)
         check_list("tags", self.tags, "strings, e.g. ['my_app']", of=str, owner="EntityExtractor")
-        if isinstance(model, BaseChatModel) and model.disable_streaming is not True:
-            # An internal call: no token of it may reach the user's event stream (astream_events
-            # v2 streams every chat model that can stream). The copy shares the client.
-            model = model.model_copy(update={"disable_streaming": True})
-        runnable = model.with_structured_output(self.schema).with_config(
-            tags=list(self.tags), run_name="langgraph_ctx_extractor"
+        runnable = (
+            internal_model(model)
+            .with_structured_output(self.schema)
+            .with_config(tags=list(self.tags), run_name="langgraph_ctx_extractor")
         )
         object.__setattr__(self, "_runnable", runnable)
 
@@ -93,9 +91,8 @@ class EntityExtractor:
         self, messages: Sequence[BaseMessage], previous: Mapping[str, Any] | None
     ) -> Plan[dict[str, Any]]:
         """`extract` as a plan: one `CallModel` effect; a model failure propagates."""
-        values = yield CallModel(
-            self._runnable, self.prompt(messages, previous), source="entity_extraction"
-        )
+        config = internal_call_config(None, "entity_extraction")
+        values = yield CallModel(self._runnable, self.prompt(messages, previous), config)
         return _as_dict(values)
 
     extract, aextract = both(

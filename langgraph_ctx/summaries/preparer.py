@@ -1,8 +1,9 @@
 """The background half of summaries prepared ahead: `SummaryPreparer` (see `strategies.ahead`).
 
-It performs the `PrepareSummary` and `AwaitPrepared` effects: a preparation runs in a daemon
-worker thread (sync driver) or as an asyncio task (async driver), one per thread at a time,
-and its outcome is kept in memory until a build takes it.
+Plans reach it through `MethodCall` effects (`start`/`astart` a `SpanToPrepare`,
+`wait_prepared`/`await_prepared` a `SpanWanted`): a preparation runs in a daemon worker thread
+(sync driver) or as an asyncio task (async driver), one per thread at a time, and its outcome
+is kept in memory until a build takes it.
 
 Preparations call the summarizer within the manager's cap on summarizer calls in flight
 (`SummarySlots`, `max_summaries_in_flight`, shared with the summaries builds make themselves):
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
-from langgraph_ctx._effects import AwaitPrepared, Plan, PrepareSummary, arun_plan, run_plan
+from langgraph_ctx._effects import MethodCall, Plan, arun_plan, run_plan
 from langgraph_ctx.strategies.ahead import SummarizePlan
 from langgraph_ctx.summaries.slots import DEFAULT_MAX_IN_FLIGHT, SummarySlots
 
@@ -38,6 +39,34 @@ if TYPE_CHECKING:
 
 POLL_SECONDS = 1.0
 """A preparation waiting for a slot looks again this often, even when nobody wakes it."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanToPrepare:
+    """A span to summarize in the background (`SummaryPreparer.start` or `astart`)."""
+
+    key: str
+    """The thread the span belongs to."""
+    digest: str
+    """Names the span and the summary it folds into (`strategies.ahead_span.span_digest`)."""
+    summarize: SummarizePlan
+    """The summarizer's plan factory, run in the background."""
+    messages: tuple[BaseMessage, ...]
+    """The span to summarize."""
+    previous: str | None
+    """The running summary to fold into."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpanWanted:
+    """The prepared outcome a build asks for (`SummaryPreparer.wait_prepared`)."""
+
+    key: str
+    """The thread the span belongs to."""
+    digest: str
+    """The span wanted (see `SpanToPrepare.digest`)."""
+    timeout: float | None
+    """Longest wait for a preparation still running; `None` waits until it ends."""
 
 
 @dataclass(eq=False)
@@ -99,21 +128,21 @@ class SummaryPreparer:
         """The most background preparations calling the summarizer at once."""
         return self.slots.peak_background
 
-    def _claim(self, effect: PrepareSummary) -> _Prep | None:
-        """A new preparation for `effect`, or None when one exists or another still runs.
+    def _claim(self, span: SpanToPrepare) -> _Prep | None:
+        """A new preparation for `span`, or None when one exists or another still runs.
 
         The thread's preparation of another span that is still waiting for a slot is
         withdrawn and replaced (it has cost nothing yet); one that runs is let finish.
         """
         with self._lock:
-            prep = self._preps.get(effect.key)
-            if prep is not None and prep.digest != effect.digest:
+            prep = self._preps.get(span.key)
+            if prep is not None and prep.digest != span.digest:
                 self._withdraw(prep)
-            if prep is not None and (prep.digest == effect.digest or not prep.done.is_set()):
+            if prep is not None and (prep.digest == span.digest or not prep.done.is_set()):
                 return None  # the same span, or the thread's other preparation still runs
-            prep = _Prep(effect.digest)
-            self._preps[effect.key] = prep
-            self._preps.move_to_end(effect.key)
+            prep = _Prep(span.digest)
+            self._preps[span.key] = prep
+            self._preps.move_to_end(span.key)
             while len(self._preps) > self.max_threads:
                 self._withdraw(self._preps.popitem(last=False)[1])
             return prep
@@ -184,9 +213,9 @@ class SummaryPreparer:
 
     # --- preparations ------------------------------------------------------------------
 
-    def start(self, effect: PrepareSummary) -> bool:
+    def start(self, span: SpanToPrepare) -> bool:
         """Start the preparation in a daemon worker thread (sync driver)."""
-        prep = self._claim(effect)
+        prep = self._claim(span)
         if prep is None:
             return False
 
@@ -195,9 +224,7 @@ class SummaryPreparer:
                 if not self._acquire(prep):
                     return
                 try:
-                    prep.outcome = run_plan(
-                        effect.summarize(list(effect.messages), effect.previous)
-                    )
+                    prep.outcome = run_plan(span.summarize(list(span.messages), span.previous))
                 finally:
                     self.slots.release(background=True)
             except Exception:  # a failed preparation is a missing one: summarized at the trigger
@@ -208,9 +235,9 @@ class SummaryPreparer:
         threading.Thread(target=work, name="langgraph_ctx-prepare", daemon=True).start()
         return True
 
-    async def astart(self, effect: PrepareSummary) -> bool:
+    async def astart(self, span: SpanToPrepare) -> bool:
         """Start the preparation as an asyncio task of the running loop (async driver)."""
-        prep = self._claim(effect)
+        prep = self._claim(span)
         if prep is None:
             return False
 
@@ -220,7 +247,7 @@ class SummaryPreparer:
                     return
                 try:
                     prep.outcome = await arun_plan(
-                        effect.summarize(list(effect.messages), effect.previous)
+                        span.summarize(list(span.messages), span.previous)
                     )
                 finally:
                     self.slots.release(background=True)
@@ -236,18 +263,18 @@ class SummaryPreparer:
         prep.task = contextvars.Context().run(loop.create_task, work())
         return True
 
-    def _ready(self, effect: AwaitPrepared) -> _Prep | None:
+    def _ready(self, wanted: SpanWanted) -> _Prep | None:
         with self._lock:
-            prep = self._preps.get(effect.key)
-        return prep if prep is not None and prep.digest == effect.digest else None
+            prep = self._preps.get(wanted.key)
+        return prep if prep is not None and prep.digest == wanted.digest else None
 
-    def _take(self, effect: AwaitPrepared, prep: _Prep) -> SummaryOutcome | None:
+    def _take(self, wanted: SpanWanted, prep: _Prep) -> SummaryOutcome | None:
         with self._lock:
-            if self._preps.get(effect.key) is prep:
-                del self._preps[effect.key]
+            if self._preps.get(wanted.key) is prep:
+                del self._preps[wanted.key]
         return prep.outcome  # type: ignore[no-any-return]
 
-    def _still_queued(self, effect: AwaitPrepared, prep: _Prep) -> bool:
+    def _still_queued(self, wanted: SpanWanted, prep: _Prep) -> bool:
         """Withdraw `prep` if it still waits for a slot; whether it did.
 
         The build then summarizes in its own call, as when nothing was prepared, rather than
@@ -255,40 +282,40 @@ class SummaryPreparer:
         """
         with self._lock:
             withdrawn = self._withdraw(prep)
-            if withdrawn and self._preps.get(effect.key) is prep:
-                del self._preps[effect.key]
+            if withdrawn and self._preps.get(wanted.key) is prep:
+                del self._preps[wanted.key]
         return withdrawn
 
-    def wait(self, effect: AwaitPrepared) -> SummaryOutcome | None:
-        """The prepared outcome, waiting up to `effect.timeout`; None when there is none.
+    def wait_prepared(self, wanted: SpanWanted) -> SummaryOutcome | None:
+        """The prepared outcome, waiting up to `wanted.timeout`; None when there is none.
 
         A preparation still waiting for a slot is withdrawn, not waited for: None at once.
         """
-        prep = self._ready(effect)
-        if prep is None or self._still_queued(effect, prep):
+        prep = self._ready(wanted)
+        if prep is None or self._still_queued(wanted, prep):
             return None
         if not prep.done.is_set():
             loop = prep.loop
             if loop is not None and loop.is_running() and _loop_of_this_thread(loop):
                 return None  # its task cannot run while this thread blocks its loop
-            if not prep.done.wait(effect.timeout):
+            if not prep.done.wait(wanted.timeout):
                 return None
-        return self._take(effect, prep)
+        return self._take(wanted, prep)
 
-    async def await_prepared(self, effect: AwaitPrepared) -> SummaryOutcome | None:
-        """Async `wait`."""
-        prep = self._ready(effect)
-        if prep is None or self._still_queued(effect, prep):
+    async def await_prepared(self, wanted: SpanWanted) -> SummaryOutcome | None:
+        """Async `wait_prepared`."""
+        prep = self._ready(wanted)
+        if prep is None or self._still_queued(wanted, prep):
             return None
         if not prep.done.is_set():
             try:
                 if prep.task is not None and prep.loop is asyncio.get_running_loop():
-                    await asyncio.wait_for(asyncio.shield(prep.task), effect.timeout)
+                    await asyncio.wait_for(asyncio.shield(prep.task), wanted.timeout)
                 else:  # started by a sync build (or another loop): wait off the loop
-                    await asyncio.wait_for(asyncio.to_thread(prep.done.wait), effect.timeout)
+                    await asyncio.wait_for(asyncio.to_thread(prep.done.wait), wanted.timeout)
             except asyncio.TimeoutError:
                 return None
-        return self._take(effect, prep) if prep.done.is_set() else None
+        return self._take(wanted, prep) if prep.done.is_set() else None
 
     def pending(self, key: str) -> str | None:
         """The digest of the thread's preparation (waiting for a slot, running or ready)."""
@@ -337,9 +364,8 @@ class AheadBinding:
         self, digest: str, messages: Sequence[BaseMessage], previous: str | None
     ) -> Plan[bool]:
         """Start preparing `messages` (idempotent); the plan returns whether it started."""
-        started = yield PrepareSummary(
-            self.preparer, self.key, digest, self.summarize, tuple(messages), previous
-        )
+        span = SpanToPrepare(self.key, digest, self.summarize, tuple(messages), previous)
+        started = yield MethodCall(self.preparer, "start", (span,))
         return bool(started)
 
     def plan_outcome(
@@ -353,7 +379,8 @@ class AheadBinding:
 
         `read` gives the span as the summarizer reads it; called only to summarize now.
         """
-        outcome = yield AwaitPrepared(self.preparer, self.key, digest, self.wait_seconds)
+        wanted = SpanWanted(self.key, digest, self.wait_seconds)
+        outcome = yield MethodCall(self.preparer, "wait_prepared", (wanted,))
         if outcome is not None:
             note["ahead"] = "prepared"
             return outcome

@@ -17,7 +17,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langgraph_ctx._effects import Plan, Resources
+from langgraph_ctx._effects import Plan
 from langgraph_ctx.ledger.edits import forget_entries, set_hint, set_window
 from langgraph_ctx.ledger.repair import load_ledger
 from langgraph_ctx.ledger.schema import ContextLedger
@@ -27,6 +27,7 @@ from langgraph_ctx.messages.blocks import is_user_input
 from langgraph_ctx.prompt.markup import WRAPPER_TAGS, escape_markup
 from langgraph_ctx.prompt.render import split_summary_body
 from langgraph_ctx.prompt.report import Decision, append_to_ledger_report
+from langgraph_ctx.prompt.view import Resources
 
 HINT_NOTE = (
     "The session was rebuilt to free context: {count} earlier messages were archived and "

@@ -43,9 +43,8 @@ DEFAULT_MAX_IN_FLIGHT = 16
 """The default cap on summarizer calls in flight per manager (see `ContextManager`).
 
 16 calls of about 2 s at once are about 480 requests a minute, within an entry-tier provider
-limit (500 RPM), and they keep up with a burst of 50 threads reaching their triggers together:
-12% to 19% of their summaries were the deterministic one, against 75% to 79% with a cap of 4
-(`python -m benchmarks load`)."""
+limit (500 RPM), and enough that most summaries of a burst of threads reaching their triggers
+together are still the model's (how many: docs/benchmarks.md, load)."""
 
 
 class Waiter(Protocol):
@@ -145,14 +144,18 @@ class SummarySlots:
 
     # --- taking and giving back ----------------------------------------------------------
 
-    def try_take(self) -> bool:
-        """A slot for a build's own summary, if one is free; never waits."""
+    def try_take(self) -> str | None:
+        """Take a slot for a build's own summary if one is free, never waiting.
+
+        Returns:
+            None when it took one, else why not (the summary's `error`, `busy_reason`).
+        """
         with self.lock:
             if not self.free():
                 self.busy += 1
-                return False
+                return self.busy_reason()
             self._take(background=False)
-            return True
+            return None
 
     def release(self, *, background: bool) -> None:
         """A summarizer call that held a slot ended: the slot goes to the oldest waiting."""
@@ -184,14 +187,8 @@ class SummarySlots:
         """
         if summarizer.model is None or not messages:
             return (yield from summarizer.plan(messages, previous))
-        with self.lock:
-            taken = self.free()
-            if taken:
-                self._take(background=False)
-            else:
-                self.busy += 1
-                reason = self.busy_reason()
-        if not taken:
+        reason = self.try_take()
+        if reason is not None:
             logger.info("%s", reason)
             return summarizer.fallback(messages, previous, error=reason)
         try:

@@ -49,6 +49,7 @@ from langgraph_ctx.messages.content import text_of
 from langgraph_ctx.prompt.fallback import fallback_summary, one_line
 from langgraph_ctx.prompt.markup import WRAPPER_TAGS, escape_markup
 from langgraph_ctx.prompt.sections import clip, unwrap
+from langgraph_ctx.summaries.internal_calls import internal_call_config, internal_model
 from langgraph_ctx.summaries.transcript import SUMMARY_PROMPT, redact_messages, render_transcript
 from langgraph_ctx.summaries.validation import validate
 from langgraph_ctx.tokens.counter import TokenCounter
@@ -311,6 +312,8 @@ class Summarizer:
             return self._fallback(messages, previous, model_calls=0, error=None, input_tokens=0)
         window = self.input_window
         units = self._units(messages, previous)
+        model = internal_model(self.model)
+        config = internal_call_config(self._config(), "summarization")
         attempts, calls, tokens = 1 + self.retries, 0, 0
         running, start, chunk_no = previous, 0, 0
         while start < len(units):
@@ -328,9 +331,7 @@ class Summarizer:
                 per_message = max(200, (window * 3) // len(chunk))
             prompt = self.build_prompt(chunk, previous=running, max_chars_per_message=per_message)
             prompt_tokens = self._count(prompt)
-            call = CallModel(
-                self.model, prompt, self._config(), self.timeout_seconds, source="summarization"
-            )
+            call = CallModel(model, prompt, config, self.timeout_seconds)
             problems: list[str] = []
             text: str | None = None
             for _ in range(attempts):

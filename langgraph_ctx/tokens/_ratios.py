@@ -53,11 +53,10 @@ TEXT_PRIOR_WEIGHT = 0.1
 
 Large enough that a difference the observations cannot place goes to the other parts, small
 enough that the text's own ratio (nine tenths of our estimate for SmolLM2's tokenizer) is
-learned: text is most of a prompt, so its observations weigh several times more. On the
-recorded runs replayed against llama.cpp (`benchmarks.ratio_rules`) 95.6% of calls are then
-counted within 5%, against 94.7% with the other parts' weight; and a prompt of plain text
-after prompts of tool calls is counted 3% over instead of 23% under
-(`tests/unit/test_calibration_rules.py`)."""
+learned: text is most of a prompt, so its observations weigh several times more. Chosen on
+the recorded runs replayed against llama.cpp (`benchmarks.ratio_rules`; figures in
+docs/benchmarks.md) and `tests/unit/test_calibration_rules.py` (a prompt of plain text after
+prompts of tool calls)."""
 MAX_RATIO = 2.0
 """Highest ratio of a part."""
 TRUST_BELOW_ONE = 3
@@ -71,10 +70,10 @@ MIN_SHARE = 0.02
 A part of under 2% of every prompt (the frame of a few long messages, the instructions beside
 a long tool output) is lost in the noise of the others: its fitted ratio may land anywhere,
 and a later prompt made of it (a plain tool output after prompts of tool calls, a file written
-through a tool call's arguments) would be counted by that. On the recorded runs replayed
-against llama.cpp (`benchmarks.ratio_rules`) 1% counts 97% of calls within 5%, 2% 95.6%
-(the tool calls llama.cpp does not bill are often under 2% of a prompt of file text, and are
-then counted whole), 5% 88%."""
+through a tool call's arguments) would be counted by that. Too low a share keeps the noise;
+too high a one counts whole the parts a server does not bill (llama.cpp's tool calls are often
+under 2% of a prompt of file text). Chosen on the recorded runs replayed against llama.cpp
+(`benchmarks.ratio_rules`; figures in docs/benchmarks.md)."""
 RECENT_MISSES = 3
 """The newest observations whose under-count raises the next counts (`margin`)."""
 MAX_MARGIN = 0.05
@@ -82,8 +81,8 @@ MAX_MARGIN = 0.05
 
 The margin catches up with a drift of a few percent; a count further off is an odd report or
 a change of what the prompts hold, which the fit itself learns from the next observation. On
-the replayed runs it keeps the prompts the package counts within the limit from passing it
-(one did, by 54 tokens, without), for a point of the calls within 5% (96.4% to 95.6%)."""
+the replayed runs it keeps the prompts the package counts within the limit from passing it,
+for a little less precision (figures in docs/benchmarks.md)."""
 OUTLIER = 0.1
 """An observation the fit misses by more than this (relative to our raw estimate) is left out."""
 OBSERVED_RANGE = (0.1, MAX_RATIO)

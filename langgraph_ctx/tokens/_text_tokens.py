@@ -2,12 +2,11 @@
 
 tiktoken's `encode` releases the GIL while it runs: right for a long text, costly for a short
 one. A thread that gives the GIL up must get it back, and while another thread runs Python that
-takes the interpreter's switch interval (5 ms), however short the encode was. A build counts a
-dozen short texts or more (a new message, each tool call's name and arguments, a placeholder),
-so beside a busy thread (another graph run in the same process, a summary being prepared in a
-worker thread) each count cost about 5 ms instead of a few hundredths: 1,410 characters took
-0.085 ms alone and 5.4 ms beside a thread running a Python loop (issue 43's profile of the slow
-calls of `python -m benchmarks latency`).
+takes up to the interpreter's switch interval (`sys.getswitchinterval()`), however short the
+encode was. A build counts a dozen short texts or more (a new message, each tool call's name
+and arguments, a placeholder), so beside a busy thread (another graph run in the same process,
+a summary being prepared in a worker thread) each count would wait that long instead of taking
+a few hundredths of it (measured: docs/benchmarks.md, latency and tokens).
 
 So short ASCII text is counted here, holding the GIL: split with the encoding's pattern written
 for ASCII (`ascii_pat_str`: for ASCII text a letter is A-Za-z and a digit 0-9 in every engine,
@@ -16,8 +15,7 @@ so Python's own `re` splits exactly as tiktoken does), each piece encoded by the
 tiktoken's `encode_ordinary` does piece by piece, so the counts are the same. Other text, and
 text over `SHORT_CHARS`, goes to `encode_ordinary`: a long encode pays the wait once, and lets
 other threads run meanwhile. So does everything in a process with one thread, where nobody
-holds the GIL while tiktoken runs and its own split (in Rust) is faster than `re`'s: on the
-recorded runs, uncontended, this path takes about a third more CPU.
+holds the GIL while tiktoken runs and its own split (in Rust) is faster than `re`'s.
 """
 
 from __future__ import annotations

@@ -90,7 +90,7 @@ class ApproximateCounter:
         self.observations = 0
 
     def with_ratio(self, ratio: float) -> ApproximateCounter:
-        """A copy scaling by `ratio` (clamped); the pipeline passes the ledger's ratio."""
+        """A copy scaling every part of the estimate by one `ratio` (clamped)."""
         twin = copy.copy(self)
         twin.ratios = None
         if isinstance(ratio, (int, float)) and math.isfinite(ratio) and ratio > 0:
@@ -266,11 +266,9 @@ def pieces_estimate(text: str) -> float:
     symbol: vocabularies merge the common pairs (`":`, `{"`, `->`, `==`, `**`), so a symbol
     each over-counted JSON and markup against prose and code. Other symbols (emoji, box
     drawing) are a token each: byte-level vocabularies split them further. On the real
-    trajectories' tool outputs its ratio to a real tokenizer varies about a third as much as
-    `chars / 4`'s does (coefficient of variation 0.06 against 0.16 for Mistral's
-    SentencePiece, 0.10 against 0.18 for OpenAI's o200k), and a JSON tool schema is counted
-    within 27% of what prose and code are (44% with a token per symbol), so a calibrated
-    ratio carries from one prompt to the next.
+    trajectories' tool outputs its ratio to a real tokenizer varies much less than
+    `chars / 4`'s does, JSON and prose alike (figures in docs/benchmarks.md), so a
+    calibrated ratio carries from one prompt to the next.
     """
     total = 0.0
     for piece in _PIECE_RE.findall(text):

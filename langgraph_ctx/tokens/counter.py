@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage, SystemMessage
 from langchain_core.tools import BaseTool
 
 from langgraph_ctx.checks import check_list
-from langgraph_ctx.errors import ConfigError, shorten
+from langgraph_ctx.errors import ConfigError, reason_of, shorten
 
 TokenCounter = Callable[[Sequence[BaseMessage]], int]
 """Anything that counts the tokens of a message list (langchain's convention)."""
@@ -66,10 +66,9 @@ def tool_schema(tool: Any, where: str = "tool") -> dict[str, Any]:
     try:
         return convert_to_openai_tool(tool)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         msg = (
             f"{where} must be {_A_TOOL}, got {type(tool).__name__} {shorten(tool)} "
-            f"(LangChain: {why}); pass e.g. tools=[my_tool] with a @tool function, or "
+            f"(LangChain: {reason_of(exc)}); pass e.g. tools=[my_tool] with a @tool function, or "
             "{'name': 'search', 'description': '...', 'parameters': {...}}"
         )
         raise ConfigError(msg) from exc

@@ -23,7 +23,7 @@ from langgraph_ctx.errors import (
     ArchiveEntryNotFoundError,
 )
 from langgraph_ctx.messages import ensure_ids
-from tests.conftest import call
+from tests.conftest import call, drive
 
 pytestmark = pytest.mark.postgres
 
@@ -44,13 +44,13 @@ async def test_trajectories_round_trip(
         messages = ensure_ids(original)
         for msg in messages:
             assert msg.id is not None
-            ref = await call(archive, "put_message", msg, mode=mode)
-            restored = await call(archive, "restore", ref, mode=mode)
+            ref = await drive(archive.plan_put_message(msg), mode=mode)
+            restored = await drive(archive.plan_restore(ref), mode=mode)
             assert restored == msg
             assert encode_message(restored) == encode_message(msg)
-            assert await call(archive, "restore", msg.id, mode=mode) == msg
-        dump = await call(archive, "put_messages", original, mode=mode)
-        restored_list = await call(archive, "read", dump, mode=mode)
+            assert await drive(archive.plan_restore(msg.id), mode=mode) == msg
+        dump = await drive(archive.plan_put_messages(original), mode=mode)
+        restored_list = await drive(archive.plan_read(dump), mode=mode)
         assert restored_list == original
         assert encode_messages(restored_list) == encode_messages(original)
 
@@ -65,12 +65,12 @@ async def test_round_trip_edge_content(
         ToolMessage("NUL \x00 in output, lone \ud800\n" * 50, tool_call_id="c1", id="tm"),
     ]
     for msg in msgs:
-        ref = await call(archive, "put_message", msg, mode=mode)
-        assert encode_message(await call(archive, "restore", ref, mode=mode)) == (
+        ref = await drive(archive.plan_put_message(msg), mode=mode)
+        assert encode_message(await drive(archive.plan_restore(ref), mode=mode)) == (
             encode_message(msg)
         )
     text = "raw NUL \x00 and \udc80"
-    assert await call(archive, "read", archive.put_text(text), mode=mode) == text
+    assert await drive(archive.plan_read(archive.put_text(text)), mode=mode) == text
 
 
 async def test_double_write_keeps_one_item(
@@ -78,8 +78,8 @@ async def test_double_write_keeps_one_item(
 ) -> None:
     archive = Archive(postgres_store, thread_id=thread_id)
     msg = ToolMessage("same", tool_call_id="c1", id="m1")
-    first = await call(archive, "put_message", msg, mode=mode)
-    second = await call(archive, "put_message", msg, mode=mode)
+    first = await drive(archive.plan_put_message(msg), mode=mode)
+    second = await drive(archive.plan_put_message(msg), mode=mode)
     assert first == second
     items = postgres_store.search(("langgraph_ctx", thread_id, "message"))
     assert [item.key for item in items] == [ArchiveRef.parse(first).digest]
@@ -90,16 +90,16 @@ async def test_missing_corrupt_and_foreign(
 ) -> None:
     archive = Archive(postgres_store, thread_id=thread_id)
     with pytest.raises(ArchiveEntryNotFoundError):
-        await call(archive, "read", f"lgctx:{thread_id}:text:{'0' * 64}", mode=mode)
-    ref = await call(archive, "put_message", ToolMessage("output", tool_call_id="c"), mode=mode)
+        await drive(archive.plan_read(f"lgctx:{thread_id}:text:{'0' * 64}"), mode=mode)
+    ref = await drive(archive.plan_put_message(ToolMessage("output", tool_call_id="c")), mode=mode)
     with pytest.raises(ArchiveAccessError):
-        await call(Archive(postgres_store, thread_id="other"), "restore", ref, mode=mode)
+        await drive(Archive(postgres_store, thread_id="other").plan_restore(ref), mode=mode)
     namespace, key = ("langgraph_ctx", thread_id, "message"), ArchiveRef.parse(ref).digest
     data = StoreBackend(postgres_store).get(namespace, key)
     assert data is not None
     StoreBackend(postgres_store).put(namespace, key, data.replace(b"output", b"0utput"))
     with pytest.raises(ArchiveCorruptError):
-        await call(archive, "restore", ref, mode=mode)
+        await drive(archive.plan_restore(ref), mode=mode)
 
 
 async def test_recall_tool(postgres_store: PostgresStore, thread_id: str, mode: str) -> None:

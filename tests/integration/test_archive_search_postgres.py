@@ -12,7 +12,7 @@ from langgraph.store.postgres import PostgresStore
 from langgraph_ctx.archive import Archive, EntryCache, StoreBackend, make_search_tool
 from langgraph_ctx.archive._store_keys import keys_by_sql
 from langgraph_ctx.archive.recall import make_recall_tool
-from tests.conftest import call
+from tests.conftest import call, drive
 
 pytestmark = pytest.mark.postgres
 
@@ -31,14 +31,14 @@ async def test_search_on_postgres(postgres_store: PostgresStore, thread_id: str,
     other = Archive(postgres_store, thread_id=f"{thread_id}-other")
     log = "\n".join(f"step {n}: ok" for n in range(30)) + "\nERROR: connection refused\nend"
     for target in (archive, other):
-        await call(target, "put_message", ToolMessage(log, tool_call_id="c1", id="m1"), mode=mode)
-    await call(archive, "put_message", AIMessage("the connection refused me", id="a1"), mode=mode)
-    await call(
-        archive,
-        "put_messages",
-        [ToolMessage("pg: connection was refused", tool_call_id="c2", name="psql", id="m2")],
-        mode=mode,
+        await drive(
+            target.plan_put_message(ToolMessage(log, tool_call_id="c1", id="m1")), mode=mode
+        )
+    await drive(
+        archive.plan_put_message(AIMessage("the connection refused me", id="a1")), mode=mode
     )
+    dump = [ToolMessage("pg: connection was refused", tool_call_id="c2", name="psql", id="m2")]
+    await drive(archive.plan_put_messages(dump), mode=mode)
     tool = make_search_tool(archive, max_chars=3_000, cache=EntryCache())
     answer = await call(tool, "invoke", {"query": "connection refused"}, mode=mode)
     assert [m.group(2) for m in HIT.finditer(answer)] == [

@@ -34,7 +34,7 @@ from langgraph_sdk import get_client, get_sync_client
 
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.errors import ArchiveAccessError, ConfigError
-from langgraph_ctx.graph.client import afull_history, full_history, state_messages
+from langgraph_ctx.graph.client import aserver_history_page, server_history_page, state_messages
 from tests.test_readme import section
 
 pytestmark = pytest.mark.slow
@@ -193,7 +193,7 @@ async def test_a_ui_reads_the_full_history_of_a_thread_a_rebuild_emptied(server:
     order, byte for byte, although the thread state keeps only the last turn."""
     client = get_client(url=server.url)
     thread_id = (await client.threads.create())["thread_id"]
-    assert await afull_history(client, thread_id) == []  # a thread with no run yet
+    assert await aserver_history_page(client, thread_id) == []  # a thread with no run yet
     produced: dict[str, dict[str, Any]] = {}  # latest wire version, in first-seen order
     for part in range(1, 6):
         request = {"messages": [{"role": "user", "content": f"read part {part}"}]}
@@ -209,14 +209,14 @@ async def test_a_ui_reads_the_full_history_of_a_thread_a_rebuild_emptied(server:
     assert len(summary["dump_refs"]) + bool(summary.get("dump_index")) >= 2
     expected = [encode_message(m) for m in state_messages({"messages": [*produced.values()]})[0]]
 
-    history = await afull_history(client, thread_id)
+    history = await aserver_history_page(client, thread_id)
     assert [encode_message(m) for m in history] == expected
     sync = get_sync_client(url=server.url)
-    assert [encode_message(m) for m in full_history(sync, thread_id)] == expected
+    assert [encode_message(m) for m in server_history_page(sync, thread_id)] == expected
     # Pages, as a UI scrolls up: the last 4, then the 4 before the first one shown.
-    last = await afull_history(client, thread_id, limit=4)
+    last = await aserver_history_page(client, thread_id, limit=4)
     assert [encode_message(m) for m in last] == expected[-4:]
-    before = full_history(sync, thread_id, limit=4, before=last[0].id)
+    before = server_history_page(sync, thread_id, limit=4, before=last[0].id)
     assert [encode_message(m) for m in before] == expected[-8:-4]
     log = server.log()
     assert not any(marker in log for marker in BLOCKING_MARKERS), log[-4000:]
@@ -246,16 +246,16 @@ async def test_a_ui_reads_a_user_scoped_history(server: Server, user: str) -> No
     summary = state["context_ledger"]["summary"]
     refs = [*summary["dump_refs"], *([summary["dump_index"]] if summary.get("dump_index") else [])]
     assert all(ref.split(":")[1].endswith(f"/{thread_id}") for ref in refs), refs
-    expected = await afull_history(client, thread_id, user_id=user)
+    expected = await aserver_history_page(client, thread_id, user_id=user)
     assert len(expected) > len(state["messages"])
     if "@" in user:  # the references carry the sha256 of the id, not the id
         with pytest.raises(ConfigError, match="user_id="):
-            await afull_history(client, thread_id)
+            await aserver_history_page(client, thread_id)
     else:
-        history = await afull_history(client, thread_id)
+        history = await aserver_history_page(client, thread_id)
         assert [encode_message(m) for m in history] == [encode_message(m) for m in expected]
     with pytest.raises(ArchiveAccessError, match="another thread's archive"):
-        await afull_history(client, thread_id, user_id="mallory")
+        await aserver_history_page(client, thread_id, user_id="mallory")
 
 
 async def test_search_history_finds_a_line_only_in_its_own_thread(server: Server) -> None:

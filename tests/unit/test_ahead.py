@@ -24,7 +24,7 @@ from langgraph_ctx.pipeline import BuildResult
 from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.strategies import SlidingWindow, default_strategies
 from langgraph_ctx.strategies.ahead_span import span_digest
-from langgraph_ctx.summaries.preparer import SummaryPreparer
+from langgraph_ctx.summaries.preparer import SpanToPrepare, SpanWanted, SummaryPreparer
 from langgraph_ctx.summaries.summarizer import Summarizer
 from langgraph_ctx.tokens import get_counter
 from tests.conftest import call, summary_first_strategies
@@ -280,8 +280,6 @@ def test_a_shared_manager_keeps_threads_apart() -> None:
 
 
 def test_the_preparer_runs_one_preparation_per_thread() -> None:
-    from langgraph_ctx._effects import AwaitPrepared, PrepareSummary, run_plan
-
     started = threading.Event()
     release = threading.Event()
 
@@ -293,20 +291,17 @@ def test_the_preparer_runs_one_preparation_per_thread() -> None:
 
     preparer = SummaryPreparer()
     one = (HumanMessage("x", id="x"),)
-    assert preparer.start(PrepareSummary(preparer, "t", "d1", plan, one, None))
+    assert preparer.start(SpanToPrepare("t", "d1", plan, one, None))
     assert started.wait(5)
-    assert not preparer.start(PrepareSummary(preparer, "t", "d2", plan, one, None))  # busy
-    assert preparer.start(PrepareSummary(preparer, "u", "d2", plan, one, None))  # other thread
-    assert run_plan(_wait(AwaitPrepared(preparer, "t", "d2", 0.01))) is None  # not this span
-    assert run_plan(_wait(AwaitPrepared(preparer, "t", "d1", 0.01))) is None  # still running
+    assert not preparer.start(SpanToPrepare("t", "d2", plan, one, None))  # busy
+    assert preparer.start(SpanToPrepare("u", "d2", plan, one, None))  # other thread
+    assert preparer.wait_prepared(SpanWanted("t", "d2", 0.01)) is None  # not this span
+    assert preparer.wait_prepared(SpanWanted("t", "d1", 0.01)) is None  # still running
     release.set()
-    assert run_plan(_wait(AwaitPrepared(preparer, "t", "d1", 5))) == "summary of 1"
+    outcome: Any = preparer.wait_prepared(SpanWanted("t", "d1", 5))  # the fake plan's str
+    assert outcome == "summary of 1"
     assert preparer.pending("t") is None  # taken once
     assert span_digest(None, one) != span_digest("previous", one)
-
-
-def _wait(effect: Any) -> Any:
-    return (yield effect)
 
 
 async def test_redaction_and_the_dump_apply_to_the_prepared_summary(mode: str) -> None:

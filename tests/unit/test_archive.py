@@ -39,7 +39,7 @@ from langgraph_ctx.errors import (
     ConfigError,
 )
 from langgraph_ctx.messages import ensure_ids
-from tests.conftest import call
+from tests.conftest import call, drive
 
 trajectory_params = [pytest.param(p, id=name_of(p)) for p in trajectory_files()]
 
@@ -78,16 +78,16 @@ async def test_trajectory_round_trip(backend: ArchiveBackend, mode: str, path: P
     original = read_trajectory(path)
     messages = ensure_ids(original)
     archive = Archive(backend, thread_id=f"traj-{name_of(path)[-40:]}")
-    refs = [await call(archive, "put_message", m, mode=mode) for m in messages]
+    refs = [await drive(archive.plan_put_message(m), mode=mode) for m in messages]
     for msg, ref in zip(messages, refs, strict=True):
         assert msg.id is not None
-        by_ref = await call(archive, "restore", ref, mode=mode)
-        by_id = await call(archive, "restore", msg.id, mode=mode)
+        by_ref = await drive(archive.plan_restore(ref), mode=mode)
+        by_id = await drive(archive.plan_restore(msg.id), mode=mode)
         assert by_ref == msg == by_id
         assert type(by_ref) is type(msg)
         assert encode_message(by_ref) == encode_message(msg) == encode_message(by_id)
-    dump = await call(archive, "put_messages", original, mode=mode)
-    restored = await call(archive, "read", dump, mode=mode)
+    dump = await drive(archive.plan_put_messages(original), mode=mode)
+    restored = await drive(archive.plan_read(dump), mode=mode)
     assert restored == original
     assert encode_messages(restored) == encode_messages(original)
 
@@ -104,25 +104,25 @@ async def test_every_kind_round_trips(backend: ArchiveBackend, mode: str) -> Non
         tool_output("NUL\x00 and \ud800 survive\n" * 3),
     ]
     for m in msgs:
-        ref = await call(archive, "put_message", m, mode=mode)
+        ref = await drive(archive.plan_put_message(m), mode=mode)
         assert ref.startswith("lgctx:t1:message:")
-        assert await call(archive, "restore", ref, mode=mode) == m
+        assert await drive(archive.plan_restore(ref), mode=mode) == m
     text = "plain text\x00 with NUL, é and a lone \udc80"
-    ref = await call(archive, "put_text", text, mode=mode)
+    ref = await drive(archive.plan_put_text(text), mode=mode)
     assert ArchiveRef.parse(ref).kind == "text"
-    assert await call(archive, "read", ref, mode=mode) == text
-    assert await call(archive, "read", ref, mode=mode) == text
-    dump = await call(archive, "put_messages", msgs, mode=mode)
-    assert await call(archive, "read", dump, mode=mode) == msgs
+    assert await drive(archive.plan_read(ref), mode=mode) == text
+    assert await drive(archive.plan_read(ref), mode=mode) == text
+    dump = await drive(archive.plan_put_messages(msgs), mode=mode)
+    assert await drive(archive.plan_read(dump), mode=mode) == msgs
 
 
 async def test_double_write_is_idempotent(backend: ArchiveBackend, mode: str) -> None:
     archive = Archive(backend, thread_id="t1")
     msg = tool_output("same output")
-    first = await call(archive, "put_message", msg, mode=mode)
-    second = await call(archive, "put_message", msg.model_copy(), mode=mode)
+    first = await drive(archive.plan_put_message(msg), mode=mode)
+    second = await drive(archive.plan_put_message(msg.model_copy()), mode=mode)
     assert first == second
-    assert await call(archive, "restore", first, mode=mode) == msg
+    assert await drive(archive.plan_restore(first), mode=mode) == msg
     if isinstance(backend, DirectoryBackend):
         folder = backend.root / "langgraph_ctx" / "t1" / "message"
         assert [p.name for p in folder.iterdir()] == [ArchiveRef.parse(first).digest]
@@ -132,46 +132,46 @@ async def test_missing_entry(backend: ArchiveBackend, mode: str) -> None:
     archive = Archive(backend, thread_id="t1")
     ref = f"lgctx:t1:message:{'a' * 64}"
     with pytest.raises(ArchiveEntryNotFoundError, match="no archive entry for lgctx:t1:message"):
-        await call(archive, "restore", ref, mode=mode)
+        await drive(archive.plan_restore(ref), mode=mode)
     with pytest.raises(ArchiveEntryNotFoundError, match="neither an archive reference"):
-        await call(archive, "restore", "unknown-message-id", mode=mode)
-    assert await call(archive, "lookup", "unknown-message-id", mode=mode) is None
+        await drive(archive.plan_restore("unknown-message-id"), mode=mode)
+    assert await drive(archive.plan_lookup("unknown-message-id"), mode=mode) is None
 
 
 async def test_corrupt_entry(backend: ArchiveBackend, mode: str) -> None:
     archive = Archive(backend, thread_id="t1")
-    ref = await call(archive, "put_message", tool_output("important output " * 20), mode=mode)
+    ref = await drive(archive.plan_put_message(tool_output("important output " * 20)), mode=mode)
     tamper(backend, ("langgraph_ctx", "t1", "message"), ArchiveRef.parse(ref).digest)
     with pytest.raises(ArchiveCorruptError, match="corrupt"):
-        await call(archive, "restore", ref, mode=mode)
+        await drive(archive.plan_restore(ref), mode=mode)
     with pytest.raises(ArchiveCorruptError):
-        await call(archive, "restore", "tm-1", mode=mode)
+        await drive(archive.plan_restore("tm-1"), mode=mode)
 
 
 async def test_other_thread_and_user_refused(backend: ArchiveBackend, mode: str) -> None:
     mine = Archive(backend, thread_id="t1")
     theirs = Archive(backend, thread_id="t2")
     other_user = Archive(backend, thread_id="t1", user_id="bob")
-    ref = await call(mine, "put_message", tool_output("secret"), mode=mode)
+    ref = await drive(mine.plan_put_message(tool_output("secret")), mode=mode)
     for archive in (theirs, other_user):
         with pytest.raises(ArchiveAccessError, match="belongs to another thread"):
-            await call(archive, "restore", ref, mode=mode)
+            await drive(archive.plan_restore(ref), mode=mode)
         # the message id is unknown in the other thread's index, not looked up in ours
         with pytest.raises(ArchiveEntryNotFoundError):
-            await call(archive, "restore", "tm-1", mode=mode)
-    user_ref = await call(other_user, "put_text", "bob's", mode=mode)
+            await drive(archive.plan_restore("tm-1"), mode=mode)
+    user_ref = await drive(other_user.plan_put_text("bob's"), mode=mode)
     assert user_ref.startswith("lgctx:bob/t1:text:")
     with pytest.raises(ArchiveAccessError):
-        await call(mine, "read", user_ref, mode=mode)
+        await drive(mine.plan_read(user_ref), mode=mode)
     with pytest.raises(ArchiveAccessError):
-        await call(mine, "index_message", "m", user_ref, mode=mode)
+        await drive(mine.plan_index_message("m", user_ref), mode=mode)
 
 
 async def test_wrong_kind_and_malformed_refs(backend: ArchiveBackend, mode: str) -> None:
     archive = Archive(backend, thread_id="t1")
-    ref = await call(archive, "put_text", "text", mode=mode)
+    ref = await drive(archive.plan_put_text("text"), mode=mode)
     with pytest.raises(ArchiveError, match="points at a 'text' entry"):
-        await call(archive, "restore", ref, mode=mode)
+        await drive(archive.plan_restore(ref), mode=mode)
     digest = "0" * 64
     bad = [
         "lgctx:t1:message:abc",
@@ -183,15 +183,15 @@ async def test_wrong_kind_and_malformed_refs(backend: ArchiveBackend, mode: str)
     ]
     for text in bad:
         with pytest.raises(ArchiveError, match="A reference looks like"):
-            await call(archive, "restore", text, mode=mode)
+            await drive(archive.plan_restore(text), mode=mode)
 
 
 async def test_unsafe_thread_ids_are_hashed(backend: ArchiveBackend, mode: str) -> None:
     archive = Archive(backend, thread_id="../../etc/passwd", user_id="a.b@example.com")
-    ref = await call(archive, "put_text", "x", mode=mode)
+    ref = await drive(archive.plan_put_text("x"), mode=mode)
     parsed = ArchiveRef.parse(ref)
     assert parsed.thread.startswith("~") and parsed.user and parsed.user.startswith("~")
-    assert await call(archive, "read", ref, mode=mode) == "x"
+    assert await drive(archive.plan_read(ref), mode=mode) == "x"
     # a thread can not borrow the hashed label of another thread as its own id
     with pytest.raises(ArchiveAccessError):
         Archive(backend, thread_id=parsed.thread, user_id=parsed.user).read(ref)

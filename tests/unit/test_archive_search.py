@@ -29,7 +29,7 @@ from langgraph_ctx.archive.matching import parse_query
 from langgraph_ctx.archive.recall import make_recall_tool
 from langgraph_ctx.errors import ArchiveError
 from langgraph_ctx.graph.client import SdkStoreBackend
-from tests.conftest import call, run
+from tests.conftest import call, drive, run
 
 BUILD_LOG = "\n".join(
     [
@@ -76,8 +76,8 @@ async def backend(
 
 async def put(archive: Archive, message: BaseMessage | list[BaseMessage], mode: str) -> str:
     if isinstance(message, list):
-        return str(await call(archive, "put_messages", message, mode=mode))
-    return str(await call(archive, "put_message", message, mode=mode))
+        return str(await drive(archive.plan_put_messages(message), mode=mode))
+    return str(await drive(archive.plan_put_message(message), mode=mode))
 
 
 async def fill(archive: Archive, mode: str) -> dict[str, str]:

@@ -23,6 +23,7 @@ from langgraph_ctx._effects import (
     arun_plan,
     both,
     run_plan,
+    synchronous,
 )
 from langgraph_ctx.archive._backends import StoreBackend
 
@@ -84,11 +85,7 @@ async def test_every_effect_type_is_performed(mode: str) -> None:
 
     out = await drive(plan(), mode)
     assert out["model"] == (mode, ["hi"], "none")
-    # Marked as an internal call (LangChain's convention), the caller's config kept.
-    [(messages, config)] = model.calls
-    assert messages == ["hi"] and config["tags"] == ["t", "nostream"]
-    assert config["metadata"]["lc_source"] == "langgraph_ctx"
-    assert "lc_internal_call" in config["metadata"]
+    assert model.calls == [(["hi"], {"tags": ["t"]})]  # as the plan gave them
     assert out["put"] is None and out["get"] == b"bytes" and out["missing"] is None
     assert out["search"] == [{"text": "likes tea"}]
     assert out["handler"] == "handled req"
@@ -187,7 +184,7 @@ async def test_a_slow_model_times_out_with_the_builtin_timeout_error(mode: str) 
         return "answered"
 
     started = time.monotonic()
-    assert await drive(plan(), mode) == "summarizer model did not answer within 0.05s"
+    assert await drive(plan(), mode) == "model did not answer within 0.05s"
     assert time.monotonic() - started < 1.5
 
 
@@ -299,3 +296,7 @@ def test_both_gives_each_twin_its_name_docstring_and_the_plans_signature() -> No
         assert typing.get_type_hints(twin) == {"n": int, "label": str, "return": str}
     bound = inspect.signature(Views(Graph()).astate)
     assert str(bound) == "(config: 'str', *, history: 'bool' = False) -> 'tuple[Any, ...]'"
+    alone = synchronous(plan_page, doc="A page, sync only.")  # the sync half of `both`
+    assert (alone.__name__, alone.__doc__) == ("page", "A page, sync only.")
+    assert str(inspect.signature(alone)) == str(inspect.signature(page))
+    assert alone(2) == "sync page 2"

@@ -22,12 +22,12 @@ from langgraph.store.memory import InMemoryStore
 
 from benchmarks.load import InFlight
 from langgraph_ctx import ContextManager, ContextMemory
-from langgraph_ctx._effects import AwaitPrepared, CallHandler, PrepareSummary, arun_plan, run_plan
+from langgraph_ctx._effects import CallHandler, MethodCall, arun_plan, run_plan
 from langgraph_ctx.archive import Archive, StoreBackend
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.pipeline import BuildResult
 from langgraph_ctx.strategies import default_strategies
-from langgraph_ctx.summaries.preparer import SummaryPreparer
+from langgraph_ctx.summaries.preparer import SpanToPrepare, SpanWanted, SummaryPreparer
 from langgraph_ctx.summaries.slots import DEFAULT_MAX_IN_FLIGHT, SummarySlots
 from langgraph_ctx.summaries.summarizer import Summarizer
 from tests.unit.test_ahead import (
@@ -90,8 +90,8 @@ def _slow_plan(counter: InFlight, mode: str, delay: float = 0.05) -> Any:
     return plan
 
 
-def _effect(preparer: SummaryPreparer, key: str, plan: Any) -> PrepareSummary:
-    return PrepareSummary(preparer, key, f"d-{key}", plan, (HumanMessage("x", id=key),), None)
+def _effect(preparer: SummaryPreparer, key: str, plan: Any) -> SpanToPrepare:
+    return SpanToPrepare(key, f"d-{key}", plan, (HumanMessage("x", id=key),), None)
 
 
 async def _done(preparer: SummaryPreparer, mode: str) -> None:
@@ -109,7 +109,7 @@ async def _done(preparer: SummaryPreparer, mode: str) -> None:
 
 def _take(preparer: SummaryPreparer, key: str) -> Any:
     def plan() -> Any:
-        return (yield AwaitPrepared(preparer, key, f"d-{key}", 0))
+        return (yield MethodCall(preparer, "wait_prepared", (SpanWanted(key, f"d-{key}", 0),)))
 
     return plan()
 
@@ -167,9 +167,9 @@ async def test_a_build_never_waits_for_a_slot(mode: str) -> None:
         assert await preparer.astart(_effect(preparer, "b", waiting))
     assert preparer.pending("b") == "d-b"
     started = time.perf_counter()
-    effect = AwaitPrepared(preparer, "b", "d-b", 10)  # would wait 10 s for a running one
+    effect = SpanWanted("b", "d-b", 10)  # would wait 10 s for a running one
     if mode == "sync":
-        outcome = preparer.wait(effect)
+        outcome = preparer.wait_prepared(effect)
     else:
         outcome = await preparer.await_prepared(effect)
     assert outcome is None and time.perf_counter() - started < 0.5
@@ -421,14 +421,14 @@ async def test_the_slots_gate_a_summarizer_plan(mode: str) -> None:
 
     outcome = await summarize()
     assert outcome.source == "model" and slots.calls == 1 and slots.in_flight == 0
-    assert slots.try_take()  # someone else holds the one slot
+    assert slots.try_take() is None  # someone else holds the one slot
     outcome = await summarize()
     assert outcome.source == "fallback" and BUSY in outcome.error
     assert "src/parse.py" in outcome.text  # the deterministic summary of the span
     assert counter.calls == 1 and slots.busy == 1
     slots.release(background=False)
     assert (await summarize()).source == "model"
-    assert SummarySlots(None).try_take()  # no cap: always a slot
+    assert SummarySlots(None).try_take() is None  # no cap: always a slot
     no_model = slots.plan(Summarizer(), span, None)
     assert run_plan(no_model).source == "fallback" and slots.busy == 1  # no model: no slot
 

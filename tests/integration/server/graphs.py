@@ -16,7 +16,7 @@ so any number of threads and runs, in any order, get the same answers:
 `history` is a `create_agent` agent whose model reports its prompt tokens and whose
 `ContextMemory` rebuilds after a turn past half the window, with `remove_summarized`: its
 thread state keeps a few messages while the archive in the server's store holds the rest (what
-`langgraph_ctx.graph.client.full_history` reads back for a UI).
+`langgraph_ctx.graph.client.server_history_page` reads back for a UI).
 
 No graph gets a checkpointer or a store: the server supplies both, and the archive must
 land in the server's store (`ContextMemory` is given no `archive=`).

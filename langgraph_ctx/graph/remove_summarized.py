@@ -3,7 +3,7 @@
 Two functions `ContextMemory.plan_removals` composes, each given exactly what it reads: whether
 the messages leave in this run (`removes_in_run`: the option, or by default whether the archive
 lasts as long as the checkpoints), and the removal itself (`plan_removal`): the messages a
-summary covers (`pipeline.removal.summarized_removal`) are removed from the thread's state only
+summary covers (`pipeline.summarized_removal`) are removed from the thread's state only
 after the span they sit in is written to the archive as one more insurance dump, so the full
 history keeps every one in its place. A dump that fails leaves them live and says why in the
 report.
@@ -26,8 +26,8 @@ from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.graph.persistence import graph_persistence
 from langgraph_ctx.ledger.edits import set_last_report
 from langgraph_ctx.pipeline.manager import ContextManager
-from langgraph_ctx.pipeline.removal import SummarizedRemoval
 from langgraph_ctx.pipeline.result import BuildResult
+from langgraph_ctx.pipeline.summarized_removal import SummarizedRemoval
 
 
 def removes_in_run(
