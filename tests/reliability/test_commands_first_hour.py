@@ -22,7 +22,7 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
-from langgraph_ctx.cli import main
+from langgraph_ctx_tools.cli import main
 
 
 @pytest.fixture(autouse=True)
@@ -131,7 +131,7 @@ def test_piped_tables_cut_no_label_and_fold_only_free_text(
     """Piped (stdout not a terminal), tables were cut at 110 columns: setting names wrapped
     over 2-5 lines and "alt: LC SummarizationMid..." cut. Now every label and figure is whole
     on its row; only long free text folds, at `FOLD_WIDTH`."""
-    from langgraph_ctx.cli.output import Output
+    from langgraph_ctx_tools.cli.output import Output
 
     setting = "turns settle after the next, from 400 chars, args 200 (stop 31), and more"
     out = Output()
@@ -164,7 +164,18 @@ def test_inspect_piped_shows_each_edit_on_one_row(capsys: pytest.CaptureFixture[
     """The grid of `inspect` piped: an edit's name and what it did read on one row each."""
     _replayed()
     capsys.readouterr()
-    assert main(["inspect", "--db", ".langgraph_ctx/replay.sqlite", "--thread", "replay-run"]) == 0
+    assert (
+        main(
+            [
+                "inspect",
+                "--db",
+                ".langgraph_ctx/replay.sqlite",
+                "--thread",
+                "replay-run",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     row = _edit_row(out, "model turns")
     assert row[1].endswith("the prompt keeps their first and last lines and their calls")

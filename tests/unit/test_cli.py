@@ -22,9 +22,14 @@ from langchain_core.messages import (
 
 from langgraph_ctx import count_tokens
 from langgraph_ctx.archive import encode_message
-from langgraph_ctx.cli import main
-from langgraph_ctx.cli.playback import load_transcript, replay_model, replay_tools, split_turns
-from langgraph_ctx.cli.threads import inspect_thread
+from langgraph_ctx_tools.cli import main
+from langgraph_ctx_tools.cli.playback import (
+    load_transcript,
+    replay_model,
+    replay_tools,
+    split_turns,
+)
+from langgraph_ctx_tools.cli.threads import inspect_thread
 from tests.conftest import TRAJECTORY_DIR, make_conversation
 
 COMMANDS = ["demo", "replay", "inspect", "restore", "compact", "count", "view"]
@@ -71,7 +76,7 @@ def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]
 def test_help_describes_every_command_and_states_defaults(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from langgraph_ctx.cli.commands import _build_parser
+    from langgraph_ctx_tools.cli.commands import _build_parser
 
     parser = _build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -137,7 +142,7 @@ def test_usage_errors_are_one_line(
 def test_runs_as_a_subprocess(tmp_path: Path) -> None:
     file = write(tmp_path / "t.json", [SystemMessage("Be brief."), HumanMessage("hi")])
     done = subprocess.run(
-        [sys.executable, "-m", "langgraph_ctx.cli", "count", str(file)],
+        [sys.executable, "-m", "langgraph_ctx_tools.cli", "count", str(file)],
         capture_output=True,
         text=True,
         check=False,
@@ -375,7 +380,9 @@ def test_replay_runs_the_recording_through_the_agent(
         assert label in out
     assert "limit 3,000" in out
     assert plot.read_bytes().startswith(b"\x89PNG")
-    reports = json.loads((tmp_path / ".langgraph_ctx/replay-run.reports.json").read_text())
+    reports = json.loads(
+        (tmp_path / ".langgraph_ctx/replay-run.reports.json").read_text()
+    )
     ai = [m for m in messages if isinstance(m, AIMessage)]
     assert len(reports["calls"]) == len(ai)
     assert all(c["tokens"] <= c["limit"] == 3000 for c in reports["calls"])
@@ -384,7 +391,9 @@ def test_replay_runs_the_recording_through_the_agent(
     assert kinds & {"compact", "prune", "shrink"}
     # The thread holds the recording: every recorded message, same content, same ids.
     data = inspect_thread(
-        Path(".langgraph_ctx/replay.sqlite"), "replay-run", Path(".langgraph_ctx/archive")
+        Path(".langgraph_ctx/replay.sqlite"),
+        "replay-run",
+        Path(".langgraph_ctx/archive"),
     )
     replayed = {m.id: m for m in data["full"]}
     assert set(replayed) == {m.id for m in messages}
@@ -441,7 +450,18 @@ def test_inspect_a_replayed_thread(tmp_path: Path, capsys: pytest.CaptureFixture
     source = write(tmp_path / "run.json", recording(6))
     assert main(["replay", str(source), "--window", "3000"]) == 0
     capsys.readouterr()
-    assert main(["inspect", "--db", ".langgraph_ctx/replay.sqlite", "--thread", "replay-run"]) == 0
+    assert (
+        main(
+            [
+                "inspect",
+                "--db",
+                ".langgraph_ctx/replay.sqlite",
+                "--thread",
+                "replay-run",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     for label in ("live messages", "full history", "running summary", "last report"):
         assert label in out
@@ -455,7 +475,10 @@ def test_inspect_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     source = write(tmp_path / "run.json", recording(1))
     assert main(["replay", str(source)]) == 0
     capsys.readouterr()
-    assert main(["inspect", "--db", ".langgraph_ctx/replay.sqlite", "--thread", "nope"]) == 2
+    assert (
+        main(["inspect", "--db", ".langgraph_ctx/replay.sqlite", "--thread", "nope"])
+        == 2
+    )
     assert "threads there: replay-run" in one_error_line(capsys)
     (tmp_path / "junk.sqlite").write_bytes(b"this is not sqlite" * 100)
     assert main(["inspect", "--db", "junk.sqlite", "--thread", "t"]) == 2
@@ -485,7 +508,7 @@ def test_replay_plot_marks_each_edit_in_its_kind_row(
     """A decision mark sits in the labelled row of its kind, not at a token-like height."""
     import matplotlib.pyplot as plt
 
-    from langgraph_ctx.cli.runs import _MARKS
+    from langgraph_ctx_tools.cli.runs import _MARKS
 
     figures: list[Any] = []
     monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to look at it
@@ -508,7 +531,18 @@ def test_inspect_names_what_the_archive_cannot_read(
     assert main(["replay", str(source), "--window", "2000"]) == 0
     capsys.readouterr()
     shutil.rmtree(".langgraph_ctx/archive")
-    assert main(["inspect", "--db", ".langgraph_ctx/replay.sqlite", "--thread", "replay-run"]) == 0
+    assert (
+        main(
+            [
+                "inspect",
+                "--db",
+                ".langgraph_ctx/replay.sqlite",
+                "--thread",
+                "replay-run",
+            ]
+        )
+        == 0
+    )
     out = " ".join(capsys.readouterr().out.split())
     assert "missing what the archive cannot read" in out
     assert "no archive entry" in out

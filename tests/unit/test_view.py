@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, messages_to_dict
 
-from langgraph_ctx.cli import main
-from langgraph_ctx.cli.demo import SYSTEM_PROMPT, run_demo
-from langgraph_ctx.cli.folder_tools import make_tools
-from langgraph_ctx.cli.view import prompt_parts, thread_from_db, thread_from_file, write_page
-from langgraph_ctx.cli.view_data import KINDS, page_data
 from langgraph_ctx.pipeline import ContextManager
 from langgraph_ctx.tokens.exact import get_counter
+from langgraph_ctx_tools.cli import main
+from langgraph_ctx_tools.cli.demo import SYSTEM_PROMPT, run_demo
+from langgraph_ctx_tools.cli.folder_tools import make_tools
+from langgraph_ctx_tools.cli.page import prompt_parts, thread_from_db, thread_from_file, write_page
+from langgraph_ctx_tools.cli.page_data import KINDS, page_data
 from tests.conftest import make_conversation
 from tests.unit import test_demo
 
