@@ -164,18 +164,7 @@ def test_inspect_piped_shows_each_edit_on_one_row(capsys: pytest.CaptureFixture[
     """The grid of `inspect` piped: an edit's name and what it did read on one row each."""
     _replayed()
     capsys.readouterr()
-    assert (
-        main(
-            [
-                "inspect",
-                "--db",
-                ".langgraph_ctx/replay.sqlite",
-                "--thread",
-                "replay-run",
-            ]
-        )
-        == 0
-    )
+    assert main(["inspect", "--db", ".langgraph_ctx/replay.sqlite", "--thread", "replay-run"]) == 0
     out = capsys.readouterr().out
     row = _edit_row(out, "model turns")
     assert row[1].endswith("the prompt keeps their first and last lines and their calls")

@@ -380,9 +380,7 @@ def test_replay_runs_the_recording_through_the_agent(
         assert label in out
     assert "limit 3,000" in out
     assert plot.read_bytes().startswith(b"\x89PNG")
-    reports = json.loads(
-        (tmp_path / ".langgraph_ctx/replay-run.reports.json").read_text()
-    )
+    reports = json.loads((tmp_path / ".langgraph_ctx/replay-run.reports.json").read_text())
     ai = [m for m in messages if isinstance(m, AIMessage)]
     assert len(reports["calls"]) == len(ai)
     assert all(c["tokens"] <= c["limit"] == 3000 for c in reports["calls"])
@@ -391,9 +389,7 @@ def test_replay_runs_the_recording_through_the_agent(
     assert kinds & {"compact", "prune", "shrink"}
     # The thread holds the recording: every recorded message, same content, same ids.
     data = inspect_thread(
-        Path(".langgraph_ctx/replay.sqlite"),
-        "replay-run",
-        Path(".langgraph_ctx/archive"),
+        Path(".langgraph_ctx/replay.sqlite"), "replay-run", Path(".langgraph_ctx/archive")
     )
     replayed = {m.id: m for m in data["full"]}
     assert set(replayed) == {m.id for m in messages}
@@ -450,18 +446,7 @@ def test_inspect_a_replayed_thread(tmp_path: Path, capsys: pytest.CaptureFixture
     source = write(tmp_path / "run.json", recording(6))
     assert main(["replay", str(source), "--window", "3000"]) == 0
     capsys.readouterr()
-    assert (
-        main(
-            [
-                "inspect",
-                "--db",
-                ".langgraph_ctx/replay.sqlite",
-                "--thread",
-                "replay-run",
-            ]
-        )
-        == 0
-    )
+    assert main(["inspect", "--db", ".langgraph_ctx/replay.sqlite", "--thread", "replay-run"]) == 0
     out = capsys.readouterr().out
     for label in ("live messages", "full history", "running summary", "last report"):
         assert label in out
@@ -475,10 +460,7 @@ def test_inspect_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     source = write(tmp_path / "run.json", recording(1))
     assert main(["replay", str(source)]) == 0
     capsys.readouterr()
-    assert (
-        main(["inspect", "--db", ".langgraph_ctx/replay.sqlite", "--thread", "nope"])
-        == 2
-    )
+    assert main(["inspect", "--db", ".langgraph_ctx/replay.sqlite", "--thread", "nope"]) == 2
     assert "threads there: replay-run" in one_error_line(capsys)
     (tmp_path / "junk.sqlite").write_bytes(b"this is not sqlite" * 100)
     assert main(["inspect", "--db", "junk.sqlite", "--thread", "t"]) == 2
@@ -531,18 +513,7 @@ def test_inspect_names_what_the_archive_cannot_read(
     assert main(["replay", str(source), "--window", "2000"]) == 0
     capsys.readouterr()
     shutil.rmtree(".langgraph_ctx/archive")
-    assert (
-        main(
-            [
-                "inspect",
-                "--db",
-                ".langgraph_ctx/replay.sqlite",
-                "--thread",
-                "replay-run",
-            ]
-        )
-        == 0
-    )
+    assert main(["inspect", "--db", ".langgraph_ctx/replay.sqlite", "--thread", "replay-run"]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "missing what the archive cannot read" in out
     assert "no archive entry" in out

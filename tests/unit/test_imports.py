@@ -164,7 +164,7 @@ def test_the_changelog_says_where_the_names_of_each_removed_module_live() -> Non
     for old, moves in entries:
         try:
             exists = importlib.util.find_spec(old) is not None
-        except ModuleNotFoundError:  # its package is gone too (`langgraph_ctx.cli`)
+        except ModuleNotFoundError:  # its parent package is gone too
             exists = False
         if exists:
             wrong.append(f"{old} still exists")
