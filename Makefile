@@ -52,12 +52,13 @@ test: $(STAMP) browser  ## lint, type-check and run the whole test suite (notebo
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(TEST)
 
-# Rebuilt from nothing whenever the declared versions change; the package is installed editable.
+# Rebuilt from nothing whenever the declared versions change; the runtime and the tools are
+# installed editable without dependencies (rich and matplotlib, the tools', come with the rest).
 $(BOUNDS_STAMP): tests/lowest-versions.txt tests/tools-bounds.txt pyproject.toml tools/pyproject.toml
 	rm -rf $(BOUNDS_VENV)
 	$(PYTHON) -m venv $(BOUNDS_VENV)
 	$(BOUNDS_VENV)/bin/python -m pip install --quiet -r tests/lowest-versions.txt -r tests/tools-bounds.txt \
-		aiosqlite rich "psycopg[binary]" psycopg-pool \
+		aiosqlite rich matplotlib "psycopg[binary]" psycopg-pool \
 		langgraph-checkpoint-postgres==3.0.0 langchain-anthropic==1.3.2
 	$(BOUNDS_VENV)/bin/python -m pip install --quiet --no-deps -e . -e tools
 	touch $(BOUNDS_STAMP)

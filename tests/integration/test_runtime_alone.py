@@ -46,24 +46,27 @@ def _runtime_wheel(tmp_path: Path) -> Path:
 
 def test_the_runtime_wheel_alone_runs_an_agent_through_the_middleware(tmp_path: Path) -> None:
     wheel = _runtime_wheel(tmp_path)
+    # Nothing of this clone on the path: only the venv, its wheel and the dependencies.
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=False)
     python = env_dir / "bin" / "python"
     own = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env=env,
     ).stdout.strip()  # fmt: skip
     # A plain path entry: the dependencies, without running the .pth files beside them.
     (Path(own) / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # --force-reinstall: a `langgraph-ctx` of the same version seen through the path entry (this
+    # venv's editable install) must not stand in for the wheel.
     subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet",
-         "--no-deps", "--no-index", str(wheel)],
-        check=True, capture_output=True, timeout=120,
+         "--no-deps", "--no-index", "--force-reinstall", str(wheel)],
+        check=True, capture_output=True, timeout=120, env=env,
     )  # fmt: skip
     run = tmp_path / "run"
     run.mkdir()
     (run / "agent.py").write_bytes(AGENT.read_bytes())
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
     done = subprocess.run(
         [str(python), "agent.py"], cwd=run, env=env, capture_output=True, text=True, timeout=300
     )
