@@ -396,6 +396,20 @@ def _matches(pattern: BoundedPattern, line: str, deadline: float) -> bool:
         raise
 
 
+_WALK_NOTES = (
+    ("outside", "({n} link(s) leading out of the folder skipped)"),
+    ("repeated", "({n} folder(s) reached again through a link walked once)"),
+    ("capped", "(stopped after {files:,} files; search a sub-folder)"),
+    ("broken", "({n} link(s) that cannot be followed skipped)"),
+    ("unreadable", "({n} file(s) or folder(s) that cannot be read skipped)"),
+    ("unsearched", "({n} file(s) over {bytes:,} bytes not searched)"),
+    ("special", "({n} FIFO(s), socket(s) or device(s) skipped)"),
+    ("crowded", "({n} folder(s) searched in part: only their first {entries:,} entries read)"),
+)
+"""`Walk.notes`' line for each of its counts (and `capped`) that is set, in this order; the
+bounds are filled in when the notes are written."""
+
+
 @dataclass
 class Walk:
     """The files a walk found, and what it left out."""
@@ -436,26 +450,9 @@ class Walk:
 
     def notes(self, searched: int | None = None) -> list[str]:
         """One line per thing left out; `searched` files, when the search ran out of time."""
-        notes = []
-        if self.outside:
-            notes.append(f"({self.outside} link(s) leading out of the folder skipped)")
-        if self.repeated:
-            notes.append(f"({self.repeated} folder(s) reached again through a link walked once)")
-        if self.capped:
-            notes.append(f"(stopped after {MAX_WALK_FILES:,} files; search a sub-folder)")
-        if self.broken:
-            notes.append(f"({self.broken} link(s) that cannot be followed skipped)")
-        if self.unreadable:
-            notes.append(f"({self.unreadable} file(s) or folder(s) that cannot be read skipped)")
-        if self.unsearched:
-            notes.append(f"({self.unsearched} file(s) over {MAX_FILE_BYTES:,} bytes not searched)")
-        if self.special:
-            notes.append(f"({self.special} FIFO(s), socket(s) or device(s) skipped)")
-        if self.crowded:
-            notes.append(
-                f"({self.crowded} folder(s) searched in part: only their first "
-                f"{MAX_SCANNED_ENTRIES:,} entries read)"
-            )
+        bounds = {"files": MAX_WALK_FILES, "bytes": MAX_FILE_BYTES, "entries": MAX_SCANNED_ENTRIES}
+        counts = ((getattr(self, name), text) for name, text in _WALK_NOTES)
+        notes = [text.format(n=n, **bounds) for n, text in counts if n]
         if self.timed_out:
             of = f"{len(self.files):,}" + ("" if self.walked else "+")
             notes.append(

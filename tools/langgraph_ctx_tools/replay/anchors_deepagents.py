@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +61,47 @@ def _files(root: Path) -> Iterable[str]:
             yield path.read_text(encoding="utf-8", errors="replace")
 
 
-class DeepagentsSummarizationAnchor(AnchorBase):
+class _DeepagentsAnchor(AnchorBase):
+    """An anchor whose deepagents middleware write to a temporary `FilesystemBackend`.
+
+    What they write there (offloaded history, evicted tool results) is recoverable; the folder
+    is removed when the replay finishes.
+    """
+
+    def __init__(self, *, limit: int, counter: Counter | None, prefix: str) -> None:
+        super().__init__(limit=limit, counter=counter)
+        from deepagents.backends import FilesystemBackend
+
+        self.root = Path(tempfile.mkdtemp(prefix=prefix))
+        self.backend = FilesystemBackend(root_dir=self.root, virtual_mode=True)
+        self.state: dict[str, Any] = {"messages": self.messages}
+
+    def _model_call(
+        self, wrap: Callable[..., object], handler: Any
+    ) -> tuple[list[BaseMessage], object]:
+        """The kept state through `wrap` (a `wrap_model_call`): the prompt sent, the response."""
+        self.state["messages"] = self.messages
+        response = wrap(self._request(self.state), handler)
+        return self._sent(), response
+
+    def recoverable_texts(self) -> Iterable[str]:
+        """State messages (never removed) and the files deepagents wrote."""
+        yield from super().recoverable_texts()
+        yield from _files(self.root)
+
+
+def _summarization(anchor: _DeepagentsAnchor) -> Any:
+    """The summarization middleware of deepagents over `anchor`'s model, backend and counter."""
+    from deepagents.middleware.summarization import create_summarization_middleware
+
+    return create_summarization_middleware(
+        anchor.model,  # type: ignore[arg-type]
+        anchor.backend,
+        token_counter=anchor.count,
+    )
+
+
+class DeepagentsSummarizationAnchor(_DeepagentsAnchor):
     """deepagents `create_summarization_middleware(model, backend)` via `wrap_model_call`."""
 
     name = "deepagents summarization"
@@ -69,34 +109,17 @@ class DeepagentsSummarizationAnchor(AnchorBase):
     def __init__(
         self, *, limit: int, model: BaseChatModel | None = None, counter: Counter | None = None
     ) -> None:
-        super().__init__(limit=limit, counter=counter)
-        from deepagents.backends import FilesystemBackend
-        from deepagents.middleware.summarization import create_summarization_middleware
-
+        super().__init__(limit=limit, counter=counter, prefix="bench-deepagents-")
         self.model = model or stand_in(limit)
-        self.root = Path(tempfile.mkdtemp(prefix="bench-deepagents-"))
-        self.backend = FilesystemBackend(root_dir=self.root, virtual_mode=True)
-        self.mw = create_summarization_middleware(
-            self.model,  # type: ignore[arg-type]
-            self.backend,
-            token_counter=self.count,
-        )
-        self.state: dict[str, Any] = {"messages": self.messages}
+        self.mw = _summarization(self)
         self.events = 0
 
     def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
         """Call `wrap_model_call`; apply the returned `Command` update to the kept state."""
         self.messages.extend(self._absorb(new))
-        self.state["messages"] = self.messages
-        response = self.mw.wrap_model_call(self._request(self.state), self._handler)
-        prompt = self._sent()
+        prompt, response = self._model_call(self.mw.wrap_model_call, self._handler)
         self.events += "_summarization_event" in _apply(self, response)
         return prompt
-
-    def recoverable_texts(self) -> Iterable[str]:
-        """State messages (never removed) and the offloaded history files."""
-        yield from super().recoverable_texts()
-        yield from _files(self.root)
 
     def finish(
         self, original: Sequence[BaseMessage], final_prompt: Sequence[BaseMessage]
@@ -105,7 +128,7 @@ class DeepagentsSummarizationAnchor(AnchorBase):
         return {"archive_bytes": _written_then_removed(self.root), "summary_events": self.events}
 
 
-class DeepagentsEvictionAnchor(AnchorBase):
+class DeepagentsEvictionAnchor(_DeepagentsAnchor):
     """deepagents `FilesystemMiddleware(tool_token_limit_before_evict=...)`.
 
     Tool results pass `wrap_tool_call` as they are produced (eviction rewrites what enters
@@ -115,16 +138,12 @@ class DeepagentsEvictionAnchor(AnchorBase):
     name = "deepagents FilesystemMiddleware eviction"
 
     def __init__(self, *, limit: int, evict_tokens: int, counter: Counter | None = None) -> None:
-        super().__init__(limit=limit, counter=counter)
-        from deepagents.backends import FilesystemBackend
+        super().__init__(limit=limit, counter=counter, prefix="bench-deepagents-fs-")
         from deepagents.middleware.filesystem import FilesystemMiddleware
 
-        self.root = Path(tempfile.mkdtemp(prefix="bench-deepagents-fs-"))
-        self.backend = FilesystemBackend(root_dir=self.root, virtual_mode=True)
         self.mw = FilesystemMiddleware(
             backend=self.backend, tool_token_limit_before_evict=evict_tokens
         )
-        self.state: dict[str, Any] = {"messages": self.messages}
         self.evicted: dict[str, ToolMessage] = {}  # id -> the original result
 
     def _produce(self, message: BaseMessage) -> BaseMessage:
@@ -145,20 +164,17 @@ class DeepagentsEvictionAnchor(AnchorBase):
             self.evicted[message.id or ""] = message
         return out
 
-    def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
-        """Produce the new tool results through `wrap_tool_call`, then `wrap_model_call`."""
+    def _produce_all(self, new: list[BaseMessage]) -> None:
+        """Append `new` to the kept state, each tool result as `wrap_tool_call` produced it."""
         for message in self._absorb(new):
             self.messages.append(self._produce(message))
-        self.state["messages"] = self.messages
-        response = self.mw.wrap_model_call(self._request(self.state), self._handler)
-        prompt = self._sent()
+
+    def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
+        """Produce the new tool results through `wrap_tool_call`, then `wrap_model_call`."""
+        self._produce_all(new)
+        prompt, response = self._model_call(self.mw.wrap_model_call, self._handler)
         _apply(self, response)
         return prompt
-
-    def recoverable_texts(self) -> Iterable[str]:
-        """State messages and evicted files."""
-        yield from super().recoverable_texts()
-        yield from _files(self.root)
 
     def finish(
         self, original: Sequence[BaseMessage], final_prompt: Sequence[BaseMessage]
@@ -205,21 +221,13 @@ class DeepagentsAgentAnchor(DeepagentsEvictionAnchor):
         counter: Counter | None = None,
     ) -> None:
         super().__init__(limit=limit, evict_tokens=evict_tokens, counter=counter)
-        from deepagents.middleware.summarization import create_summarization_middleware
-
         self.name = f"deepagents (evict at {evict_tokens:,}{', scaled' if scaled else ''})"
         self.model = model or stand_in(limit)
-        self.summarization = create_summarization_middleware(
-            self.model,  # type: ignore[arg-type]
-            self.backend,
-            token_counter=self.count,
-        )
+        self.summarization = _summarization(self)
 
     def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
         """Produce new tool results through eviction, then call both model wrappers."""
-        for message in self._absorb(new):
-            self.messages.append(self._produce(message))
-        self.state["messages"] = self.messages
+        self._produce_all(new)
         inner: list[object] = []
 
         def handler(request: ModelRequest) -> Any:
@@ -227,8 +235,7 @@ class DeepagentsAgentAnchor(DeepagentsEvictionAnchor):
             inner.append(response)
             return response
 
-        outer = self.mw.wrap_model_call(self._request(self.state), handler)
-        prompt = self._sent()
+        prompt, outer = self._model_call(self.mw.wrap_model_call, handler)
         for response in {id(r): r for r in [*inner, outer]}.values():
             _apply(self, response)
         return prompt
