@@ -24,7 +24,7 @@ commands print (`langgraph_ctx_tools.cli.output.inert`: no control character, no
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -123,22 +123,33 @@ def run(argv: Sequence[str] | None = None) -> int:
 # --- the parser ------------------------------------------------------------------------------
 
 
-def _whole(text: str, minimum: int) -> int:
+def _number(text: str, kind: type[Any], noun: str, ok: Callable[[Any], bool], expected: str) -> Any:
+    """`text` read as `kind` (`int` or `float`); a value not `ok` is refused as not `expected`."""
     try:
-        value = int(text)
+        value = kind(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {shorten(text)}") from None
-    if value < minimum:
-        raise argparse.ArgumentTypeError(f"expected a number >= {minimum}, got {value}")
+        raise argparse.ArgumentTypeError(f"expected {noun}, got {shorten(text)}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {value}")
     return value
 
 
 def _positive(text: str) -> int:
-    return _whole(text, 1)
+    return int(_number(text, int, "a whole number", lambda v: v >= 1, "a number >= 1"))
 
 
 def _non_negative(text: str) -> int:
-    return _whole(text, 0)
+    return int(_number(text, int, "a whole number", lambda v: v >= 0, "a number >= 0"))
+
+
+def _price(text: str) -> float:
+    share = "a share between 0 and 1"
+    return float(_number(text, float, "a number", lambda v: 0 <= v <= 1, share))
+
+
+def _ratio(text: str) -> float:
+    ratio = "a ratio over 0 such as 1.2"
+    return float(_number(text, float, "a number", lambda v: 0 < v < float("inf"), ratio))
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -161,7 +172,7 @@ def _build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--window", type=_positive, default=6_000, help="window in tokens")
     demo.add_argument("--model", help="provider:model for init_chat_model (default: scripted)")
     demo.add_argument("--db", type=Path, default=HOME / "demo.sqlite", help="SQLite file")
-    demo.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
+    _archive_arg(demo)
     demo.add_argument(
         "--thread", help="thread id (default: 'demo', reset by every run that succeeds)"
     )
@@ -179,7 +190,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _budget_args(replay, window=16_000)
     replay.add_argument("--summarizer", help="provider:model that writes summaries")
     replay.add_argument("--db", type=Path, default=HOME / "replay.sqlite", help="SQLite file")
-    replay.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
+    _archive_arg(replay)
     replay.add_argument("--thread", help="thread id (default: replay-<file name>, reset)")
     replay.add_argument("--report-json", type=Path, help="reports file (default: by the db)")
     replay.add_argument("--plot", type=Path, help="draw prompt tokens per call to this PNG")
@@ -198,10 +209,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "--db", required=True, help="checkpoint database: a SQLite file or postgresql:// URI"
     )
     inspect.add_argument("--thread", required=True, help="thread id")
-    inspect.add_argument(
-        "--archive", type=Path, default=HOME / "archive",
-        help="archive folder (entries not there: the database's own store)",
-    )  # fmt: skip
+    _archive_arg(inspect, f"archive folder {_OWN_STORE}")
     _input_arg(inspect)  # the cap on one stored value of --db
     inspect.set_defaults(handler=handle_inspect)
 
@@ -215,7 +223,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     restore.add_argument("ref", metavar="REF_OR_MESSAGE_ID", help="lgctx:... reference or id")
     restore.add_argument("--thread", required=True, help="thread id the entry belongs to")
-    restore.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
+    _archive_arg(restore)
     restore.add_argument("--out", type=Path, help="write the bytes to this file")
     restore.add_argument(
         "--json", action="store_true", help="print the exact record (JSON) instead of the text"
@@ -234,7 +242,7 @@ def _build_parser() -> argparse.ArgumentParser:
     compact.add_argument(
         "--out", type=Path, required=True, help="file to write (in an existing folder)"
     )
-    compact.add_argument("--archive", type=Path, default=HOME / "archive", help="archive folder")
+    _archive_arg(compact)
     compact.add_argument("--thread", default="compact", help="archive thread for references")
     _input_arg(compact)
     compact.set_defaults(handler=handle_compact)
@@ -253,26 +261,6 @@ def _build_parser() -> argparse.ArgumentParser:
     _frontier_parser(sub)
     _view_parser(sub)
     return parser
-
-
-def _price(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {shorten(text)}") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1, got {value}")
-    return value
-
-
-def _ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {shorten(text)}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a ratio over 0 such as 1.2, got {value}")
-    return value
 
 
 def _frontier_parser(sub: Any) -> None:
@@ -300,10 +288,7 @@ def _frontier_parser(sub: Any) -> None:
     frontier.add_argument(
         "--thread", action="append", help="a thread of --db (repeatable; default: every thread)"
     )
-    frontier.add_argument(
-        "--archive", type=Path, default=HOME / "archive",
-        help="archive folder of --db's threads (entries not there: the database's own store)",
-    )  # fmt: skip
+    _archive_arg(frontier, f"archive folder of --db's threads {_OWN_STORE}")
     frontier.add_argument("--window", type=_positive, help="window in tokens")
     frontier.add_argument("--reserved", type=_non_negative, default=0, help="output tokens kept")
     frontier.add_argument(
@@ -353,10 +338,7 @@ def _view_parser(sub: Any) -> None:
     view.add_argument("file", nargs="?", type=Path, help="a message file (instead of --db)")
     view.add_argument("--db", help="checkpoint database: a SQLite file or postgresql:// URI")
     view.add_argument("--thread", help="thread id of --db")
-    view.add_argument(
-        "--archive", type=Path, default=HOME / "archive",
-        help="archive folder of --db's thread (entries not there: the database's own store)",
-    )  # fmt: skip
+    _archive_arg(view, f"archive folder of --db's thread {_OWN_STORE}")
     view.add_argument("--html", type=Path, required=True, metavar="OUT.html", help="page to write")
     view.add_argument("--model", help="provider:model whose tokenizer counts (default: gpt-4o)")
     view.add_argument(
@@ -371,6 +353,14 @@ def _view_parser(sub: Any) -> None:
     )
     _input_arg(view)
     view.set_defaults(handler=handle_view)
+
+
+_OWN_STORE = "(entries not there: the database's own store)"
+
+
+def _archive_arg(parser: argparse.ArgumentParser, text: str = "archive folder") -> None:
+    """`--archive`: the archive folder, by default the one beside the default databases."""
+    parser.add_argument("--archive", type=Path, default=HOME / "archive", help=text)
 
 
 def _input_arg(parser: argparse.ArgumentParser) -> None:
