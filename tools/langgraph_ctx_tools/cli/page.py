@@ -7,14 +7,17 @@ prompt is not stored as such, so it is rendered again from what was recorded: th
 of the checkpoint before the call and the ledger the call's build wrote, built with no
 strategy (`ContextManager(strategies=[])`: the ledger alone says what was pruned, excerpted,
 shortened, summarized, where the window starts), which gives the recorded prompt back, since
-a build on its own output changes nothing. Each rendered message is then counted with the
-project's counter (`prompt_parts`); what the recorded total holds beyond them (the agent's
-own system prompt and tool schemas, retrieved memory: what the thread's state does not hold)
-is its own part, `outside`, unless they are passed in (`demo` passes its own).
+a build on its own output changes nothing. Each rendered message is then one part, of the
+kind the renderer tagged it with (the summary, an excerpt, a shortened turn, a pruned
+placeholder: `prompt_parts`), counted with the project's counter; what the recorded total
+holds beyond them (the agent's own system prompt and tool schemas, retrieved memory: what the
+thread's state does not hold) is its own part, `outside`, unless they are passed in (`demo`
+passes its own).
 
 A message file (`thread_from_file`) is replayed through the pipeline under the default
 strategies (`ContextManager.build` before each AI message, as `frontier` does), with an
-archive in memory: its bars are the builds of that replay.
+archive in memory: its bars are the builds of that replay, their parts read from the
+prompts those builds returned.
 
 Everything comes out as plain data for `langgraph_ctx_tools.cli.page_data.page_data`.
 """
@@ -40,31 +43,28 @@ Counter = Callable[[Sequence[BaseMessage]], int]
 
 
 def prompt_parts(
-    prompt: Sequence[BaseMessage],
-    ledger: Mapping[str, Any],
-    counter: Counter,
-    *,
-    search: str | None = None,
+    prompt: Sequence[BaseMessage], ledger: Mapping[str, Any], counter: Counter
 ) -> list[dict[str, Any]]:
     """Each message of a rendered prompt as `{kind, id, tokens, lines, ref}`, in prompt order.
 
     `lines` are the message as shown, as `entry_parts` splits it (joined by newlines it reads
     as `langgraph-ctx restore` prints a message).
 
-    Kinds: `system` (the base system prompt, with the priming every prompt pays), `summary`
-    (the running summary, or the compression hint that carries it), `quoted` (the summary's
-    quoted tool-output lines), `excerpt` / `shortened` / `pruned` (what the ledger's
-    `compacted` and `pruned` entries show instead of a message, `ref` restoring it) and
-    `message` (a message shown whole). Tokens are the project's counter's, message by
-    message (`counter([m]) - counter([])`).
+    The kind is the one the renderer tagged the message with (`get_tag`): `system` (the base
+    system prompt, with the priming every prompt pays), `summary` (the `<summary>` message, or
+    the compression hint that carries it), `quoted` (the `<quoted_lines>` block the renderer
+    wrote inside the summary), `excerpt` / `shortened` (a message tagged `compacted`: a tool
+    output or a model turn), `pruned` (tagged `pruned`) and `message` (a message shown whole).
+    `ref` is the archive reference the ledger recorded for the message (or the summary's newest
+    dump). Tokens are the project's counter's, message by message (`counter([m]) -
+    counter([])`); a block inside a message (the quoted lines, the hint) costs what the message
+    costs beyond itself without that block, so the parts add up to the prompt's count.
     """
-    from langgraph_ctx.ledger.summary import listed_dump_refs
+    from langgraph_ctx.messages.base import is_summary_message
     from langgraph_ctx.messages.content import get_tag
-    from langgraph_ctx.prompt.render import summary_message_for
 
     empty = counter([])
     compacted, pruned = ledger.get("compacted") or {}, ledger.get("pruned") or {}
-    summary = ledger.get("summary") or {}
     hint = ledger.get("hint") or {}
 
     def tokens(message: BaseMessage) -> int:
@@ -77,39 +77,76 @@ def prompt_parts(
     parts = []
     for n, message in enumerate(prompt):
         mid = message.id or ""
+        tag = get_tag(message)
         count = tokens(message)
-        if isinstance(message, SystemMessage) and get_tag(message).get("kind") == "summary":
-            refs = listed_dump_refs(summary)
-            bare = summary_message_for(
-                str(summary.get("text") or ""),
-                int(summary.get("covered") or 0),
-                refs,
-                dump_index=summary.get("dump_index"),
-                search=search,
-            )
-            quoted = max(0, count - tokens(bare)) if summary.get("quotes") else 0
+        if is_summary_message(message):
+            refs = tag.get("dump_refs") or []
             newest = refs[-1] if refs else None
+            bare, quotes = _without_quoted(message)
+            quoted = count - tokens(bare) if quotes else 0
             parts.append(item("summary", message, count - quoted, newest))
-            if quoted:
-                lines = ["\n".join(summary.get("quotes") or [])]
+            if quotes:
+                lines = ["\n".join(quotes)]
                 parts.append({**item("quoted", message, quoted, newest), "lines": lines})
         elif n == 0 and isinstance(message, SystemMessage):
             text = str(hint.get("text") or "")
-            carried = tokens(SystemMessage(text)) - tokens(SystemMessage("")) if text else 0
+            bare = _without_fragment(message, text) if text else message
+            carried = count - tokens(bare)
             parts.append(item("system", message, count - carried + empty))
-            if carried:
+            if bare is not message:
                 hinted = {"kind": "summary", "id": mid, "tokens": carried, "lines": [text]}
                 parts.append({**hinted, "ref": hint.get("dump_ref")})
-        elif mid in compacted:
+        elif tag.get("compacted"):
             kind = "shortened" if isinstance(message, AIMessage) else "excerpt"
-            parts.append(item(kind, message, count, compacted[mid].get("ref")))
-        elif mid in pruned:
-            parts.append(item("pruned", message, count, pruned[mid].get("ref")))
+            parts.append(item(kind, message, count, (compacted.get(mid) or {}).get("ref")))
+        elif tag.get("pruned"):
+            parts.append(item("pruned", message, count, (pruned.get(mid) or {}).get("ref")))
         else:
             parts.append(item("message", message, count))
     if prompt and not any(p["kind"] == "system" for p in parts):  # the priming, on its own
         parts.insert(0, {"kind": "system", "id": None, "tokens": empty, "lines": [], "ref": None})
     return parts
+
+
+def _without_quoted(message: BaseMessage) -> tuple[BaseMessage, list[str]]:
+    """The summary message without its `<quoted_lines>` block, and the block's lines.
+
+    The block is the one the renderer writes at the end of the `<summary>` body
+    (`split_summary_body` reads it back); a summary without one is returned as it is.
+    """
+    from langgraph_ctx.messages.content import text_of
+    from langgraph_ctx.prompt.render import split_summary_body
+
+    text, head, close = text_of(message), "<summary>\n", "\n</summary>"
+    end = text.rfind(close)
+    if not text.startswith(head) or end < len(head):
+        return message, []
+    said, quotes = split_summary_body(text[len(head) : end])
+    if not quotes or said is None:
+        return message, []
+    return message.model_copy(update={"content": head + said + text[end:]}), quotes
+
+
+def _without_fragment(message: BaseMessage, fragment: str) -> BaseMessage:
+    """The base system message without `fragment`, one of the fragments after its base text.
+
+    `merge_system` joins the base text and the fragments with blank lines and tags the message
+    with the base text's length (`base_chars`); the fragment is looked for after it. A
+    message that does not hold it is returned as it is.
+    """
+    from langgraph_ctx.messages.content import get_tag, text_of
+
+    text = text_of(message)
+    base = get_tag(message).get("base_chars")
+    at = text.find(fragment, base if isinstance(base, int) else 0)
+    if at < 0:
+        return message
+    stop = at + len(fragment)
+    if text[at - 2 : at] == "\n\n":  # the blank line before it goes with it
+        at -= 2
+    elif text[stop : stop + 2] == "\n\n":
+        stop += 2
+    return message.model_copy(update={"content": text[:at] + text[stop:]})
 
 
 def _calibrated(parts: list[dict[str, Any]], report: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -226,10 +263,9 @@ def _db_call(
         built = manager.build(history, state=ledger, tools=bound)
     except Exception:  # a prompt the ledger no longer describes: the total stays, unsplit
         return {"report": report, "parts": [], "tools": 0}
-    search = bound[-1].name if bound and bound is tools else None
     return {
         "report": report,
-        "parts": _calibrated(prompt_parts(built.messages, ledger, counter, search=search), report),
+        "parts": _calibrated(prompt_parts(built.messages, ledger, counter), report),
         "tools": round(
             count_tool_tokens(counter, built.tools) * float(report.get("calibration_ratio") or 1)
         ),
