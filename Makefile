@@ -23,19 +23,20 @@ help:  ## list the targets
 	@grep -E '^[a-z_]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 # The checkers and the test runner come at the exact versions of tests/tools.txt.
-$(STAMP): pyproject.toml tests/tools.txt
+# The runtime (`.`) and the tools a person runs (`tools/`, the command line), both editable.
+$(STAMP): pyproject.toml tools/pyproject.toml tests/tools.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,bench,cli,postgres]" -r tests/tools.txt
+	$(BIN)/python -m pip install --quiet -e ".[test,bench,postgres]" -e tools -r tests/tools.txt
 	touch $(STAMP)
 
-# The demo needs only the package and its `cli` extra, not the test and benchmark extras.
-$(DEMO_STAMP): pyproject.toml
+# The demo needs only the runtime and the tools, not the test and benchmark extras.
+$(DEMO_STAMP): pyproject.toml tools/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e ".[cli]"
+	$(BIN)/python -m pip install --quiet -e . -e tools
 	touch $(DEMO_STAMP)
 
-install: $(STAMP) browser  ## create .venv and install the package with every extra the tests need
+install: $(STAMP) browser  ## create .venv and install the runtime and the tools with every extra the tests need
 
 # The page of `langgraph-ctx view` is tested in Debian's Chromium, headless, through its own
 # chromedriver (tests/integration/test_view_browser.py): installed here when missing, as root
@@ -47,18 +48,19 @@ browser:  ## Chromium and its driver for the browser test (apt-get, only when mi
 	else echo "browser test: install chromium and chromium-driver (sudo apt-get install -y chromium chromium-driver)" >&2; fi
 
 test: $(STAMP) browser  ## lint, type-check and run the whole test suite (notebooks included)
-	$(BIN)/ruff check langgraph_ctx tests benchmarks
+	$(BIN)/ruff check langgraph_ctx tools tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest $(TEST)
 
-# Rebuilt from nothing whenever the declared versions change; the package is installed editable.
-$(BOUNDS_STAMP): tests/lowest-versions.txt tests/tools-bounds.txt pyproject.toml
+# Rebuilt from nothing whenever the declared versions change; the runtime and the tools are
+# installed editable without dependencies (rich and matplotlib, the tools', come with the rest).
+$(BOUNDS_STAMP): tests/lowest-versions.txt tests/tools-bounds.txt pyproject.toml tools/pyproject.toml
 	rm -rf $(BOUNDS_VENV)
 	$(PYTHON) -m venv $(BOUNDS_VENV)
 	$(BOUNDS_VENV)/bin/python -m pip install --quiet -r tests/lowest-versions.txt -r tests/tools-bounds.txt \
-		aiosqlite rich "psycopg[binary]" psycopg-pool \
+		aiosqlite rich matplotlib "psycopg[binary]" psycopg-pool \
 		langgraph-checkpoint-postgres==3.0.0 langchain-anthropic==1.3.2
-	$(BOUNDS_VENV)/bin/python -m pip install --quiet --no-deps -e .
+	$(BOUNDS_VENV)/bin/python -m pip install --quiet --no-deps -e . -e tools
 	touch $(BOUNDS_STAMP)
 
 test_bounds: $(BOUNDS_STAMP)  ## a venv with the lowest declared versions (tests/lowest-versions.txt): smoke tests
@@ -71,10 +73,12 @@ test_bounds: $(BOUNDS_STAMP)  ## a venv with the lowest declared versions (tests
 		tests/integration/test_ui_history.py tests/integration/test_composition.py \
 		tests/unit/test_guard.py
 
-# The release a user installs: the wheel built from the files git tracks (a copy outside the
-# tree, so no stale build/ folder leaks into it and the tree stays clean), installed with the
-# `cli` extra into a new venv in a temporary folder, and the demo run from there, offline.
-wheel_check:  ## build the wheel, install it with [cli] in a clean venv outside the tree, run `langgraph-ctx demo` from it
+# The release a user installs: the two wheels built from the files git tracks (a copy outside
+# the tree, so no stale build/ folder leaks into them and the tree stays clean), in a new venv
+# in a temporary folder. First the runtime's wheel alone (what a deployment installs): an agent
+# runs through ContextMiddleware (tests/runtime_alone_agent.py) with no module of the tools
+# importable; then the tools' wheel, and the demo runs from there, offline.
+wheel_check:  ## build both wheels, run an agent on the runtime's alone in a clean venv outside the tree, then `langgraph-ctx demo` from the tools'
 	@set -eu; tmp=$$(mktemp -d "$${TMPDIR:-/tmp}/langgraph-ctx-wheel.XXXXXX"); \
 	trap 'rm -rf "$$tmp"' EXIT; \
 	mkdir "$$tmp/src" "$$tmp/run"; \
@@ -82,19 +86,28 @@ wheel_check:  ## build the wheel, install it with [cli] in a clean venv outside 
 		| tar --null --files-from=- --ignore-failed-read -cf - | tar -xf - -C "$$tmp/src"; \
 	$(PYTHON) -m venv "$$tmp/venv"; \
 	"$$tmp/venv/bin/python" -m pip install --quiet --upgrade pip; \
-	"$$tmp/venv/bin/python" -m pip wheel --quiet --no-deps -w "$$tmp/dist" "$$tmp/src"; \
-	wheel=$$(ls "$$tmp"/dist/langgraph_ctx-*.whl); echo "wheel_check: built $$(basename "$$wheel")"; \
-	"$$tmp/venv/bin/python" -c 'import sys, zipfile; names = set(zipfile.ZipFile(sys.argv[1]).namelist()); \
-		missing = {"langgraph_ctx/py.typed", "langgraph_ctx/cli/view_page.html"} - names; \
-		sys.exit(f"the wheel lacks {sorted(missing)}" if missing else 0)' "$$wheel"; \
-	"$$tmp/venv/bin/python" -m pip install --quiet "$$wheel[cli]"; \
+	"$$tmp/venv/bin/python" -m pip wheel --quiet --no-deps -w "$$tmp/dist" "$$tmp/src" "$$tmp/src/tools"; \
+	wheel=$$(ls "$$tmp"/dist/langgraph_ctx-*.whl); tools=$$(ls "$$tmp"/dist/langgraph_ctx_tools-*.whl); \
+	echo "wheel_check: built $$(basename "$$wheel") and $$(basename "$$tools")"; \
+	"$$tmp/venv/bin/python" -c 'import sys, zipfile; runtime, tools = (set(zipfile.ZipFile(w).namelist()) for w in sys.argv[1:]); \
+		missing = {"langgraph_ctx/py.typed"} - runtime; \
+		missing |= {"langgraph_ctx_tools/py.typed", "langgraph_ctx_tools/cli/page.html"} - tools; \
+		stray = sorted(n for n in runtime if n.startswith("langgraph_ctx_tools/") or n.endswith("entry_points.txt")); \
+		sys.exit(f"the wheels lack {sorted(missing)}" if missing else f"the runtime wheel holds {stray}" if stray else 0)' \
+		"$$wheel" "$$tools"; \
+	"$$tmp/venv/bin/python" -m pip install --quiet "$$wheel"; \
+	cp "$$tmp/src/tests/runtime_alone_agent.py" "$$tmp/run/agent.py"; \
 	cd "$$tmp/run"; \
-	"$$tmp/venv/bin/python" -c 'import langgraph_ctx, sys; p = langgraph_ctx.__file__; \
-		sys.exit(0 if "site-packages" in p else f"imported from {p}, not the installed wheel")'; \
+	"$$tmp/venv/bin/python" agent.py > agent.out 2>&1 || { cat agent.out; exit 1; }; \
+	echo "wheel_check: $$(head -1 agent.out)"; \
+	"$$tmp/venv/bin/python" -m pip install --quiet "$$tools"; \
+	"$$tmp/venv/bin/python" -c 'import langgraph_ctx, langgraph_ctx_tools, sys; \
+		paths = [m.__file__ or "" for m in (langgraph_ctx, langgraph_ctx_tools)]; \
+		sys.exit(0 if all("site-packages" in p for p in paths) else f"imported from {paths}, not the installed wheels")'; \
 	"$$tmp/venv/bin/langgraph-ctx" demo > demo.out 2> demo.err || { cat demo.err demo.out; exit 1; }; \
 	grep -q "calls over the limit *│ 0 " demo.out || { cat demo.out; exit 1; }; \
 	test -s .langgraph_ctx/demo.html; \
-	echo "wheel_check: langgraph-ctx demo ran from the installed wheel: $$(grep 'turns / model calls' demo.out | tr -s ' │' ' ')"
+	echo "wheel_check: langgraph-ctx demo ran from the installed wheels: $$(grep 'turns / model calls' demo.out | tr -s ' │' ' ')"
 
 test_integration: $(STAMP)  ## only the tests that need PostgreSQL (set LANGGRAPH_CTX_TEST_POSTGRES_URI)
 	$(BIN)/python -m pytest -m postgres $(TEST)
@@ -126,12 +139,12 @@ fuzz: $(STAMP)  ## property tests with 10,000 examples each (HYPOTHESIS_MAX_EXAM
 		tests/unit/test_pipeline_properties.py -p no:randomly -q --hypothesis-show-statistics
 
 lint: $(STAMP)  ## ruff
-	$(BIN)/ruff check langgraph_ctx tests benchmarks
-	$(BIN)/ruff format --check langgraph_ctx tests benchmarks
+	$(BIN)/ruff check langgraph_ctx tools tests benchmarks
+	$(BIN)/ruff format --check langgraph_ctx tools tests benchmarks
 
 format: $(STAMP)  ## ruff format + fixes
-	$(BIN)/ruff format langgraph_ctx tests benchmarks
-	$(BIN)/ruff check --fix langgraph_ctx tests benchmarks
+	$(BIN)/ruff format langgraph_ctx tools tests benchmarks
+	$(BIN)/ruff check --fix langgraph_ctx tools tests benchmarks
 
 type: $(STAMP)  ## mypy --strict
 	$(BIN)/mypy

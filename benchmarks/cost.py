@@ -9,7 +9,7 @@ Every system gets, on each workload:
 * the same summarizer, ours included: a fresh instance, per system, of the summary
   condition's model (`--summaries same`: the deterministic summary of the messages each
   system asks it to summarize; `shape`: their shape only, no line of any tool output;
-  `langgraph_ctx.replay.summary_models`), named in each table's title;
+  `langgraph_ctx_tools.replay.summary_models`), named in each table's title;
 * its best documented settings (see `_NOTES`), deepagents with its tool-result eviction scaled
   to the window (deepagents' default is 20,000 tokens for a 200k model: a tenth of the window).
 
@@ -59,9 +59,9 @@ from benchmarks.replay import (
 from benchmarks.workload import generate_workload
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.prompt.report import ContextBudget
-from langgraph_ctx.replay.models import RecordingModel
-from langgraph_ctx.replay.summary_models import condition_model
 from langgraph_ctx.strategies import SlidingWindow, default_strategies
+from langgraph_ctx_tools.replay.models import RecordingModel
+from langgraph_ctx_tools.replay.summary_models import condition_model
 
 __all__ = ["SummaryModel", "WORKLOADS", "our_budget", "run"]
 
@@ -254,7 +254,8 @@ _NOTES = [
     "next-step recall = at each call, the distinctive names (paths, dotted/snake/camel"
     " identifiers, long numbers, hex ids) the recorded next AI message uses that first came from"
     " an earlier tool output; the share of them for which the prompt shows a whole line (20+"
-    " characters) of an earlier tool output carrying the name (langgraph_ctx/replay/measure.py);"
+    " characters) of an earlier tool output carrying the name"
+    " (tools/langgraph_ctx_tools/replay/measure.py);"
     " 'paths and dotted names': the same with only paths and dotted names counted as names"
     " (path_names_in), a second, stricter definition.",
     "one-search recall = of those names whose lines the prompt no longer showed, the share for"

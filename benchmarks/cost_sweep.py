@@ -27,7 +27,7 @@ from benchmarks._table import fmt_int, print_table
 from benchmarks.cost import QUICK, WORKLOADS, WorkloadSpec, _model, our_budget, systems
 from benchmarks.pipeline import Aggregate, Ours
 from benchmarks.replay import System, condition_note, replay, summaries_of
-from langgraph_ctx.replay.settings import SETTINGS, Setting
+from langgraph_ctx_tools.replay.settings import SETTINGS, Setting
 
 
 def _ours(spec: WorkloadSpec, setting: Setting, summaries: str) -> Callable[[], Ours]:

@@ -45,7 +45,7 @@ def _run(argv: Sequence[str], cwd: Path) -> None:
     Every command ends a failure with one line on stderr saying what was wrong, so that line is
     the one to show; the rest of its output is the run's progress.
     """
-    command = [sys.executable, "-m", "langgraph_ctx.cli", *argv]
+    command = [sys.executable, "-m", "langgraph_ctx_tools.cli", *argv]
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["-"]

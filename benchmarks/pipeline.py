@@ -61,15 +61,15 @@ from benchmarks.replay import (
 from benchmarks.synthetic import SyntheticRun, generate_run
 from langgraph_ctx.archive import StoreBackend
 from langgraph_ctx.prompt.report import ContextBudget
-from langgraph_ctx.replay.models import RecordingModel
-from langgraph_ctx.replay.pipeline_system import PipelineSystem
-from langgraph_ctx.replay.summary_models import condition_model
 from langgraph_ctx.strategies import (
     DropMemory,
     PruneToolOutputs,
     SlidingWindow,
     default_strategies,
 )
+from langgraph_ctx_tools.replay.models import RecordingModel
+from langgraph_ctx_tools.replay.pipeline_system import PipelineSystem
+from langgraph_ctx_tools.replay.summary_models import condition_model
 
 WINDOW = 32_000
 LIMIT = WINDOW  # no output reserve
@@ -121,7 +121,7 @@ class CountingBackend:
 
 
 class Ours(PipelineSystem):
-    """Our pipeline as the benchmarks replay it (`langgraph_ctx.replay.PipelineSystem`) on the
+    """Our pipeline as the benchmarks replay it (`langgraph_ctx_tools.replay.PipelineSystem`) on the
     exact gpt-4o counter, its archive's bytes counted (`finish` adds `archive_bytes`).
 
     With `remove_summarized`, messages a summary covers leave the kept history by the memory's
@@ -586,7 +586,8 @@ _SUMMARY_NOTES = [
     " tokens (all exact gpt-4o counts; summarizer input = every call the fake model received).",
     "fake summarizer (every system, ours too; the summary condition in the titles): a"
     " BaseChatModel answering with the deterministic summary (same) or the shape (shape) of the"
-    " messages each system's prompt asks it to summarize (langgraph_ctx.replay.summary_models).",
+    " messages each system's prompt asks it to summarize"
+    " (langgraph_ctx_tools.replay.summary_models).",
     "ours: ContextManager(strategies=[DropMemory(), PruneToolOutputs(),"
     " SlidingWindow(summarize=True)], summarizer=Summarizer(model=fake), archive=...);"
     " covered messages leave live state once in the insurance dump"

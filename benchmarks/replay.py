@@ -1,13 +1,13 @@
 """The benchmarks' side of the replay: the fake summarizer, the recorded runs, timings.
 
-The call-by-call replay itself is `langgraph_ctx.replay.engine.replay` (the one engine that
+The call-by-call replay itself is `langgraph_ctx_tools.replay.engine.replay` (the one engine that
 `langgraph-ctx frontier` uses too); `replay` here runs it with the benchmarks' conditions: the
 exact `TiktokenCounter("gpt-4o")` for every system and metric, progress lines on long runs,
 and optionally the providers' own converters (`tests.providers`) as a second validity judge.
 
 The sections that compare systems give every system that summarizes (ours too) a fresh
 instance of one summarizer, the summary condition's (`--summaries`: `same`, the deterministic
-summary; `shape`, the conversation's shape only; `langgraph_ctx.replay.summary_models`), and
+summary; `shape`, the conversation's shape only; `langgraph_ctx_tools.replay.summary_models`), and
 name the condition in their tables' titles (`condition_note`). `FactEchoModel`, a fake chat
 model answering with the planted facts it saw, stays for the sections that replay ours alone.
 """
@@ -24,11 +24,11 @@ from benchmarks import trajectories
 from benchmarks._progress import EVERY_SECONDS, progress
 from benchmarks.synthetic import FACT_RE
 from langgraph_ctx.messages import text_of
-from langgraph_ctx.replay import engine
-from langgraph_ctx.replay.engine import CallRecord, ReplayResult, System
-from langgraph_ctx.replay.models import RecordingModel
-from langgraph_ctx.replay.summary_models import SUMMARY_CONDITIONS
 from langgraph_ctx.tokens import TiktokenCounter
+from langgraph_ctx_tools.replay import engine
+from langgraph_ctx_tools.replay.engine import CallRecord, ReplayResult, System
+from langgraph_ctx_tools.replay.models import RecordingModel
+from langgraph_ctx_tools.replay.summary_models import SUMMARY_CONDITIONS
 
 __all__ = [
     "CallRecord",
@@ -128,7 +128,7 @@ def replay(
     measure: bool = True,
     providers: bool = False,
 ) -> ReplayResult:
-    """`langgraph_ctx.replay.engine.replay` under the benchmarks' conditions.
+    """`langgraph_ctx_tools.replay.engine.replay` under the benchmarks' conditions.
 
     Args:
         system: The system under test (fresh: it keeps state across calls).

@@ -95,7 +95,7 @@ class ModelCallRefusedError(LangGraphCtxError, RuntimeError):
 class InputError(LangGraphCtxError, ValueError):
     """A file or option the user gave cannot be used; the message says why and what to do.
 
-    Raised by the command line and the replay layer (`langgraph_ctx.replay`): one line for a
+    Raised by the command line and the replay layer (`langgraph_ctx_tools.replay`): one line for a
     person, who fixes the file or the option and runs again.
     """
 
@@ -212,9 +212,9 @@ def reason_of(exc: BaseException) -> str:
 
 
 def install_extra(extra: str) -> str:
-    """How to add the package's `extra` (`cli`, `postgres`) today, for a message that needs it.
+    """How to add the package's `extra` (`postgres`) today, for a message that needs it.
 
-    The package is not on a package index yet, so `pip install "langgraph-ctx[cli]"` would
+    The package is not on a package index yet, so `pip install "langgraph-ctx[postgres]"` would
     fail: a clone installs itself editable, a built wheel is installed with the extra named.
     """
     return (

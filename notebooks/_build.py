@@ -36,8 +36,8 @@ def code(text: str) -> Cell:
 
 PIP = code(
     """
-    # Offline on a fresh clone: `make install` (or `pip install -e ".[test]"`) is all it needs.
-    # %pip install -e ..
+    # Offline on a fresh clone: `make install` (or `pip install -e ".[test]" -e tools`) is all it needs.
+    # %pip install -e .. -e ../tools
     """
 )
 
@@ -69,7 +69,7 @@ QUICKSTART: list[Cell] = [
         """
         ## Tools and a scripted model
 
-        `langgraph_ctx.cli.folder_tools.make_tools(root)` gives three real, read-only tools confined to a
+        `langgraph_ctx_tools.cli.folder_tools.make_tools(root)` gives three real, read-only tools confined to a
         folder: `list_dir`, `read_file` (100 numbered lines per call) and `search_text`. We point
         them at the package's sources, so the outputs are real and large.
 
@@ -89,7 +89,7 @@ QUICKSTART: list[Cell] = [
 
         import langgraph_ctx
         from langgraph_ctx import ContextMemory, ScriptedChatModel
-        from langgraph_ctx.cli.folder_tools import make_tools
+        from langgraph_ctx_tools.cli.folder_tools import make_tools
 
         ROOT = Path(langgraph_ctx.__file__).parent  # the package's own sources
         tools = make_tools(ROOT)
@@ -280,7 +280,7 @@ STRATEGIES: list[Cell] = [
         previous one (the share a provider's prompt cache can reuse). `trim_messages` from
         `langchain_core` is the anchor.
 
-        The run comes from the demo agent (`langgraph_ctx.cli.demo.run_demo`: a scripted explorer
+        The run comes from the demo agent (`langgraph_ctx_tools.cli.demo.run_demo`: a scripted explorer
         reading this package's sources in a 6,000-token window, offline, files in a temporary
         folder), or from a recorded conversation you point `TRAJECTORY` at. Plots are drawn
         inline; nothing is written into the repository. The last cells prove the point with
@@ -328,9 +328,9 @@ STRATEGIES: list[Cell] = [
         )
         from langchain_core.messages import ToolMessage
         from langgraph_ctx.archive.recall import make_recall_tool
-        from langgraph_ctx.cli.demo import SYSTEM_PROMPT, run_demo
-        from langgraph_ctx.cli.folder_tools import make_tools
-        from langgraph_ctx.cli.playback import load_transcript
+        from langgraph_ctx_tools.cli.demo import SYSTEM_PROMPT, run_demo
+        from langgraph_ctx_tools.cli.folder_tools import make_tools
+        from langgraph_ctx_tools.cli.playback import load_transcript
 
         workdir = Path(tempfile.mkdtemp(prefix="langgraph-ctx-strategies-"))
         if TRAJECTORY and Path(TRAJECTORY).is_file():
@@ -666,7 +666,7 @@ PERSISTENCE: list[Cell] = [
 
         import langgraph_ctx
         from langgraph_ctx import ContextMemory, DirectoryBackend, ScriptedChatModel, validate_messages
-        from langgraph_ctx.cli.folder_tools import make_tools
+        from langgraph_ctx_tools.cli.folder_tools import make_tools
 
         workdir = Path(tempfile.mkdtemp(prefix="langgraph-ctx-persistence-"))
         DB = workdir / "checkpoints.sqlite"
@@ -954,8 +954,8 @@ FRONTIER: list[Cell] = [
 
         import langgraph_ctx
         from langgraph_ctx import ContextBudget, ContextMemory, ScriptedChatModel, strategies_from_config
-        from langgraph_ctx.cli import main as langgraph_ctx_cli
-        from langgraph_ctx.cli.folder_tools import make_tools
+        from langgraph_ctx_tools.cli import main as langgraph_ctx_cli
+        from langgraph_ctx_tools.cli.folder_tools import make_tools
 
         workdir = Path(tempfile.mkdtemp(prefix="frontier-"))
         DB = workdir / "agent.sqlite"

@@ -4,7 +4,7 @@
   of a recorded run, whatever prompt it gets.
 - `replay_tools(replies, results)` builds real tools that answer each call with the output
   the recorded run got for it (same call id, same content and status), with the command
-  line's replay machinery (`langgraph_ctx.cli.replay.replay_tools`).
+  line's replay machinery (`langgraph_ctx_tools.cli.playback.replay_tools`).
 - `Script` splits a recorded run into the system prompt, the user inputs and the AI turns;
   `drive()` feeds the user inputs to a graph one turn at a time and records every message
   state ever held (`Seen`), so tests can prove nothing was lost.
@@ -35,11 +35,11 @@ from langgraph.prebuilt import ToolNode, tools_condition
 
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.archive.dumps import all_dump_refs
-from langgraph_ctx.cli.playback import replay_tools as cli_replay_tools
 from langgraph_ctx.graph.memory import ContextMemory
 from langgraph_ctx.graph.state import ContextState
 from langgraph_ctx.messages import validate_messages
 from langgraph_ctx.prompt.report import REPORT_KEY
+from langgraph_ctx_tools.cli.playback import replay_tools as cli_replay_tools
 from tests.fakes import ScriptedChatModel, Step
 
 # --- recorded runs ------------------------------------------------------------------------
@@ -109,7 +109,7 @@ class Script:
 def replay_tools(
     replies: Sequence[Step], results: Sequence[ToolMessage], *, calls: list[str] | None = None
 ) -> list[BaseTool]:
-    """The command line's replay tools (`langgraph_ctx.cli.replay`) over a script.
+    """The command line's replay tools (`langgraph_ctx_tools.cli.playback`) over a script.
 
     Each result is answered as a fresh `ToolMessage` with the id `tool-<call id>`, so two runs
     of one script hold byte-identical states. `calls` (if given) collects the call ids in the

@@ -16,9 +16,9 @@ import pytest
 
 from benchmarks.view import CHROMEDRIVER, CHROMIUM, headless_chromium, wait_ready
 from langgraph_ctx.archive.matching import parse_query
-from langgraph_ctx.cli import main
-from langgraph_ctx.cli.checkpoints import read_checkpoints
-from langgraph_ctx.cli.threads import readable_entry, restore_entry
+from langgraph_ctx_tools.cli import main
+from langgraph_ctx_tools.cli.checkpoints import read_checkpoints
+from langgraph_ctx_tools.cli.threads import readable_entry, restore_entry
 from tests.unit import test_demo
 
 tree = test_demo.tree  # the demo's small project (a fixture)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from langgraph_ctx.cli import main
+from langgraph_ctx_tools.cli import main
 from tests.reliability.test_handed_files import checkpoint_rows, record_postgres_thread, typed_uri
 from tests.unit.test_view import unpack
 

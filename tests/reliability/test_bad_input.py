@@ -55,7 +55,6 @@ from langgraph_ctx import (
 from langgraph_ctx._ids import CONVERSATION_START_ID
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.archive.recall import make_recall_tool
-from langgraph_ctx.cli import main
 from langgraph_ctx.errors import (
     ArchiveCorruptError,
     ArchiveEntryNotFoundError,
@@ -65,6 +64,7 @@ from langgraph_ctx.ledger import merge_ledger
 from langgraph_ctx.messages import get_tag, text_of
 from langgraph_ctx.summaries.summarizer import Summarizer
 from langgraph_ctx.tokens import context_window_for
+from langgraph_ctx_tools.cli import main
 from tests.conftest import make_strategies
 
 # --- helpers ------------------------------------------------------------------------------

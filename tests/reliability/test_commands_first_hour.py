@@ -22,7 +22,7 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
-from langgraph_ctx.cli import main
+from langgraph_ctx_tools.cli import main
 
 
 @pytest.fixture(autouse=True)
@@ -131,7 +131,7 @@ def test_piped_tables_cut_no_label_and_fold_only_free_text(
     """Piped (stdout not a terminal), tables were cut at 110 columns: setting names wrapped
     over 2-5 lines and "alt: LC SummarizationMid..." cut. Now every label and figure is whole
     on its row; only long free text folds, at `FOLD_WIDTH`."""
-    from langgraph_ctx.cli.output import Output
+    from langgraph_ctx_tools.cli.output import Output
 
     setting = "turns settle after the next, from 400 chars, args 200 (stop 31), and more"
     out = Output()

@@ -27,8 +27,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import langgraph_ctx.cli.folder_tools as demo
-from langgraph_ctx.cli.folder_tools import make_tools
+import langgraph_ctx_tools.cli.folder_tools as demo
+from langgraph_ctx_tools.cli.folder_tools import make_tools
 
 
 def tool_text(root: Path, name: str, **args: Any) -> tuple[str, str]:
@@ -153,7 +153,7 @@ def test_unreadable_entries_are_error_results_or_skipped(tmp_path: Path) -> None
         (base / "shut").chmod(0o000)
         script = (
             "import json, os, sys\n"
-            "from langgraph_ctx.cli.folder_tools import make_tools\n"
+            "from langgraph_ctx_tools.cli.folder_tools import make_tools\n"
             "if os.geteuid() == 0:  # imported as root (its home holds Python), then nobody\n"
             "    os.setgid(65534)\n"
             "    os.setuid(65534)\n"

@@ -20,11 +20,11 @@ import pytest
 from langchain_core.messages import messages_to_dict
 
 from benchmarks.workload import generate_workload
-from langgraph_ctx.cli import main
-from langgraph_ctx.cli.frontier_plot import plot_frontier
-from langgraph_ctx.cli.frontier_run import _cells, _recommendation, rows_of
-from langgraph_ctx.replay.settings import Setting
-from langgraph_ctx.replay.tally import Tally, Terms, recommend, runner_up
+from langgraph_ctx_tools.cli import main
+from langgraph_ctx_tools.cli.frontier_plot import plot_frontier
+from langgraph_ctx_tools.cli.frontier_run import _cells, _recommendation, rows_of
+from langgraph_ctx_tools.replay.settings import Setting
+from langgraph_ctx_tools.replay.tally import Tally, Terms, recommend, runner_up
 
 
 @pytest.fixture(autouse=True)

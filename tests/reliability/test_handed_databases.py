@@ -6,7 +6,7 @@ program and a damaged page ended in tracebacks; the memory guard took a transcri
 times its bytes (one long word takes 47) and did not bound databases at all, so a file the
 guard let in raised `MemoryError` under a memory limit; `view --db postgresql://...` showed
 every archived entry as unreadable (`PostgresStore.get` writes). Real files, real graphs, the
-commands run through `langgraph_ctx.cli.main` (in a subprocess where memory is limited).
+commands run through `langgraph_ctx_tools.cli.main` (in a subprocess where memory is limited).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from langgraph_ctx import ContextMemory
-from langgraph_ctx.cli import main
+from langgraph_ctx_tools.cli import main
 from tests.fakes import ScriptedChatModel
 from tests.reliability.test_handed_files import (
     folder_state,
@@ -124,7 +124,7 @@ def test_a_damaged_page_is_one_line_whichever_page_it_is(
 _UNDER_A_LIMIT = textwrap.dedent(
     """
     import json, resource, sys
-    from langgraph_ctx.cli import inputs, main
+    from langgraph_ctx_tools.cli import inputs, main
     free, runs = int(sys.argv[1]), json.loads(sys.argv[2])
     assert main(runs[0]) == 0  # imports, the token counter's tables: before the limit
     with open("/proc/self/status") as fh:

@@ -5,7 +5,7 @@ directory through `inspect` and `frontier`; `inspect` on a foreign SQLite file a
 and switched it to WAL; `search_text` followed links out of the explored folder and walked a
 folder with two `..` links exponentially; `^(a+)+$` hung a worker; a gzip bomb filled the
 memory; JSON nested 100,000 deep raised a `RecursionError` traceback; `recall` echoed a 1 MB
-reference back into state. Every command runs through `langgraph_ctx.cli.main`, as a user
+reference back into state. Every command runs through `langgraph_ctx_tools.cli.main`, as a user
 runs it; the checkpoints come from real LangGraph graphs on a real `SqliteSaver`.
 """
 
@@ -30,11 +30,11 @@ from langgraph.store.memory import InMemoryStore
 from langgraph_ctx import ContextMemory
 from langgraph_ctx.archive import Archive
 from langgraph_ctx.archive.recall import make_recall_tool
-from langgraph_ctx.cli import inputs as cli_inputs
-from langgraph_ctx.cli import main
-from langgraph_ctx.cli.folder_tools import make_tools
 from langgraph_ctx.errors import UntrustedCheckpointError
 from langgraph_ctx.graph.serde import StrictSerializer
+from langgraph_ctx_tools.cli import inputs as cli_inputs
+from langgraph_ctx_tools.cli import main
+from langgraph_ctx_tools.cli.folder_tools import make_tools
 from tests.fakes import ScriptedChatModel
 
 EXT_CONSTRUCTOR_SINGLE_ARG = 0
@@ -308,7 +308,7 @@ def test_search_text_stays_inside_and_walks_each_folder_once(tmp_path: Path) -> 
 def test_a_catastrophic_pattern_gets_an_error_not_a_hung_worker(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import langgraph_ctx.cli.folder_tools as demo
+    import langgraph_ctx_tools.cli.folder_tools as demo
 
     monkeypatch.setattr(demo, "SEARCH_SECONDS", 0.3)
     (tmp_path / "a.txt").write_text("a" * 100_000 + "b\n", encoding="utf-8")
@@ -405,7 +405,7 @@ def test_recall_does_not_echo_a_huge_reference() -> None:
 def test_a_long_replay_says_how_far_it_got(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import langgraph_ctx.cli.frontier_run as frontier_run
+    import langgraph_ctx_tools.cli.frontier_run as frontier_run
 
     monkeypatch.setattr(frontier_run, "PROGRESS_SECONDS", 0.0)
     run = sorted(Path(__file__).resolve().parents[2].glob("data/trajectories/*.json.gz"))[0]

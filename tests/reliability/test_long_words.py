@@ -19,7 +19,7 @@ import pytest
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx.messages import text_of
-from langgraph_ctx.replay import measure
+from langgraph_ctx_tools.replay import measure
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -62,7 +62,7 @@ _LONG_WORDS = textwrap.dedent(
     """
     import time
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-    from langgraph_ctx.replay.measure import NextStepRecall, names_in, path_names_in
+    from langgraph_ctx_tools.replay.measure import NextStepRecall, names_in, path_names_in
     word = "z" * 1_000_000
     started = time.monotonic()
     for text in (word + ".", word + "/", "0123456z" * 32_768, "a.b-" * 65_536):

@@ -68,7 +68,7 @@ resource.setrlimit(resource.RLIMIT_AS, (1024 ** 3, 1024 ** 3))
 from langchain_core.messages import ToolMessage
 from langgraph.store.memory import InMemoryStore
 from langgraph_ctx.archive import Archive, search_archive
-from langgraph_ctx.cli.folder_tools import make_tools
+from langgraph_ctx_tools.cli.folder_tools import make_tools
 
 archive = Archive(InMemoryStore(), thread_id="t1")
 archive.put_message(ToolMessage("aaaa", tool_call_id="c1"))

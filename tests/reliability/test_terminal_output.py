@@ -4,7 +4,7 @@ Before the fix `inspect` printed a crafted ledger's window id and summary with r
 window title), OSC 52 (a clipboard write) and CSI 2J (clear screen), and read rich markup
 from the file (`[link=https://evil.example/]` became a hyperlink); `frontier` printed thread
 ids from the database as they were; a PostgreSQL password was echoed in errors. Every command
-runs through `langgraph_ctx.cli.main`, on checkpoints of a real `create_agent` run on a real
+runs through `langgraph_ctx_tools.cli.main`, on checkpoints of a real `create_agent` run on a real
 `SqliteSaver` file, edited the way an attacker would.
 """
 
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messages_to_dict
 
-from langgraph_ctx.cli import main
+from langgraph_ctx_tools.cli import main
 from tests.reliability.test_handed_files import (
     edit_ledgers,
     one_error_line,
@@ -175,7 +175,7 @@ def test_restore_prints_an_archived_message_inert_and_json_stays_exact(
     ],
 )
 def test_a_password_is_masked_wherever_a_uri_is_shown(shown: str, expected: str) -> None:
-    from langgraph_ctx.cli.output import inert, masked
+    from langgraph_ctx_tools.cli.output import inert, masked
 
     assert expected in masked(shown)
     assert "s3cret" not in inert(shown) and "p%40ss" not in inert(shown)
@@ -185,7 +185,7 @@ def test_an_error_naming_a_database_never_prints_its_password(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Every line the commands print goes through the one helper: errors too."""
-    from langgraph_ctx.cli.handlers import fail
+    from langgraph_ctx_tools.cli.handlers import fail
 
     assert fail("langgraph-ctx frontier: no thread 'nope' in postgresql://u:s3cret@h/db", 2) == 2
     line = one_error_line(capsys)
@@ -218,7 +218,7 @@ def test_a_thread_missing_from_postgres_is_named_without_the_password(
 
 
 def test_every_control_and_bidi_character_is_escaped_and_text_is_left_alone() -> None:
-    from langgraph_ctx.cli.output import inert, visible_controls
+    from langgraph_ctx_tools.cli.output import inert, visible_controls
 
     acting = [chr(c) for c in (*range(0x20), *range(0x7F, 0xA0)) if chr(c) not in "\n\t"]
     acting += ["\u061c", "\u200e", "\u200f", "\u2028", "\u2029", "\ud800"]
@@ -233,7 +233,7 @@ def test_every_control_and_bidi_character_is_escaped_and_text_is_left_alone() ->
 
 
 def test_output_never_reads_markup_or_emoji_from_data(capsys: pytest.CaptureFixture[str]) -> None:
-    from langgraph_ctx.cli.output import Output
+    from langgraph_ctx_tools.cli.output import Output
 
     out = Output()
     out.table(f"title {LINK}", [(f"key {HOSTILE}", f"[red]value[/red] :smile: {HOSTILE}")], {})

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from langchain_core.messages import messages_to_dict
 
-from langgraph_ctx.cli.view import thread_from_file, write_page
-from langgraph_ctx.cli.view_data import page_data
 from langgraph_ctx.errors import InputError
+from langgraph_ctx_tools.cli.page import thread_from_file, write_page
+from langgraph_ctx_tools.cli.page_data import page_data
 from tests.conftest import make_conversation
 from tests.integration import test_view_browser
 from tests.integration.test_view_browser import text_of

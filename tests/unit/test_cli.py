@@ -22,9 +22,14 @@ from langchain_core.messages import (
 
 from langgraph_ctx import count_tokens
 from langgraph_ctx.archive import encode_message
-from langgraph_ctx.cli import main
-from langgraph_ctx.cli.playback import load_transcript, replay_model, replay_tools, split_turns
-from langgraph_ctx.cli.threads import inspect_thread
+from langgraph_ctx_tools.cli import main
+from langgraph_ctx_tools.cli.playback import (
+    load_transcript,
+    replay_model,
+    replay_tools,
+    split_turns,
+)
+from langgraph_ctx_tools.cli.threads import inspect_thread
 from tests.conftest import TRAJECTORY_DIR, make_conversation
 
 COMMANDS = ["demo", "replay", "inspect", "restore", "compact", "count", "view"]
@@ -71,7 +76,7 @@ def test_every_command_has_help(command: str, capsys: pytest.CaptureFixture[str]
 def test_help_describes_every_command_and_states_defaults(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from langgraph_ctx.cli.commands import _build_parser
+    from langgraph_ctx_tools.cli.commands import _build_parser
 
     parser = _build_parser()
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
@@ -137,7 +142,7 @@ def test_usage_errors_are_one_line(
 def test_runs_as_a_subprocess(tmp_path: Path) -> None:
     file = write(tmp_path / "t.json", [SystemMessage("Be brief."), HumanMessage("hi")])
     done = subprocess.run(
-        [sys.executable, "-m", "langgraph_ctx.cli", "count", str(file)],
+        [sys.executable, "-m", "langgraph_ctx_tools.cli", "count", str(file)],
         capture_output=True,
         text=True,
         check=False,
@@ -485,7 +490,7 @@ def test_replay_plot_marks_each_edit_in_its_kind_row(
     """A decision mark sits in the labelled row of its kind, not at a token-like height."""
     import matplotlib.pyplot as plt
 
-    from langgraph_ctx.cli.runs import _MARKS
+    from langgraph_ctx_tools.cli.runs import _MARKS
 
     figures: list[Any] = []
     monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to look at it

@@ -12,11 +12,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langgraph_ctx import count_tokens
-from langgraph_ctx.cli import INSTALL_HINT, main
-from langgraph_ctx.cli.demo import run_demo
-from langgraph_ctx.cli.edits import edit_of
-from langgraph_ctx.cli.explorer import ScriptedExplorer, keywords, read_view
-from langgraph_ctx.cli.folder_tools import make_tools
+from langgraph_ctx_tools.cli import INSTALL_HINT, main
+from langgraph_ctx_tools.cli.demo import run_demo
+from langgraph_ctx_tools.cli.edits import edit_of
+from langgraph_ctx_tools.cli.explorer import ScriptedExplorer, keywords, read_view
+from langgraph_ctx_tools.cli.folder_tools import make_tools
 
 
 @pytest.fixture(autouse=True)
@@ -226,8 +226,8 @@ def test_explorer_reports_exact_prompt_tokens(tree: Path) -> None:
 
 
 def test_the_demo_runs_the_default_strategies(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from langgraph_ctx.cli import demo
     from langgraph_ctx.strategies import default_strategies
+    from langgraph_ctx_tools.cli import demo
 
     seen: list[Any] = []
     real = demo.execute
@@ -364,7 +364,7 @@ def test_without_the_cli_extra_one_line_and_exit_2(
     for name in ["rich", *(n for n in sys.modules if n.startswith("rich."))]:
         monkeypatch.setitem(sys.modules, name, None)
     for name in ("commands", "handlers", "output"):
-        monkeypatch.delitem(sys.modules, f"langgraph_ctx.cli.{name}", raising=False)
+        monkeypatch.delitem(sys.modules, f"langgraph_ctx_tools.cli.{name}", raising=False)
     assert main(["demo", str(tree), "--window", "4000", "--steps", "3"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
@@ -376,7 +376,7 @@ def test_a_failed_model_run_keeps_the_stored_thread_and_its_reports(
     tree: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from langgraph_ctx import ScriptedChatModel
-    from langgraph_ctx.cli.threads import inspect_thread
+    from langgraph_ctx_tools.cli.threads import inspect_thread
 
     assert main(["demo", str(tree), "--steps", "3"]) == 0
     reports = Path(".langgraph_ctx/demo.reports.json")
@@ -390,7 +390,7 @@ def test_a_failed_model_run_keeps_the_stored_thread_and_its_reports(
     def unreachable(spec: str) -> ScriptedChatModel:
         return ScriptedChatModel(failures={1: ConnectionError("Connection error.")})
 
-    monkeypatch.setattr("langgraph_ctx.cli.demo.init_model", unreachable)
+    monkeypatch.setattr("langgraph_ctx_tools.cli.demo.init_model", unreachable)
     assert main(["demo", str(tree), "--model", "openai:gpt-4o-mini"]) == 1
     captured = capsys.readouterr()
     assert "Connection error" in captured.err

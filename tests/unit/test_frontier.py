@@ -18,10 +18,10 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 
 from benchmarks.workload import generate_workload
 from langgraph_ctx import ContextMemory, ScriptedChatModel
-from langgraph_ctx.cli import main
-from langgraph_ctx.cli.inputs import load_setting
-from langgraph_ctx.replay.settings import SETTINGS, apply_code
-from langgraph_ctx.replay.tally import ALTERNATIVES, pareto_front
+from langgraph_ctx_tools.cli import main
+from langgraph_ctx_tools.cli.inputs import load_setting
+from langgraph_ctx_tools.replay.settings import SETTINGS, apply_code
+from langgraph_ctx_tools.replay.tally import ALTERNATIVES, pareto_front
 
 REQUIRED = {"setting", "cost", "recall", "over_budget", "invalid"}
 
@@ -194,7 +194,7 @@ def test_model_profile_gives_the_window(tmp_path: Path, capsys: pytest.CaptureFi
 def test_a_real_summarizer_is_counted_and_priced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import langgraph_ctx.cli.playback as playback
+    import langgraph_ctx_tools.cli.playback as playback
 
     summary = "<completed>read the code</completed><remaining>fix</remaining>"
     model = ScriptedChatModel(messages=[], fallback=summary)

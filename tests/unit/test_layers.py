@@ -1,11 +1,13 @@
 """The package's layers: the folder tree is the architecture diagram (issue 25).
 
-Every module under `langgraph_ctx/` is parsed with `ast`. Its imports of the package, imports
+Every module under `langgraph_ctx/` (the runtime) and `tools/langgraph_ctx_tools/` (the tools a
+person runs, their own distribution) is parsed with `ast`. Its imports of the package, imports
 inside functions included and `if TYPE_CHECKING:` blocks left out, must go to its own layer or
 to a layer below it (`LAYERS`, bottom to top) and never round in a circle. A module is one
 concept and its size follows from it (issue 54 retired the line cap). No module exists only to
 re-export another's names: a module lists in `__all__` only names it defines, and only the
 package's `__init__` and its subpackages' `__init__` gather names defined elsewhere (issue 36).
+The runtime never imports the tools (issue 54): a deployment installs the runtime alone.
 """
 
 from __future__ import annotations
@@ -15,7 +17,12 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[2] / "langgraph_ctx"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "langgraph_ctx"
+TOOLS = ROOT / "tools" / "langgraph_ctx_tools"
+PACKAGES = (PACKAGE, TOOLS)
+"""The runtime and the tools: their modules, each named from its own package's parent."""
+TOP_NAMES = frozenset(p.name for p in PACKAGES)
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # (layer, module prefixes), bottom to top: a module imports only from its layer or below.
@@ -40,14 +47,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("archive", ("langgraph_ctx.archive",)),
     ("pipeline", ("langgraph_ctx.pipeline",)),
     ("graph", ("langgraph_ctx.graph",)),
-    ("replay", ("langgraph_ctx.replay",)),
     ("api", ("langgraph_ctx",)),  # the package's own __init__: the public names
-    ("cli", ("langgraph_ctx.cli",)),
+    # The tools' distribution, above the whole runtime.
+    ("tools", ("langgraph_ctx_tools",)),  # its own __init__: what both tool layers share
+    ("replay", ("langgraph_ctx_tools.replay",)),
+    ("cli", ("langgraph_ctx_tools.cli",)),
 )
 
 
 def _name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    package = next(p for p in PACKAGES if path.is_relative_to(p))
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -55,7 +65,7 @@ def _name(path: Path) -> str:
 
 @cache
 def _modules() -> dict[str, Path]:
-    return {_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+    return {_name(p): p for package in PACKAGES for p in sorted(package.rglob("*.py"))}
 
 
 @cache
@@ -93,7 +103,7 @@ def _imports(module: str, *, type_only: bool = False) -> set[str]:
     found: set[str] = set()
     for node in _import_nodes(_tree(module), type_only=type_only):
         if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.split(".")[0] == "langgraph_ctx")
+            found.update(a.name for a in node.names if a.name.split(".")[0] in TOP_NAMES)
             continue
         if node.level:
             base = module.split(".") if is_package else module.split(".")[:-1]
@@ -101,7 +111,7 @@ def _imports(module: str, *, type_only: bool = False) -> set[str]:
             source = ".".join([*base, *([node.module] if node.module else [])])
         else:
             source = node.module or ""
-        if source.split(".")[0] != "langgraph_ctx":
+        if source.split(".")[0] not in TOP_NAMES:
             continue
         for alias in node.names:
             found.add(f"{source}.{alias.name}" if f"{source}.{alias.name}" in modules else source)
@@ -115,7 +125,8 @@ def _layer(module: str) -> int:
     for index, (_, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
             matches = module == prefix or (
-                prefix != "langgraph_ctx" and module.startswith(prefix + ".")
+                prefix not in ("langgraph_ctx", "langgraph_ctx_tools")
+                and module.startswith(prefix + ".")
             )
             if matches and len(prefix) > length:
                 best, length = index, len(prefix)
@@ -133,7 +144,7 @@ def test_every_module_has_a_layer() -> None:
 
 def test_every_folder_of_the_package_is_a_package() -> None:
     """A folder without `__init__.py` would be left out of the wheel (`packages.find`)."""
-    folders = {p.parent for p in PACKAGE.rglob("*.py")}
+    folders = {p.parent for package in PACKAGES for p in package.rglob("*.py")}
     assert sorted(str(f) for f in folders if not (f / "__init__.py").exists()) == []
 
 
@@ -297,7 +308,7 @@ def test_a_package_gathers_names_from_the_modules_that_define_them() -> None:
             if name in _defined(package):
                 continue
             source = origin.get(name, "?")
-            if package == "langgraph_ctx":
+            if package in TOP_NAMES:
                 ok = source in _modules() and (
                     name in _defined(source) or (_is_package(source) and name in _all(source))
                 )
@@ -326,5 +337,44 @@ def test_the_benchmarks_import_nothing_from_the_command_line() -> None:
                 if isinstance(node, ast.Import)
                 else []
             )
-            wrong += [f"{path.name}: {n}" for n in names if n.startswith("langgraph_ctx.cli")]
+            wrong += [f"{path.name}: {n}" for n in names if n.startswith("langgraph_ctx_tools.cli")]
+    assert wrong == []
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The ids of the docstring nodes of `tree` (module, class, function): prose, not code."""
+    found = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        value = first.value if isinstance(first, ast.Expr) else None
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            found.add(id(value))
+    return found
+
+
+def test_the_runtime_imports_nothing_of_the_tools() -> None:
+    """No module of `langgraph_ctx` imports `langgraph_ctx_tools`: not at the top, not inside a
+    function, not under `if TYPE_CHECKING:`, not by a module name in a string (`import_module`).
+    A deployment installs the runtime alone (tests/integration/test_runtime_alone.py runs an
+    agent so)."""
+    runtime = [m for m in _modules() if m.split(".")[0] == "langgraph_ctx"]
+    assert "langgraph_ctx.graph.middleware" in runtime  # the probe sees the runtime
+    wrong = [
+        f"{module} imports {target}"
+        for module in runtime
+        for target in sorted(_imports(module, type_only=True))
+        if target.split(".")[0] != "langgraph_ctx"
+    ]
+    for module in runtime:
+        tree = _tree(module)
+        prose = _docstrings(tree)
+        wrong += [
+            f"{module}:{node.lineno} names {node.value!r}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in prose
+            and "langgraph_ctx_tools" in node.value
+        ]
     assert wrong == []

@@ -21,7 +21,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, messag
 
 from langgraph_ctx.archive import encode_message
 from langgraph_ctx.archive.codec import decode_message
-from langgraph_ctx.cli import main
+from langgraph_ctx_tools.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,10 +1,10 @@
-"""The benchmark's next-step recall measure (langgraph_ctx/replay/measure.py): what it counts."""
+"""The benchmark's next-step recall measure (langgraph_ctx_tools.replay.measure): what it counts."""
 
 from __future__ import annotations
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langgraph_ctx.replay.measure import NextStepRecall, names_in
+from langgraph_ctx_tools.replay.measure import NextStepRecall, names_in
 
 
 def test_names_are_paths_identifiers_numbers_and_hex_ids() -> None:

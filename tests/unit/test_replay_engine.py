@@ -1,4 +1,4 @@
-"""The one replay engine (`langgraph_ctx.replay`): every system it drives, measured alike.
+"""The one replay engine (`langgraph_ctx_tools.replay`): every system it drives, measured alike.
 
 `langgraph-ctx frontier` and the benchmarks replay through `replay.engine.replay`; these tests
 drive our pipeline and each alternative through it on a recorded-shape run long enough for
@@ -14,13 +14,13 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from benchmarks.workload import generate_workload
 from langgraph_ctx import ContextBudget, ScriptedChatModel
-from langgraph_ctx.replay.anchors import LCSummarizationAnchor, TrimMessagesAnchor, stand_in
-from langgraph_ctx.replay.anchors_deepagents import DeepagentsAgentAnchor
-from langgraph_ctx.replay.engine import replay
-from langgraph_ctx.replay.models import RecordingModel, SummarizerMeter, metered
-from langgraph_ctx.replay.pipeline_system import PipelineSystem
 from langgraph_ctx.strategies import default_strategies
 from langgraph_ctx.tokens import TiktokenCounter
+from langgraph_ctx_tools.replay.anchors import LCSummarizationAnchor, TrimMessagesAnchor, stand_in
+from langgraph_ctx_tools.replay.anchors_deepagents import DeepagentsAgentAnchor
+from langgraph_ctx_tools.replay.engine import replay
+from langgraph_ctx_tools.replay.models import RecordingModel, SummarizerMeter, metered
+from langgraph_ctx_tools.replay.pipeline_system import PipelineSystem
 
 WINDOW = 6_000
 COUNTER = TiktokenCounter("gpt-4o")

@@ -24,15 +24,16 @@ from pydantic import PrivateAttr
 from benchmarks.trajectories import read_trajectory
 from benchmarks.workload import generate_workload
 from langgraph_ctx import ScriptedChatModel
-from langgraph_ctx.cli import main
 from langgraph_ctx.messages import text_of
 from langgraph_ctx.prompt.fallback import fallback_summary
-from langgraph_ctx.replay import tally
-from langgraph_ctx.replay.anchors import gpt4o_counter
-from langgraph_ctx.replay.engine import RunNeeds
-from langgraph_ctx.replay.pipeline_system import PipelineSystem
-from langgraph_ctx.replay.settings import SETTINGS
-from langgraph_ctx.replay.summary_models import (
+from langgraph_ctx.summaries.summarizer import Summarizer
+from langgraph_ctx_tools.cli import main
+from langgraph_ctx_tools.replay import tally
+from langgraph_ctx_tools.replay.anchors import gpt4o_counter
+from langgraph_ctx_tools.replay.engine import RunNeeds
+from langgraph_ctx_tools.replay.pipeline_system import PipelineSystem
+from langgraph_ctx_tools.replay.settings import SETTINGS
+from langgraph_ctx_tools.replay.summary_models import (
     SUMMARY_CHARS,
     DeterministicSummaryModel,
     ShapeSummaryModel,
@@ -40,8 +41,7 @@ from langgraph_ctx.replay.summary_models import (
     condition_model,
     summarized_span,
 )
-from langgraph_ctx.replay.tally import ALTERNATIVES, Tally, Terms, replay_row
-from langgraph_ctx.summaries.summarizer import Summarizer
+from langgraph_ctx_tools.replay.tally import ALTERNATIVES, Tally, Terms, replay_row
 
 RUN = (
     Path(__file__).parents[2]
@@ -262,7 +262,7 @@ def test_system_prompts_are_not_summarized() -> None:
 def test_a_summary_our_validation_rejects_is_reported(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import langgraph_ctx.cli.playback as playback
+    import langgraph_ctx_tools.cli.playback as playback
 
     model = ScriptedChatModel(messages=iter([]), fallback="I'm sorry, I hit a rate limit.")
     monkeypatch.setattr(playback, "init_model", lambda spec: model)

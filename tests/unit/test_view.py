@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, messages_to_dict
 
-from langgraph_ctx.cli import main
-from langgraph_ctx.cli.demo import SYSTEM_PROMPT, run_demo
-from langgraph_ctx.cli.folder_tools import make_tools
-from langgraph_ctx.cli.view import prompt_parts, thread_from_db, thread_from_file, write_page
-from langgraph_ctx.cli.view_data import KINDS, page_data
 from langgraph_ctx.pipeline import ContextManager
 from langgraph_ctx.tokens.exact import get_counter
+from langgraph_ctx_tools.cli import main
+from langgraph_ctx_tools.cli.demo import SYSTEM_PROMPT, run_demo
+from langgraph_ctx_tools.cli.folder_tools import make_tools
+from langgraph_ctx_tools.cli.page import prompt_parts, thread_from_db, thread_from_file, write_page
+from langgraph_ctx_tools.cli.page_data import KINDS, page_data
 from tests.conftest import make_conversation
 from tests.unit import test_demo
 
@@ -123,6 +123,59 @@ def test_parts_of_each_built_prompt_add_up_to_its_report_exactly(tmp_path: Path)
     built = ContextManager(context_window_tokens=8_000).build(messages[:5])
     parts = prompt_parts(built.messages, built.state, counter)
     assert sum(p["tokens"] for p in parts) == built.report.tokens
+
+
+def test_each_part_is_what_the_renderer_tagged_it(tmp_path: Path) -> None:
+    """The kind of a part is the tag on the message the prompt shows, not a ledger lookup."""
+    from langgraph.store.memory import InMemoryStore
+
+    from langgraph_ctx.archive import Archive, StoreBackend
+
+    counter = get_counter("gpt-4o")
+    messages = make_conversation(30, long_output=3_000)
+    archive = Archive(StoreBackend(InMemoryStore()), thread_id="t")  # excerpts are archived
+    manager, ledger = ContextManager(context_window_tokens=8_000, archive=archive), None
+    for end in range(2, len(messages)):  # call by call, as an agent builds
+        first = manager.build(messages[:end], state=ledger)
+        ledger = first.state
+        if first.state["compacted"]:
+            break
+    assert first.state["compacted"], "the 8,000-token window excerpts outputs"
+    # The prompt fed back as history, its ledger gone: the excerpts are still the renderer's
+    # (tagged `compacted`), though no ledger entry names them any more.
+    again = ContextManager(context_window_tokens=100_000, strategies=[]).build(first.messages)
+    assert not again.state["compacted"]
+    parts = prompt_parts(again.messages, again.state, counter)
+    excerpts = [p["id"] for p in parts if p["kind"] == "excerpt"]
+    assert excerpts == [p["id"] for p in prompt_parts(first.messages, first.state, counter)
+                        if p["kind"] == "excerpt"]  # fmt: skip
+    assert all(p["ref"] is None for p in parts if p["kind"] == "excerpt")  # no entry: no ref
+    assert sum(p["tokens"] for p in parts) == again.report.tokens
+
+
+def test_a_compression_hint_is_the_summary_inside_the_system_prompt() -> None:
+    """The hint the system prompt carries is the summary part; the rest of it the system's."""
+    from langchain_core.messages import SystemMessage
+
+    from langgraph_ctx.summaries.rebuild import render_hint
+
+    counter = get_counter("gpt-4o")
+    hint = render_hint("<completed>\n- read the files\n</completed>", 7)
+    state = {"hint": {"text": hint, "cleared_ids": [], "dump_ref": "dump-1", "prompt_tokens": 1}}
+    history = [SystemMessage("You explore a folder."), *make_conversation(3)[1:]]
+    built = ContextManager(context_window_tokens=100_000, strategies=[]).build(
+        history, state=state, memory=["the user likes short answers"]
+    )
+    system, carried, *rest = prompt_parts(built.messages, built.state, counter)
+    assert (system["kind"], carried["kind"]) == ("system", "summary")
+    assert carried["id"] == system["id"] == built.messages[0].id and carried["ref"] == "dump-1"
+    assert carried["lines"] == [hint]
+    # The hint costs what the system message costs beyond itself without it.
+    shown = str(built.messages[0].content)
+    assert hint in shown and "the user likes short answers" in shown
+    without = built.messages[0].model_copy(update={"content": shown.replace("\n\n" + hint, "")})
+    assert carried["tokens"] == counter([built.messages[0]]) - counter([without])
+    assert sum(p["tokens"] for p in [system, carried, *rest]) == built.report.tokens
 
 
 def test_a_demo_thread_read_back_call_by_call(tree: Path) -> None:

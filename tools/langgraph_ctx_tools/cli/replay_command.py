@@ -1,0 +1,368 @@
+"""Replay machinery behind `langgraph-ctx replay` and `demo`: drive a real agent, record it.
+
+A run is a `create_agent` agent with `ContextMemory(...).middleware()` and a SQLite
+checkpointer. `run_turns` (in `runs.py`) feeds it one user turn at a time and records each
+model call's `context_cost` report, the prompt the model received and the rebuilds after a
+turn; `check_run` then proves nothing was lost: every archived message restores byte for byte
+and the full history (archive dumps plus live state) holds every message the run produced.
+
+A recorded conversation is replayed by the package's `ScriptedChatModel` (the recorded AI
+turns, in order, see `replay_model`)
+and `replay_tools` (one real tool per recorded tool name, answering each call with its
+recorded output), so every call goes through the pipeline, the checkpointer and the archive;
+both, with reading the recording, live in `langgraph_ctx_tools.cli.playback`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+)
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+
+from langgraph_ctx.errors import InputError, shorten
+from langgraph_ctx.tokens.exact import TiktokenCounter
+from langgraph_ctx_tools.cli.checkpoints import thread_ids, write_checkpoints
+from langgraph_ctx_tools.cli.playback import (
+    end_of_script,
+    init_model,
+    load_strategies,
+    load_transcript,
+    replay_model,
+    replay_tools,
+    split_turns,
+    with_ids,
+)
+from langgraph_ctx_tools.cli.recorder import run_turns
+from langgraph_ctx_tools.cli.runs import (
+    CallStat,
+    RunCheck,
+    RunLog,
+    check_run,
+    summary_rows,
+    write_reports,
+)
+
+# --- the checkpointer ---------------------------------------------------------------------------
+
+
+def prepare_thread(saver: Any, thread: str, *, reset: bool) -> bool:
+    """Make sure `thread` starts empty: delete it when `reset`, else refuse an existing one.
+
+    Returns whether an earlier run was deleted.
+    """
+    if thread not in thread_ids(saver):
+        return False
+    if not reset:
+        msg = (
+            f"thread {thread!r} already exists in the database; pass another --thread (or "
+            "remove the --db file) so this run does not mix with the old one"
+        )
+        raise InputError(msg)
+    saver.delete_thread(thread)
+    return True
+
+
+def _clear_archive(archive_dir: Path, thread: str) -> None:
+    # A reset thread starts with an empty archive too: its message-id index would otherwise
+    # point at the earlier run's messages. DirectoryBackend keeps a thread's entries under
+    # <root>/langgraph_ctx/<thread>/ (ids of this shape are used as they are).
+    import shutil
+
+    from langgraph_ctx.archive.archive import NAMESPACE_ROOT
+
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,128}", thread):
+        shutil.rmtree(archive_dir / NAMESPACE_ROOT / thread, ignore_errors=True)
+
+
+def _copy_db(source: Path, target: Path) -> None:
+    """Copy a SQLite database with SQLite's backup API (consistent, WAL included)."""
+    with (
+        contextlib.closing(sqlite3.connect(str(source))) as src,
+        contextlib.closing(sqlite3.connect(str(target))) as dst,
+    ):
+        src.backup(dst)
+
+
+class _Earlier:
+    """A copy of the checkpoint database and the thread's archive, taken before a reset.
+
+    `restore` puts both back (after a failed run), `discard` drops the copy.
+    """
+
+    def __init__(self, db: Path, archive_dir: Path, thread: str) -> None:
+        import shutil
+        import tempfile
+
+        from langgraph_ctx.archive.archive import NAMESPACE_ROOT
+
+        self.db = db
+        self.folder = archive_dir / NAMESPACE_ROOT / thread
+        self.copy = Path(tempfile.mkdtemp(prefix="langgraph-ctx-earlier-"))
+        self.had_db = db.is_file()
+        if self.had_db:
+            _copy_db(db, self.copy / "db.sqlite")
+        self.had_archive = self.folder.is_dir()
+        if self.had_archive:
+            shutil.copytree(self.folder, self.copy / "archive")
+
+    def restore(self) -> bool:
+        """Put the earlier database and archive back; False when there was none to keep."""
+        import shutil
+
+        if not self.had_db:
+            self.discard()
+            return False
+        _copy_db(self.copy / "db.sqlite", self.db)
+        shutil.rmtree(self.folder, ignore_errors=True)
+        if self.had_archive:
+            shutil.copytree(self.copy / "archive", self.folder)
+        self.discard()
+        return True
+
+    def discard(self) -> None:
+        """Drop the copy."""
+        import shutil
+
+        shutil.rmtree(self.copy, ignore_errors=True)
+
+
+class CheckpointView:
+    """Just enough of a compiled graph for `ContextMemory`'s thread views, on a checkpointer.
+
+    Lets `inspect` read a thread written by any graph shape.
+    """
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+
+    def get_state(self, config: RunnableConfig) -> Any:
+        """The newest checkpoint's values (`.values`)."""
+        return _Values(checkpoint_values(self.saver.get_tuple(config)))
+
+    def get_state_history(self, config: RunnableConfig) -> Iterator[Any]:
+        """Every checkpoint's values, newest first."""
+        for item in self.saver.list(config):
+            yield _Values(checkpoint_values(item))
+
+
+def checkpoint_values(item: Any) -> dict[str, Any]:
+    """The channel values of a checkpoint read from a database (a `CheckpointTuple` or None).
+
+    The one reading of a checkpoint the commands were handed: its row's type tag can make it
+    anything the serializer reads (`null`, `bytes`), and its values anything a crafted or
+    edited file holds, so the shape the commands rely on is checked here, once: the checkpoint
+    and its channel values are dicts, `messages` a list of messages, `context_ledger` a dict.
+
+    Raises:
+        InputError: One line naming the checkpoint and what it holds instead.
+    """
+    if item is None:
+        return {}
+    checkpoint = item.checkpoint
+    values = checkpoint.get("channel_values") if isinstance(checkpoint, Mapping) else checkpoint
+    if values is None and isinstance(checkpoint, Mapping):
+        return {}
+    if isinstance(values, Mapping):
+        problem = _values_problem(values)
+        if problem is None:
+            return dict(values)
+    else:
+        problem = f"{type(values).__name__} {shorten(values)} instead of its values (a dict)"
+    configurable = (getattr(item, "config", None) or {}).get("configurable") or {}
+    msg = (
+        f"checkpoint {shorten(configurable.get('checkpoint_id'))} of thread "
+        f"{shorten(configurable.get('thread_id'))} holds {problem}: it was not written by a "
+        "LangGraph agent, or was edited since; pass a database an agent recorded"
+    )
+    raise InputError(msg)
+
+
+@dataclass
+class _Values:
+    values: dict[str, Any]
+
+
+# --- whole runs ---------------------------------------------------------------------------------
+
+
+@dataclass
+class RunResult:
+    """A finished run: the log, the loss check, the table rows and where the files are."""
+
+    log: RunLog
+    check: RunCheck | None
+    rows: list[tuple[str, str]]
+    files: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+    answer: str = ""
+    """The agent's last text answer."""
+
+
+def execute(
+    *,
+    model: Any,
+    tools: Sequence[BaseTool],
+    turns: Sequence[list[BaseMessage]],
+    memory: Any,
+    db: Path,
+    archive_dir: Path,
+    thread: str,
+    reset: bool,
+    reports: Path,
+    system_prompt: str | None = None,
+    middleware: Sequence[Any] = (),
+    recursion_limit: int = 1_000,
+    on_call: Callable[[CallStat], None] | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> RunResult:
+    """Run `turns` through a `create_agent` agent with `memory` on a SQLite thread, then check."""
+    from langchain.agents import create_agent
+
+    notes: list[str] = []
+    earlier = _Earlier(db, archive_dir, thread) if reset else None
+    with write_checkpoints(db) as saver:
+        existed = prepare_thread(saver, thread, reset=reset)
+        if existed:
+            notes.append(f"thread {thread!r} from an earlier run was reset")
+        if reset:
+            _clear_archive(archive_dir, thread)
+        agent = create_agent(
+            model,
+            list(tools),
+            system_prompt=system_prompt,
+            middleware=[memory.middleware(), *middleware],
+            checkpointer=saver,
+        )
+        config: RunnableConfig = {
+            "configurable": {"thread_id": thread},
+            "recursion_limit": recursion_limit,
+        }
+        counter = memory.manager.token_counter
+        log = run_turns(
+            agent,
+            turns,
+            config,
+            counter=counter if isinstance(counter, TiktokenCounter) else None,
+            system_prompt=system_prompt,
+            on_call=on_call,
+        )
+        check = check_run(memory, agent, config, log) if log.calls else None
+    if earlier is not None and log.error and existed and earlier.restore():
+        # A failed run keeps the earlier run's thread, archive and reports; its own reports
+        # go beside them.
+        notes[:] = [f"the run failed: thread {thread!r} and its reports keep the earlier run"]
+        stem = reports.name.removesuffix(".json").removesuffix(".reports")
+        reports = reports.with_name(f"{stem}.failed.reports.json")
+    elif earlier is not None:
+        earlier.discard()
+    files = {
+        "checkpoints": f"{db} (thread {thread})",
+        "archive": str(archive_dir),
+        "reports": str(write_reports(reports, log, meta={**(meta or {}), "thread": thread})),
+    }
+    answers = [
+        m.text
+        for m in log.produced.values()
+        if isinstance(m, AIMessage) and not m.tool_calls and m.text
+    ]
+    rows = summary_rows(log, check)
+    return RunResult(
+        log=log,
+        check=check,
+        rows=rows,
+        files=files,
+        notes=notes,
+        answer=answers[-1] if answers else "",
+    )
+
+
+def _values_problem(values: Mapping[str, Any]) -> str | None:
+    """What is wrong with a checkpoint's values, in words, or None (see `checkpoint_values`)."""
+    messages = values.get("messages", [])
+    if not isinstance(messages, list):
+        return f"messages {type(messages).__name__} {shorten(messages)}, not a list"
+    for message in messages:
+        if not isinstance(message, BaseMessage):
+            return f"a message {type(message).__name__} {shorten(message)}, not a message"
+    ledger = values.get("context_ledger")
+    if ledger is not None and not isinstance(ledger, Mapping):
+        return f"context_ledger {type(ledger).__name__} {shorten(ledger)}, not a dict"
+    return None
+
+
+def _file_stem(text: str) -> str:
+    """`text` as a file name's stem: a thread id may hold `/` or `..`, a file name may not."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", text)[:100] or "replay"
+
+
+def replay(
+    path: str | Path,
+    *,
+    window: int,
+    reserved: int = 0,
+    strategies: str | None = None,
+    summarizer: str | None = None,
+    db: Path,
+    archive_dir: Path,
+    thread: str | None = None,
+    reports: Path | None = None,
+    on_start: Callable[[int], None] | None = None,
+    on_call: Callable[[CallStat], None] | None = None,
+) -> RunResult:
+    """Replay a recorded conversation through a real agent graph with `ContextMemory`."""
+    from langgraph_ctx.archive._backends import DirectoryBackend
+    from langgraph_ctx.graph.memory import ContextMemory
+    from langgraph_ctx.summaries.summarizer import Summarizer
+
+    messages = with_ids(load_transcript(path))
+    if not any(isinstance(m, AIMessage) for m in messages):
+        msg = f"{path} has no AI messages: there is nothing to replay"
+        raise InputError(msg)
+    built = load_strategies(strategies)
+    summary_model = Summarizer(model=init_model(summarizer)) if summarizer else Summarizer()
+    tools = replay_tools(messages)
+    memory = ContextMemory(
+        context_window_tokens=window,
+        reserved_output_tokens=reserved,
+        strategies=built,
+        archive=DirectoryBackend(archive_dir),
+        summarizer=summary_model,
+        expose_recall="recall" not in {t.name for t in tools},
+    )
+    turns = split_turns(messages)
+    replies = [m for m in messages if isinstance(m, AIMessage)]
+    model = replay_model(replies)
+    if on_start is not None:
+        on_start(len(replies))
+    name = Path(path).name.removesuffix(".gz")  # run.json.gz: the thread is replay-run
+    thread_id = thread or f"replay-{_file_stem(Path(name).stem)}"
+    result = execute(
+        model=model,
+        tools=tools,
+        turns=[inputs for inputs, _ in turns],
+        memory=memory,
+        db=db,
+        archive_dir=archive_dir,
+        thread=thread_id,
+        reset=thread is None,
+        reports=reports or db.with_name(f"{_file_stem(thread_id)}.reports.json"),
+        middleware=[end_of_script(model, len(replies))],
+        recursion_limit=4 * len(replies) + 100,
+        on_call=on_call,
+        meta={"source": str(path), "window": window, "reserved": reserved},
+    )
+    skipped = sum(1 for m in messages if m.id not in result.log.produced)
+    if skipped and not result.log.error:
+        result.notes.append(f"{skipped} recorded message(s) were not replayed (no AI turn after)")
+    return result
