@@ -47,22 +47,26 @@ from langgraph_ctx.errors import ConfigError, shorten
 
 
 def _refuse(
-    name: str, value: Any, rule: str, example: Any, owner: str | None, note: str | None
+    name: str,
+    value: Any,
+    rule: str,
+    example: Any,
+    owner: str | None,
+    note: str | None,
+    *,
+    right_kind: bool = False,
 ) -> NoReturn:
-    prefix = f"{owner}({name}={shorten(value, 40)}): " if owner else ""
+    """Raise the one message of every check: `[owner(name=value): ]name must be rule, got ...`.
+
+    A value of the wrong kind is shown with its type, cut short (`got str '10'`); one of the
+    right kind outside its range (`right_kind`) as itself (`got 0`).
+    """
+    shown = repr(value) if right_kind else shorten(value, 40)
+    got = repr(value) if right_kind else f"{type(value).__name__} {shorten(value)}"
+    prefix = f"{owner}({name}={shown}): " if owner else ""
     tail = f"; pass e.g. {name}={example!r}" if example is not None else ""
     extra = f" ({note})" if note else ""
-    msg = f"{prefix}{name} must be {rule}, got {type(value).__name__} {shorten(value)}{tail}{extra}"
-    raise ConfigError(msg)
-
-
-def _out_of_range(
-    name: str, value: Any, bounds: str, example: Any, owner: str | None, note: str | None
-) -> NoReturn:
-    prefix = f"{owner}({name}={value!r}): " if owner else ""
-    tail = f"; pass e.g. {name}={example!r}" if example is not None else ""
-    extra = f" ({note})" if note else ""
-    msg = f"{prefix}{name} must be {bounds}, got {value!r}{tail}{extra}"
+    msg = f"{prefix}{name} must be {rule}, got {got}{tail}{extra}"
     raise ConfigError(msg)
 
 
@@ -110,7 +114,8 @@ def check_int(
         rule = _or_none(f"a whole number {bounds}".rstrip(), optional)
         _refuse(name, value, rule, example, owner, note)
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        _out_of_range(name, value, _or_none(bounds, optional), example, owner, note)
+        rule = _or_none(bounds, optional)
+        _refuse(name, value, rule, example, owner, note, right_kind=True)
 
 
 def check_number(
@@ -164,7 +169,8 @@ def check_number(
         or (lt is not None and not value < lt)
         or (le is not None and not value <= le)
     ):
-        _out_of_range(name, value, _or_none(f"a number {bounds}", optional), example, owner, note)
+        rule = _or_none(f"a number {bounds}", optional)
+        _refuse(name, value, rule, example, owner, note, right_kind=True)
 
 
 def check_bool(

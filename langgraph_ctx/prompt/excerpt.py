@@ -14,12 +14,13 @@ Pure functions on text and messages; the strategies decide when to use them.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langgraph_ctx._lru import LRUCache
 from langgraph_ctx.messages.content import is_tool_output, text_of
 
 __all__ = ["LaterUse", "excerpt_lines", "quoted_lines", "render_excerpt", "salient_names"]
@@ -53,27 +54,41 @@ def _is_salient(word: str) -> bool:
     )
 
 
-@lru_cache(maxsize=8192)
 def salient_names(text: str) -> frozenset[str]:
     """The identifier-like names in `text`, with the parts of paths and dotted names."""
+    names = _TEXT_NAMES.peek(text)
+    if names is None:
+        names = _salient_names(text)
+        _TEXT_NAMES.put(text, names)
+    return names
+
+
+def _salient_names(text: str) -> frozenset[str]:
     names: set[str] = set()
-    known = _WORD_NAMES
+    known = _WORD_NAMES.peek
     for raw in _WORD.findall(text):
         if len(raw) < 4 or (raw.islower() and raw.isalpha()):
             continue  # most words of an output: too short, or a plain word (no name, no parts)
-        found = known.get(raw)
+        found = known(raw)
         if found is None:
-            if len(known) >= _WORD_NAMES_SIZE:
-                known.clear()
-            found = known[raw] = _word_names(raw)
+            found = _word_names(raw)
+            _WORD_NAMES.put(raw, found)
         names.update(found)
     return frozenset(names)
 
 
-_WORD_NAMES: dict[str, tuple[str, ...]] = {}
-_WORD_NAMES_SIZE = 65_536
-"""The names each word seen gives: an output repeats its names line after line (a dict, not
-an `lru_cache`, whose call costs about as much as looking at the word again)."""
+def _names_size(word: str, names: tuple[str, ...]) -> int:
+    """The bytes of a word's names: the word, the tuple and each name in it."""
+    return sys.getsizeof(word) + sys.getsizeof(names) + sum(map(sys.getsizeof, names))
+
+
+_WORD_NAMES: LRUCache[str, tuple[str, ...]] = LRUCache(8 << 20, size=_names_size)
+"""The names each word seen gives: an output repeats its names line after line (read with
+`peek`, which costs less than looking at the word again)."""
+_TEXT_NAMES: LRUCache[str, frozenset[str]] = LRUCache(32 << 20)
+"""`salient_names` by text (a message, a line), asked again on every build. Measured shallow
+(`measured`): the names in a set are the strings `_WORD_NAMES` keeps and measures. Read with
+`peek`, so texts leave in the order their names were made (made again when asked after)."""
 
 
 def _word_names(raw: str) -> tuple[str, ...]:
@@ -87,14 +102,32 @@ def _word_names(raw: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-@lru_cache(maxsize=256)
 def line_names(text: str) -> tuple[frozenset[str], ...]:
     """`salient_names` of each line of `text` (`str.splitlines`), read once per output.
 
     Excerpts and quotes read every line of every output on each edit; a cache per line
-    (`salient_names`') is outrun by outputs of thousands of lines, one per whole text is not.
+    (`salient_names`') is outrun by outputs of thousands of lines, one per whole text is not,
+    so a line's names are looked up there but not added (most lines of an output are its own).
     """
-    return tuple(salient_names(line) for line in text.splitlines())
+    names = _LINE_NAMES.get(text)
+    if names is None:
+        known = _TEXT_NAMES.peek
+        names = tuple(
+            _salient_names(line) if (found := known(line)) is None else found
+            for line in text.splitlines()
+        )
+        _LINE_NAMES.put(text, names)
+    return names
+
+
+def _line_names_size(text: str, names: tuple[frozenset[str], ...]) -> int:
+    """The bytes of an output's line names: the text, the tuple and each line's set."""
+    return sys.getsizeof(text) + sys.getsizeof(names) + sum(map(sys.getsizeof, names))
+
+
+_LINE_NAMES: LRUCache[str, tuple[frozenset[str], ...]] = LRUCache(8 << 20, size=_line_names_size)
+"""`line_names` by whole text: every output an edit reads, with each line's set of names (the
+names in the sets are the strings `_WORD_NAMES` keeps and measures)."""
 
 
 def _message_names(message: BaseMessage) -> frozenset[str]:
@@ -148,13 +181,17 @@ def excerpt_lines(
     head: int = 2,
     tail: int = 2,
     max_chars: int = 1_500,
+    seen: Set[str] | None = None,
 ) -> list[int]:
     """The lines of the output at history `index` to keep: head, tail, and lines used later.
 
     Lines that carry a name a later model message used are kept newest use first until
     `max_chars` of them; the result is in line order. An output no model message has
     answered yet (one shortened as it arrives) keeps the lines with a name any model message
-    used: what the agent has been working with.
+    used: what the agent has been working with. With `seen` (the names the prompt showed
+    before this output), the room those lines leave of `max_chars` is filled with lines
+    carrying names not in `seen`, most such names first: what the output tells the agent
+    that nothing else did.
     """
     if index > later.newest:
         index = -1
@@ -169,15 +206,32 @@ def excerpt_lines(
         used = later.used_after(index, names[k])
         if used >= 0:
             ranked.append((-used, k))
-    ranked.sort()
-    spent = 0
+    spent = _fill(keep, sorted(ranked), lines, 0, max_chars)
+    if seen is not None:
+        news = sorted(
+            (-len(names[k] - seen), k)
+            for k, line in enumerate(lines)
+            if k not in keep and line.strip() and not names[k] <= seen
+        )
+        _fill(keep, news, lines, spent, max_chars)
+    return sorted(keep)
+
+
+def _fill(
+    keep: set[int], ranked: list[tuple[int, int]], lines: list[str], spent: int, max_chars: int
+) -> int:
+    """Add the lines of `ranked` (best first) to `keep` while `max_chars` has room for them.
+
+    A line costs its clipped length; one too long for the room left is passed over for the
+    shorter ones after it. Returns the characters spent.
+    """
     for _, k in ranked:
         size = min(len(lines[k]), MAX_LINE_CHARS)
         if spent + size > max_chars:
             continue
         keep.add(k)
         spent += size
-    return sorted(keep)
+    return spent
 
 
 def render_excerpt(text: str, kept: Sequence[int]) -> str:

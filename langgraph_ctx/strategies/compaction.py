@@ -11,13 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langgraph_ctx._effects import Plan
 from langgraph_ctx.checks import check_number
 from langgraph_ctx.messages.content import is_error_result, is_recalled, is_tool_output, text_of
-from langgraph_ctx.prompt.excerpt import (
-    MAX_LINE_CHARS,
-    LaterUse,
-    excerpt_lines,
-    line_names,
-    salient_names,
-)
+from langgraph_ctx.prompt.excerpt import LaterUse, excerpt_lines, salient_names
 from langgraph_ctx.prompt.render import tool_of
 from langgraph_ctx.strategies.base import archive_or_skip, check_field_types
 
@@ -169,9 +163,10 @@ class Compaction:
             later = view.memo[LaterUse] = LaterUse.of(view.history, view.start)
         text = text_of(view.history[i])
         budget = min(self.excerpt_chars, len(text) // 3)
-        lines = excerpt_lines(text, index=i, later=later, max_chars=budget)
-        if self.arrival_news and i > later.newest:
-            lines = _with_news(text, lines, _names_before(view.history[:i]), budget)
+        # `arrival_news`: an output no model message answered yet also shows its new names.
+        news = self.arrival_news and i > later.newest
+        seen = _names_before(view.history[:i]) if news else None
+        lines = excerpt_lines(text, index=i, later=later, max_chars=budget, seen=seen)
         view.memo[key] = lines
         return list(lines)
 
@@ -268,29 +263,6 @@ def _names_before(history: Sequence[BaseMessage]) -> set[str]:
             for call in message.tool_calls:
                 seen |= salient_names(str(call.get("args", "")))
     return seen
-
-
-def _with_news(text: str, kept: list[int], seen: set[str], max_chars: int) -> list[int]:
-    """An excerpt's lines `kept`, and lines of `text` carrying names not in `seen`.
-
-    In the room `kept` leaves of `max_chars`: most new names first, then in line order.
-    """
-    lines = text.splitlines()
-    edges = set(range(min(2, len(lines)))) | set(range(max(0, len(lines) - 2), len(lines)))
-    spent = sum(min(len(lines[k]), MAX_LINE_CHARS) for k in kept if k not in edges)
-    chosen = set(kept)
-    ranked = sorted(
-        (-len(names - seen), k)
-        for k, names in enumerate(line_names(text))
-        if k not in chosen and lines[k].strip() and not names <= seen
-    )
-    for _, k in ranked:
-        size = min(len(lines[k]), MAX_LINE_CHARS)
-        if spent + size > max_chars:
-            continue
-        chosen.add(k)
-        spent += size
-    return sorted(chosen)
 
 
 def _after_last_model_message(history: Sequence[BaseMessage]) -> int:
