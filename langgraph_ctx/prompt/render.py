@@ -19,6 +19,7 @@ from langchain_core.messages import (
 )
 
 from langgraph_ctx._ids import TASK_DROPPED_ID, summary_id
+from langgraph_ctx._lru import LRUCache, measured_deep
 from langgraph_ctx.messages.content import TAG_KEY, get_tag, text_of
 from langgraph_ctx.prompt.excerpt import render_excerpt
 from langgraph_ctx.prompt.markup import WRAPPER_TAGS, data_block, data_label, escape_markup
@@ -29,19 +30,24 @@ class RenderCache:
 
     Rendering is deterministic, so reusing an earlier object changes no byte of a prompt; it
     lets a counter that remembers the previous prompt recognise the unchanged prefix cheaply.
+    An `LRUCache` of `max_bytes`, each rendering measured with what it keeps alive (its key's
+    text, the message made and, for a placeholder, the source message: `measured_deep`).
+
+    Args:
+        max_bytes: How much memory the renderings kept may take.
     """
 
-    def __init__(self, size: int = 4_096) -> None:
-        self.size = size
-        self._items: dict[Any, Any] = {}
+    def __init__(self, max_bytes: int = 64 << 20) -> None:
+        self.max_bytes = max_bytes
+        """The byte budget of the renderings kept."""
+        self._items: LRUCache[Any, Any] = LRUCache(max_bytes, size=measured_deep)
 
     def get(self, key: Any, make: Callable[[], Any]) -> Any:
         """The message rendered for `key`, made by `make()` the first time."""
         hit = self._items.get(key)
         if hit is None:
-            if len(self._items) >= self.size:
-                self._items.clear()
-            hit = self._items[key] = make()
+            hit = make()
+            self._items.put(key, hit)
         return hit
 
     def placeholder(
@@ -61,10 +67,8 @@ class RenderCache:
         hit = self._items.get(key)
         if hit is not None and hit[0] == entry and (hit[1] is source or hit[1] == source):
             return hit[2]  # type: ignore[no-any-return]
-        if len(self._items) >= self.size:
-            self._items.clear()
         message = make()
-        self._items[key] = (dict(entry), source, message)
+        self._items.put(key, (dict(entry), source, message))
         return message
 
 

@@ -16,6 +16,11 @@ tiktoken's `encode_ordinary` does piece by piece, so the counts are the same. Ot
 text over `SHORT_CHARS`, goes to `encode_ordinary`: a long encode pays the wait once, and lets
 other threads run meanwhile. So does everything in a process with one thread, where nobody
 holds the GIL while tiktoken runs and its own split (in Rust) is faster than `re`'s.
+
+The counts remembered are an `LRUCache` bounded in measured bytes (`PIECES_BYTES`), read with
+its lock-free `peek`: a dict read per piece, no lock and, when every piece of a text was met
+before (most texts), no Python step per piece. A peek is not a use, so pieces leave in the order
+they were met; one met again after it left is recounted once.
 """
 
 from __future__ import annotations
@@ -27,11 +32,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
+from langgraph_ctx._lru import LRUCache
+
 SHORT_CHARS = 4_096
 """Texts up to this many characters are counted holding the GIL (when ASCII)."""
 
-_PIECES_KEPT = 100_000
-"""Pieces whose count is remembered; the memory is emptied when full (pieces repeat a lot)."""
+PIECES_BYTES = 8 << 20
+"""How much the remembered piece counts may take (`measured`: about 100,000 pieces)."""
 
 
 def ascii_splitter(
@@ -65,7 +72,7 @@ class TextTokens:
             core, "encode_single_piece", None
         )
         self._split = ascii_splitter(ascii_pattern)
-        self._counts: dict[str, int] = {}
+        self._counts: LRUCache[str, int] = LRUCache(PIECES_BYTES)
 
     @property
     def holds_gil(self) -> bool:
@@ -82,16 +89,19 @@ class TextTokens:
         ):
             return len(self._encode(text))
         pieces = self._split(text)
-        try:  # most pieces were met before: summed without a Python step per piece
-            return sum(map(self._counts.__getitem__, pieces))
-        except KeyError:
-            return sum(map(self._piece_count, pieces))
+        try:  # most pieces were met before: summed without the lock or a Python step per piece
+            return sum(map(self._counts.peek, pieces))  # type: ignore[arg-type]
+        except TypeError:  # a piece not met (`peek` gave None): count the text's new pieces
+            return self._count_new(pieces)
 
-    def _piece_count(self, piece: str) -> int:
+    def _count_new(self, pieces: list[str]) -> int:
         counts = self._counts
-        count = counts.get(piece)
-        if count is None:
-            if len(counts) >= _PIECES_KEPT:
-                counts.clear()
-            count = counts[piece] = len(self._piece(piece.encode("ascii")))  # type: ignore[misc]
-        return count
+        peek = counts.peek  # not a use: pieces leave in the order they were met (cheap to recount)
+        total = 0
+        for piece in pieces:
+            count = peek(piece)
+            if count is None:
+                count = len(self._piece(piece.encode("ascii")))  # type: ignore[misc]
+                counts.put(piece, count)
+            total += count
+        return total

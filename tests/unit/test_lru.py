@@ -9,18 +9,24 @@ from __future__ import annotations
 import random
 import sys
 import threading
+from functools import partial
 from typing import Any
 
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import HumanMessage, ToolMessage
 
-from langgraph_ctx._lru import LRUCache, measured
+from langgraph_ctx._lru import LRUCache, measured, measured_deep
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.graph.attempts import KnownModels
+from langgraph_ctx.prompt import excerpt
+from langgraph_ctx.prompt.render import RenderCache
 from langgraph_ctx.scripted import ScriptedChatModel
+from langgraph_ctx.tokens import _text_tokens
+from langgraph_ctx.tokens._encodings import _SPECS, get_encoding
+from langgraph_ctx.tokens._text_tokens import TextTokens
 from langgraph_ctx.tokens.provider_count import ProviderCounter
 
 
@@ -83,6 +89,39 @@ def test_an_entry_larger_than_the_budget_is_not_kept() -> None:
     assert not cache.put("big", ("big2", 101))  # too large: the key holds nothing, not stale
     assert cache.get("big") is None
     assert (cache.bytes, len(cache)) == (10, 1)
+
+
+def test_peek_reads_without_making_a_use() -> None:
+    cache: LRUCache[str, int] = LRUCache(max_items=2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert (cache.peek("a"), cache.peek("x")) == (1, None)
+    cache.put("c", 3)  # "a" was only peeked at: still the least recently used
+    assert (cache.peek("a"), cache.values()) == (None, [2, 3])
+    peek = cache.peek  # a reader may keep it: it follows replacements, evictions and clears
+    cache.put("b", 20)
+    assert peek("b") == 20
+    assert cache.pop("b") == 20 and peek("b") is None
+    cache.clear()
+    assert peek("c") is None
+    cache.put("c", 30)
+    assert peek("c") == 30
+    assert cache.put("c", 3)  # replaced in place
+    assert peek("c") == 3
+
+
+def test_measured_deep_counts_what_an_entry_holds_once() -> None:
+    text, name = "x" * 5_000, "io_utils.py"
+    names = frozenset([name, "io_utils"])
+    assert measured_deep(text, names) == (
+        sys.getsizeof(text) + sys.getsizeof(names) + sum(map(sys.getsizeof, names))
+    )
+    shared = (names, names)  # one frozenset held twice counts once
+    inner = measured_deep(text, names) - sys.getsizeof(text)
+    assert measured_deep("k", shared) == sys.getsizeof("k") + sys.getsizeof(shared) + inner
+    source = HumanMessage("y" * 20_000, id="m1")
+    held = measured_deep(("placeholder", "m1"), ({"chars": 20_000}, source, HumanMessage("[cut]")))
+    assert held > 20_000 > measured(("placeholder", "m1"), source)  # a message's text counts
 
 
 def test_a_count_of_zero_keeps_nothing() -> None:
@@ -169,6 +208,11 @@ class _AgainstAModel(RuleBasedStateMachine):
             self.model.append(self.model.pop(found))
         assert self.cache.get(key) == expected
 
+    @rule(key=st.integers(0, 12))
+    def peek(self, key: int) -> None:
+        found = self._find(key)  # not a use: the model's order stays
+        assert self.cache.peek(key) == (None if found is None else self.model[found][1])
+
     @rule(keys=st.lists(st.integers(0, 12), max_size=5))
     def get_many(self, keys: list[int]) -> None:
         expected = []
@@ -208,21 +252,29 @@ def test_threads_racing_on_a_small_budget_keep_every_invariant() -> None:
     wrong: list[str] = []
     start = threading.Barrier(8)
 
+    def expect(key: int) -> tuple[int, int]:
+        return key, 1 + key % 37  # never 0 bytes: the last put below must drop every entry
+
     def work(seed: int) -> None:
         rng = random.Random(seed)
         start.wait()
         for _ in range(20_000):
             key, op = rng.randrange(keys), rng.random()
             if op < 0.5:
-                cache.put(key, (key, key % 37))  # a key's value is always the same: checkable
-            elif op < 0.8:
+                cache.put(key, expect(key))  # a key's value is always the same: checkable
+            elif op < 0.7:
                 hit = cache.get(key)
-                if hit is not None and hit != (key, key % 37):
+                if hit is not None and hit != expect(key):
                     wrong.append(f"get({key}) gave {hit}")
+            elif op < 0.8:
+                picked = [rng.randrange(keys) for _ in range(20)]
+                for k, hit in zip(picked, map(cache.peek, picked), strict=True):
+                    if hit is not None and hit != expect(k):
+                        wrong.append(f"peek gave {hit} for {k}")
             elif op < 0.9:
                 picked = [rng.randrange(keys) for _ in range(20)]
                 for k, hit in zip(picked, cache.get_many(picked), strict=True):
-                    if hit is not None and hit != (k, k % 37):
+                    if hit is not None and hit != expect(k):
                         wrong.append(f"get_many gave {hit} for {k}")
             elif op < 0.995:
                 cache.pop(key)
@@ -245,7 +297,7 @@ def test_threads_racing_on_a_small_budget_keep_every_invariant() -> None:
     kept = cache.values()
     assert len(kept) == len(cache) == len({v[0] for v in kept}) <= max_items
     assert cache.bytes == sum(v[1] for v in kept) <= max_bytes
-    assert all(v == (v[0], v[0] % 37) for v in kept)
+    assert all(v == expect(v[0]) for v in kept)
     cache.put(keys, (keys, max_bytes))  # still works: one entry of the whole budget
     assert (cache.values(), cache.bytes) == ([(keys, max_bytes)], max_bytes)
 
@@ -274,3 +326,39 @@ def test_the_caches_built_on_it_keep_their_count_bounds() -> None:
     known.update(models)
     known.update(models[:1])  # seen again: the newest
     assert known.models() == [*models[5:], models[0]]
+
+
+def test_the_caches_moved_onto_it_stay_within_their_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Piece counts, rendered placeholders and names: bounded in bytes, answers unchanged."""
+    monkeypatch.setattr(_text_tokens, "PIECES_BYTES", 2_000)
+    encoding = get_encoding("o200k_base")
+    count = TextTokens(encoding, _SPECS["o200k_base"]["ascii_pat_str"])
+    texts = [f"def f_{i}(x):\n    return x + {i * 7919}\n" for i in range(300)]
+    done = threading.Event()
+    other = threading.Thread(target=done.wait)  # another thread: short text is counted here
+    other.start()
+    try:
+        assert count.holds_gil
+        for text in texts * 2:  # the second pass meets pieces dropped for newer ones
+            assert count(text) == len(encoding.encode_ordinary(text))
+    finally:
+        done.set()
+        other.join()
+    assert 0 < count._counts.bytes <= 2_000
+
+    render = RenderCache(max_bytes=60_000)
+    sources = [ToolMessage("x" * 5_000, tool_call_id=f"c{i}", id=f"m{i}") for i in range(40)]
+    cut = partial(HumanMessage, "[cut]")
+    shown = [render.placeholder(("pruned", s.id), {"chars": 5_000}, s, cut) for s in sources]
+    assert render.placeholder(("pruned", "m39"), {"chars": 5_000}, sources[-1], cut) is shown[-1]
+    made = render.placeholder(("pruned", "m0"), {"chars": 5_000}, sources[0], cut)
+    assert made is not shown[0]  # dropped for newer ones, made again
+    assert 5_000 < render._items.bytes <= 60_000
+
+    small: LRUCache[str, frozenset[str]] = LRUCache(3_000)  # as `_TEXT_NAMES`, measured
+    monkeypatch.setattr(excerpt, "_TEXT_NAMES", small)
+    lines = [f"src/pkg/mod_{i}.py:{i + 1000}: def read_rows_{i}(self)" for i in range(100)]
+    first = [excerpt.salient_names(line) for line in lines]
+    assert [excerpt.salient_names(line) for line in lines] == first
+    assert {"mod_7.py", "read_rows_7", "1007"} <= first[7]
+    assert 0 < small.bytes <= 3_000
