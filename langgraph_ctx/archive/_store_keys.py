@@ -15,17 +15,30 @@ table layout (`store(prefix, key, updated_at, ...)` with the namespace joined by
 to `langgraph-checkpoint-sqlite` and `langgraph-checkpoint-postgres`: when a query fails (a
 layout that changed, a table not set up) the functions return `None` and the caller pages
 `search` instead.
+
+A listing is kept per process (`LISTED_BYTES`) with the namespace's version when it was read
+(`_SQLITE_VERSION`, `_POSTGRES_VERSION`: a count and what the newest write changed, read from
+the store's own table in a fraction of the listing's time), and the next listing of the
+namespace asks the version first: unchanged, the kept keys are the answer; changed (a write,
+a re-write moving a key first, a delete, a TTL sweep, by this process or another), the keys
+are read again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+import sys
+import threading
+import weakref
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from langgraph.store.base import BaseStore
+
+from langgraph_ctx._lru import LRUCache
 
 logger = logging.getLogger("langgraph_ctx.archive")
 
@@ -33,6 +46,65 @@ T = TypeVar("T")
 
 _SQLITE = "SELECT key FROM store WHERE prefix = ? ORDER BY updated_at DESC, rowid DESC"
 _POSTGRES = "SELECT key FROM store WHERE prefix = %s ORDER BY updated_at DESC, key ASC"
+_SQLITE_VERSION = "SELECT count(*), max(rowid), key FROM store WHERE prefix = ?"
+"""A namespace's version on SQLite, from the primary key's index alone: its item count, and
+the largest rowid with its key (SQLite gives the row of `max` to the bare column). Every write
+is an `INSERT OR REPLACE`, a new row past the table's largest rowid (a rowid comes back only
+for the largest row once deleted, and then under another key unless the same item is written
+again, which leaves the order as it was); a delete changes the count; the store changes
+nothing else of a row but its expiry, which orders nothing."""
+_POSTGRES_VERSION = (
+    "SELECT count(*), max(updated_at),"
+    " sum(hashtextextended(key || ' ' || extract(epoch FROM updated_at)::text, 0))"
+    " FROM store WHERE prefix = %s"
+)
+"""A namespace's version on PostgreSQL: its item count, its newest `updated_at`, and a sum of
+64-bit hashes of each key with its `updated_at`, which a write, a re-write (a key moving
+first), a delete or a write committed late (its `updated_at` older than the newest) changes
+(a write's `updated_at` is its transaction's start, so the newest alone misses a late one)."""
+
+LISTED_BYTES = 16 * 1024 * 1024
+"""Most memory the per-process listings take (each kept namespace's keys, about 120 bytes a
+key), least recently listed namespace dropped first."""
+
+
+class _Listing(NamedTuple):
+    version: tuple[Any, ...]
+    keys: list[str]
+
+
+def _listing_size(key: tuple[int, str], listing: _Listing) -> int:
+    strings = sum(sys.getsizeof(k) for k in listing.keys)
+    return sys.getsizeof(listing.keys) + strings + sys.getsizeof(key[1]) + 200
+
+
+_LISTED: LRUCache[tuple[int, str], _Listing] = LRUCache(LISTED_BYTES, size=_listing_size)
+_SERIALS: weakref.WeakKeyDictionary[BaseStore, int] = weakref.WeakKeyDictionary()
+_SERIALS_LOCK = threading.Lock()
+_NEXT_SERIAL = itertools.count(1)
+
+
+def _serial(store: BaseStore) -> int:
+    """A number for `store` never given to another (an object's id can be reused)."""
+    with _SERIALS_LOCK:
+        found = _SERIALS.get(store)
+        if found is None:
+            found = _SERIALS[store] = next(_NEXT_SERIAL)
+        return found
+
+
+def _kept(store: BaseStore, prefix: str, version: tuple[Any, ...]) -> list[str] | None:
+    """The kept keys of `prefix` if they were read at `version` (a copy: callers may edit)."""
+    listing = _LISTED.get((_serial(store), prefix))
+    if listing is None or listing.version != version:
+        return None
+    return list(listing.keys)
+
+
+def _keep(store: BaseStore, prefix: str, version: tuple[Any, ...], rows: list[Any]) -> list[str]:
+    keys = [str(_key(row)) for row in rows]
+    _LISTED.put((_serial(store), prefix), _Listing(version, keys))
+    return list(keys)
 
 
 def _prefix(namespace: tuple[str, ...]) -> str | None:
@@ -75,16 +147,26 @@ def keys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str] | Non
     try:
         if kind == "sqlite":
             with store.lock:  # type: ignore[attr-defined]  # SqliteStore's own lock
-                rows = store.conn.execute(_SQLITE, (prefix,)).fetchall()  # type: ignore[attr-defined]
+                conn: Any = store.conn  # type: ignore[attr-defined]
+                version = tuple(conn.execute(_SQLITE_VERSION, (prefix,)).fetchone())
+                kept = _kept(store, prefix, version)
+                if kept is not None:
+                    return kept
+                rows = conn.execute(_SQLITE, (prefix,)).fetchall()
         else:  # upstream's private helper: the pool, and (pipeline=True) the lock
             with store._cursor(pipeline=True) as cur:  # type: ignore[attr-defined]
                 _plain_rows(cur)
+                cur.execute(_POSTGRES_VERSION, (prefix,))
+                version = tuple(cur.fetchone())
+                kept = _kept(store, prefix, version)
+                if kept is not None:
+                    return kept
                 cur.execute(_POSTGRES, (prefix,))
                 rows = cur.fetchall()
     except Exception as exc:  # any failure (layout, setup): page search instead
         _fallback(store, exc)
         return None
-    return [str(_key(row)) for row in rows]
+    return _keep(store, prefix, version, rows)
 
 
 async def akeys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str] | None:
@@ -97,17 +179,28 @@ async def akeys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str
     try:
         if kind == "asqlite":
             async with store.lock:  # type: ignore[attr-defined]  # AsyncSqliteStore's own lock
-                cursor = await store.conn.execute(_SQLITE, (prefix,))  # type: ignore[attr-defined]
+                conn: Any = store.conn  # type: ignore[attr-defined]
+                cursor = await conn.execute(_SQLITE_VERSION, (prefix,))
+                version = tuple(await cursor.fetchone())
+                kept = _kept(store, prefix, version)
+                if kept is not None:
+                    return kept
+                cursor = await conn.execute(_SQLITE, (prefix,))
                 rows = list(await cursor.fetchall())
         else:
             async with store._cursor(pipeline=True) as cur:  # type: ignore[attr-defined]
                 _plain_rows(cur)
+                await cur.execute(_POSTGRES_VERSION, (prefix,))
+                version = tuple(await cur.fetchone())
+                kept = _kept(store, prefix, version)
+                if kept is not None:
+                    return kept
                 await cur.execute(_POSTGRES, (prefix,))
                 rows = await cur.fetchall()
     except Exception as exc:  # any failure: page search instead
         _fallback(store, exc)
         return None
-    return [str(_key(row)) for row in rows]
+    return _keep(store, prefix, version, rows)
 
 
 def _key(row: Any) -> Any:

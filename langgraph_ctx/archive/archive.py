@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import re
+import sys
 from collections.abc import Sequence
 
 from langchain_core.messages import BaseMessage
@@ -34,6 +35,7 @@ from langgraph.store.base import BaseStore
 
 from langgraph_ctx._effects import BackendGet, BackendKeys, Plan, synchronous
 from langgraph_ctx._ids import REF_SHAPE, ArchiveRef, RefKind, is_archive_ref, sha256_hex
+from langgraph_ctx._lru import LRUCache
 from langgraph_ctx.archive._backends import (
     ArchiveBackend,
     Namespace,
@@ -70,6 +72,21 @@ NAMESPACE_ROOT = "langgraph_ctx"
 _INDEX_KIND = "index"
 _SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 _DIGEST = re.compile(r"[0-9a-f]{64}")
+
+REFS_BYTES = 16 * 1024 * 1024
+"""Most memory the per-process record of listed references takes (`Archive.plan_refs`: a
+thread's references, about 200 bytes each), least recently listed first dropped."""
+
+
+def _refs_size(prefix: str, listed: tuple[list[str], list[str]]) -> int:
+    keys, refs = listed  # the keys' strings are the listing's own: counted as pointers
+    return sys.getsizeof(prefix) + sys.getsizeof(keys) + sum(map(sys.getsizeof, refs)) + 200
+
+
+_REFS: LRUCache[str, tuple[list[str], list[str]]] = LRUCache(REFS_BYTES, size=_refs_size)
+"""By reference prefix (thread, kind, user): the keys last listed and their references.
+References are a function of the prefix and the keys, so the keys equal (a listing kept by
+the backend: the same strings, compared by identity first) give the same references."""
 
 
 def _label(identifier: str, what: str) -> str:
@@ -268,6 +285,10 @@ class Archive:
     def plan_refs(self, kind: RefKind) -> Plan[list[str]]:
         """The references of this thread's `kind` entries, newest write first (for search).
 
+        The backend lists the keys (a SQL store keeps its last listing while the store's
+        version of it holds: `_store_keys`); the references made of the same keys are the
+        ones made last time (`_REFS`), not made again.
+
         Raises:
             ArchiveError: The backend can not list (see `ListableBackend`) or failed to.
         """
@@ -279,7 +300,12 @@ class Archive:
         except Exception as exc:
             raise self._backend_error("list", namespace, "*", exc) from exc
         prefix = str(ArchiveRef(self._thread, kind, "0" * 64, user=self._user))[:-64]
-        return [prefix + k for k in keys if len(k) == 64 and _DIGEST.fullmatch(k)]
+        kept = _REFS.get(prefix)
+        if kept is not None and kept[0] == keys:
+            return list(kept[1])
+        refs = [prefix + k for k in keys if len(k) == 64 and _DIGEST.fullmatch(k)]
+        _REFS.put(prefix, (list(keys), refs))  # a copy: a backend may reuse its list
+        return list(refs)
 
     def plan_put_message(self, message: BaseMessage, *, index: bool = True) -> Plan[str]:
         """`put_message` as a plan, to compose with `yield from`."""

@@ -61,12 +61,11 @@ from langgraph_ctx.archive.line_index import (
     holds,
 )
 from langgraph_ctx.archive.matching import (
+    LineFilter,
     Query,
     SearchableEntry,
-    SearchKind,
     Source,
     sparse_entry,
-    wanted,
 )
 from langgraph_ctx.archive.ranking import MAX_HITS, Hits
 from langgraph_ctx.archive.search_answer import shown_hits
@@ -131,6 +130,8 @@ _KNOWN: LRUCache[tuple[int, tuple[str, ...]], _Known] = LRUCache(KNOWN_BYTES, si
 _SEGMENTS: LRUCache[tuple[int, tuple[str, ...], str], _Segments] = LRUCache(
     SEGMENTS_BYTES, size=_segments_size
 )
+_GAPS: LRUCache[tuple[RefKind, int], SearchableEntry] = LRUCache(max_items=4096)
+"""`_gap` entries by kind and line count (a few hundred bytes each)."""
 _SERIALS: weakref.WeakKeyDictionary[LineIndex, int] = weakref.WeakKeyDictionary()
 _SERIALS_LOCK = threading.Lock()
 _NEXT_SERIAL = itertools.count(1)
@@ -270,15 +271,6 @@ def line_index_of(archive: Archive) -> LineIndex | None:
     return index
 
 
-class _Sparse(NamedTuple):
-    """An entry built from the index: where it is, and what is known of it."""
-
-    key: _Key
-    n_lines: int
-    segments: _Segments
-    lines: _Lines
-
-
 @dataclass
 class IndexedEntries:
     """The entries of one search, as `find_hits` takes them, and what made them."""
@@ -293,49 +285,50 @@ class IndexedEntries:
     """The database's answer stopped at `CANDIDATES` lines."""
     searched: int = 0
     """The entries searched: every listed entry indexed or decoded."""
-    sparse: dict[str, _Sparse] = field(default_factory=dict)
-    """By reference: the entries built from the index, with the lines known of each."""
+    sparse: dict[str, _Key] = field(default_factory=dict)
+    """By reference: the entries built from the index, as `(namespace, key)` of `known`."""
+    known: dict[_Key, _Lines] = field(default_factory=dict)
+    """The lines known of each entry built from the index (its candidate lines)."""
 
     def plan_neighbours(self, hits: Hits, limit: int) -> Plan[Hits]:
         """`hits` over entries that also hold the lines around each hit the answer shows."""
         wanted: dict[str, set[int]] = {}
         for at in shown_hits(hits, limit):
             hit = hits[at]
-            known = self.sparse.get(hit.entry.ref)
-            if known is None:
+            key = self.sparse.get(hit.entry.ref)
+            if key is None:
                 continue  # a decoded entry holds every line
+            lines = self.known[key]
             first, end, _ = hit.entry.segment(hit.line_index)
             for n in (hit.line_index - 1, hit.line_index, hit.line_index + 1):
-                if first <= n < end and known.lines.get(n, (None,))[0] is None:
+                if first <= n < end and lines.get(n, (None,))[0] is None:
                     wanted.setdefault(hit.entry.ref, set()).add(n)
         stopped = "hits" if self.capped and hits.stopped is None else hits.stopped
         if not wanted:
             return hits if stopped == hits.stopped else hits.with_entries(self.entries, stopped)
-        asked = [(*self.sparse[ref].key, n) for ref, lines in wanted.items() for n in sorted(lines)]
+        asked = [(*self.sparse[ref], n) for ref, lines in wanted.items() for n in sorted(lines)]
         try:
             rows: list[LineRow] | None = yield MethodCall(self.index, "lines", (asked,))
         except Exception as exc:  # the hits stand, shown casefolded, without context
             logger.warning("reading context lines from the search index failed: %s", exc)
             rows = None
-        by_key = {known.key: ref for ref, known in self.sparse.items()}
         for row in rows or ():
-            self.sparse[by_key[(row.namespace, row.key)]].lines[row.line_no] = (
-                row.text,
-                row.folded,
-            )
+            self.known[row.namespace, row.key][row.line_no] = (row.text, row.folded)
         entries = [
-            _sparse(entry.ref, entry.kind, self.sparse[entry.ref]) if entry.ref in wanted else entry
+            _sparse(entry, self.known[self.sparse[entry.ref]]) if entry.ref in wanted else entry
             for entry in self.entries
         ]
         self.entries = entries
         return hits.with_entries(entries, stopped)
 
 
-def _sparse(ref: str, kind: RefKind, known: _Sparse) -> SearchableEntry:
-    # A line not read yet stands in casefolded: it is matched casefolded, and shown only
-    # once read (`plan_neighbours` reads every line an answer shows).
-    text = {n: (f if t is None else t, f) for n, (t, f) in known.lines.items()}
-    return sparse_entry(ref, kind, known.n_lines, text, known.segments)
+def _sparse(entry: SearchableEntry, lines: _Lines) -> SearchableEntry:
+    """`entry` (built from the index) again, with the lines now known of it.
+
+    A line not read yet stands in casefolded: it is matched casefolded, and shown only once
+    read (`plan_neighbours` reads every line an answer shows).
+    """
+    return sparse_entry(entry.ref, entry.kind, entry.n_lines, lines, entry.segments)
 
 
 def _gap(kind: RefKind, n_lines: int) -> SearchableEntry:
@@ -343,9 +336,16 @@ def _gap(kind: RefKind, n_lines: int) -> SearchableEntry:
 
     No text (`find_hits` skips it, counting its lines) and the run's line count. Its offsets
     are never read (no hit is in it), so a `range` stands for them: no memory per line.
+    Immutable, so one is kept per kind and line count (`_GAPS`): a search of a common word
+    has a gap between most candidates, and each object it makes and keeps to its end brings
+    Python's full garbage collection sooner.
     """
-    none = cast("array[int]", range(n_lines))
-    return SearchableEntry("", kind, "", none, "", none, ())
+    found = _GAPS.peek((kind, n_lines))
+    if found is None:
+        none = cast("array[int]", range(n_lines))
+        found = SearchableEntry("", kind, "", none, "", none, ())
+        _GAPS.put((kind, n_lines), found)
+    return found
 
 
 def plan_indexed_entries(
@@ -355,11 +355,12 @@ def plan_indexed_entries(
     query: Query,
     cache: EntryCache,
     read_until: float,
-    *,
-    kind: SearchKind = "any",
-    tool: str | None = None,
+    within: LineFilter,
 ) -> Plan[IndexedEntries | None]:
-    """The entries of a search from the index (`kind` and `tool` as `find_hits` takes them).
+    """The entries of a search from the index, of the lines `within` passes.
+
+    An entry none of whose sources `within` passes stands in the list as lines without
+    text, as `find_hits` skips it.
 
     `listed` is each kind's references as `Archive.plan_refs` lists them (newest first).
     A pattern is served when it holds a literal every matching line holds
@@ -406,33 +407,33 @@ def plan_indexed_entries(
     segments = yield from _plan_segments(index, serial, list(found))
     if segments is None:
         return None
-    by_namespace: dict[tuple[str, ...], dict[str, tuple[_Lines, _Segments] | None]] = {}
-    for (namespace, key), text in found.items():
-        runs = segments.get((namespace, key))  # None: its row is gone meanwhile, read it
-        by_namespace.setdefault(namespace, {})[key] = None if runs is None else (text, runs)
-    out = IndexedEntries(index, [], 0, count >= CANDIDATES)
-    filtered = kind != "any" or tool is not None
+    # By namespace and key: the sources of each entry holding a candidate line, None when
+    # its row is gone meanwhile (it is read as a scan reads it).
+    by_namespace: dict[tuple[str, ...], dict[str, _Segments | None]] = {}
+    for namespace, key in found:
+        by_namespace.setdefault(namespace, {})[key] = segments.get((namespace, key))
+    out = IndexedEntries(index, [], 0, count >= CANDIDATES, known=found)
     for (ref_kind, refs), namespace, lines in zip(listed, namespaces, lines_of, strict=True):
         held = by_namespace.get(namespace, {})
-        keys = [ref.rsplit(":", 1)[1] for ref in refs]
+        # `Archive.plan_refs` gives one kind's references one prefix: its key follows.
+        cut = refs[0].rindex(":") + 1 if refs else 0
         gap = matched = 0
-        for ref, key in zip(refs, keys, strict=True):
+        for ref in refs:
+            key = ref[cut:]
             n_lines = lines.get(key)
-            candidate = held.get(key)
-            if n_lines is not None and (candidate is not None or key not in held):
+            runs = held.get(key)
+            if n_lines is not None and (runs is not None or key not in held):
                 out.searched += 1
                 matched += 1
-                if candidate is None or (
-                    filtered and not any(wanted(s, kind, tool) for _, s in candidate[1])
-                ):
+                if runs is None or not within.any_passes(runs):
                     gap += n_lines  # `find_hits` skips it as it skips an entry filtered out
                     continue
                 if gap:
                     out.entries.append(_gap(ref_kind, gap))
                     gap = 0
-                known_entry = _Sparse((namespace, key), n_lines, candidate[1], candidate[0])
-                out.sparse[ref] = known_entry
-                out.entries.append(_sparse(ref, ref_kind, known_entry))
+                entry_key = (namespace, key)
+                out.sparse[ref] = entry_key
+                out.entries.append(sparse_entry(ref, ref_kind, n_lines, found[entry_key], runs))
                 continue
             try:
                 entry = yield from plan_entry(archive, ref, ref_kind, cache, read_until)
@@ -453,7 +454,7 @@ def plan_indexed_entries(
         if gap:
             out.entries.append(_gap(ref_kind, gap))
         if matched < len(lines):  # indexed keys not listed: rows an item left behind?
-            listed_keys = set(keys)
+            listed_keys = {ref[cut:] for ref in refs}
             suspects = [key for key in lines if key not in listed_keys]
             if suspects:
                 yield from _plan_prune(index, namespace, suspects[:_SUSPECTS])

@@ -28,7 +28,7 @@ from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Literal
+from typing import Literal, cast, get_args
 
 from langchain_core.messages import BaseMessage, ToolMessage, get_buffer_string
 
@@ -39,12 +39,15 @@ from langgraph_ctx.ledger.summary import parse_dump_index
 from langgraph_ctx.messages.content import text_of
 
 __all__ = [
+    "EVERY_LINE",
     "MAX_QUERY_CHARS",
     "MAX_TERMS",
+    "LineFilter",
     "Query",
     "SearchKind",
     "SearchableEntry",
     "Source",
+    "line_filter",
     "parse_query",
     "recall_text",
     "searchable_entry",
@@ -313,12 +316,13 @@ def sparse_entry(
     ref: str,
     kind: RefKind,
     n_lines: int,
-    known: Mapping[int, tuple[str, str]],
+    known: Mapping[int, tuple[str | None, str]],
     segments: tuple[tuple[int, Source], ...],
 ) -> SearchableEntry:
     """An entry of which only some lines are known, the others empty (a database's answer).
 
-    `known` maps a line index to `(line, casefolded line)`. Searched by `ranking.find_hits`,
+    `known` maps a line index to `(line, casefolded line)`, the line None when only its
+    casefolded form was read (it then stands in for the line). Searched by `ranking.find_hits`,
     it answers as the whole entry would for a query whose matching lines are all known: a
     line is matched alone, and an empty line matches nothing. Without a known line its text
     is empty, so a search counts its `n_lines` and skips it.
@@ -326,15 +330,36 @@ def sparse_entry(
     if not known:
         zeros = array("q", bytes(8 * n_lines))
         return SearchableEntry(ref, kind, "", zeros, "", zeros, segments)
-    lines, folded = [""] * n_lines, [""] * n_lines
+    folded = [""] * n_lines
+    shown: list[tuple[int, str]] = []  # lines that differ from their casefolding
     for index, (line, folded_line) in known.items():
-        lines[index], folded[index] = line, folded_line
-    joined, folded_joined = "\n".join(lines), "\n".join(folded)
-    starts = _starts(lines)
-    if folded_joined == joined:
-        folded_joined = joined
-    folded_starts = starts if len(folded_joined) == len(joined) else _starts(folded)
+        folded[index] = folded_line
+        if line is not None and line is not folded_line and line != folded_line:
+            shown.append((index, line))
+    folded_joined, folded_starts = "\n".join(folded), _short_lived_starts(folded)
+    if not shown:  # the common case: one text, as `searchable_entry` keeps it
+        return SearchableEntry(
+            ref, kind, folded_joined, folded_starts, folded_joined, folded_starts, segments
+        )
+    lines = folded.copy()
+    for index, line in shown:
+        lines[index] = line
+    joined = "\n".join(lines)
+    # Casefolding never shortens a line: the same length means the same offsets.
+    starts = folded_starts if len(folded_joined) == len(joined) else _short_lived_starts(lines)
     return SearchableEntry(ref, kind, joined, starts, folded_joined, folded_starts, segments)
+
+
+def _short_lived_starts(lines: Sequence[str]) -> array[int]:
+    """`_starts` for an entry that lives one search (`sparse_entry`): a tuple of ints.
+
+    Made faster than an array, and a tuple of numbers is one the garbage collector stops
+    tracking at its first pass (an array it tracks while it lives): the entries a search of a
+    common word builds then do not bring Python's full collection sooner.
+    """
+    if not lines:
+        return array("q")
+    return cast("array[int]", tuple(accumulate((len(line) + 1 for line in lines[:-1]), initial=0)))
 
 
 def _starts(lines: Sequence[str]) -> array[int]:
@@ -344,14 +369,76 @@ def _starts(lines: Sequence[str]) -> array[int]:
     return array("q", accumulate((len(line) + 1 for line in lines[:-1]), initial=0))
 
 
-def wanted(source: Source, kind: SearchKind, tool: str | None) -> bool:
-    """Whether lines from `source` pass the kind and tool filters."""
-    if tool is not None and (source.tool_name or "").casefold() != tool.casefold():
-        return False
-    if kind == "tool":
-        return source.type == "tool" and source.position is None
-    if kind == "turn":
-        return source.type == "ai" and source.position is None
-    if kind == "summarized":
-        return source.position is not None or source.type == "messages"
-    return True
+_REF_KINDS: dict[SearchKind, tuple[RefKind, ...]] = {
+    "any": ("message", "messages", "text"),
+    "tool": ("message",),
+    "turn": ("message",),
+    "summarized": ("messages",),
+}
+"""The entries each kind of line can be in (a summarized message is in an insurance dump)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LineFilter:
+    """Which lines a search looks at: the `kind` and `tool` filters, interpreted here only.
+
+    Build it with `line_filter` (which checks what a caller gave). The search lists the
+    entries `ref_kinds` names, and ranks only lines whose source `passes`; an entry none of
+    whose sources passes is skipped before its lines are matched (or built, from an index).
+    """
+
+    kind: SearchKind = "any"
+    """`"tool"` (tool outputs), `"turn"` (shortened AI turns), `"summarized"` (messages a
+    summary replaced), or `"any"`."""
+    tool: str | None = None
+    """Only outputs of this tool (case-insensitive); None: any."""
+
+    @property
+    def ref_kinds(self) -> tuple[RefKind, ...]:
+        """The kinds of entries holding lines this filter can pass, in search order."""
+        return _REF_KINDS[self.kind]
+
+    @property
+    def active(self) -> bool:
+        """Whether some line of a listed entry can fail the filter."""
+        return self.kind != "any" or self.tool is not None
+
+    def passes(self, source: Source) -> bool:
+        """Whether lines from `source` pass the kind and tool filters."""
+        if self.tool is not None and (source.tool_name or "").casefold() != self.tool.casefold():
+            return False
+        if self.kind == "tool":
+            return source.type == "tool" and source.position is None
+        if self.kind == "turn":
+            return source.type == "ai" and source.position is None
+        if self.kind == "summarized":
+            return source.position is not None or source.type == "messages"
+        return True
+
+    def any_passes(self, segments: Sequence[tuple[int, Source]]) -> bool:
+        """Whether some line of an entry with these sources passes (always, when inactive)."""
+        return not self.active or any(self.passes(source) for _, source in segments)
+
+
+EVERY_LINE = LineFilter()
+"""The filter of a search without `kind` or `tool`."""
+
+_MAX_TOOL_CHARS = 200
+"""Longest tool name a filter accepts."""
+
+
+def line_filter(kind: object = "any", tool: object = None) -> LineFilter:
+    """The filter a caller's `kind` and `tool` ask for; a blank tool name filters nothing.
+
+    Raises:
+        ValueError: `kind` is not a `SearchKind`, or `tool` is not a tool name; the message
+            quotes a bounded prefix of what was given.
+    """
+    checked = next((k for k in get_args(SearchKind) if k == kind), None)
+    if checked is None:
+        msg = f"kind {shorten(kind, 30)} is not one of {', '.join(get_args(SearchKind))}"
+        raise ValueError(msg)
+    if tool is not None and (not isinstance(tool, str) or len(tool) > _MAX_TOOL_CHARS):
+        msg = f"tool must be a tool name, got {shorten(tool, 40)}"
+        raise ValueError(msg)
+    return LineFilter(checked, (tool.strip() or None) if tool else None)

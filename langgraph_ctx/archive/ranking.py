@@ -45,7 +45,7 @@ from collections.abc import Iterator, Sequence
 from typing import Literal, NamedTuple, overload
 
 from langgraph_ctx._patterns import PatternTimeoutError
-from langgraph_ctx.archive.matching import Query, SearchableEntry, SearchKind, wanted
+from langgraph_ctx.archive.matching import EVERY_LINE, LineFilter, Query, SearchableEntry
 
 __all__ = ["MAX_HITS", "SEARCH_SECONDS", "Hit", "Hits", "find_hits"]
 
@@ -72,6 +72,8 @@ one pattern call over `_CALL_CPU_SECONDS` (a pattern too slow for a search)."""
 _GROUP = {"message": 0, "messages": 1, "text": 2}
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_/-")
 _PATHS = _NAME_CHARS | {"."}
+_PLAIN_NAME_CHARS = "abcdefghijklmnopqrstuvwxyz0123456789_-"
+"""The name characters a name always goes on through, backwards (all but `/`)."""
 _NAME_RUN = re.compile(r"[a-z0-9_/-]*")
 """A run of name characters, walked at C speed (a name can be a whole 10 MB line)."""
 
@@ -111,6 +113,10 @@ def _name_span(text: str, at: int, end: int) -> tuple[int, int]:
     begin, stop = at, end
     floor = max(0, at - _NAME_LOOKBACK)
     while begin > floor:
+        # A run of name characters other than `/` always goes on: skipped at C speed.
+        begin = floor + len(text[floor:begin].rstrip(_PLAIN_NAME_CHARS))
+        if begin == floor:
+            break
         before = text[begin - 1]
         leading = before == "/" and text[begin - 2 : begin] == "./"
         if leading and (begin == 2 or text[begin - 3] not in _PATHS):
@@ -190,10 +196,23 @@ def _term_lines(
 
 
 _Row = tuple[int, int, int, int, int, int, int, int, int]
-"""A hit while searching: its key's seven parts, then `at`, then the entry's place in the
-list searched. One tuple per hit: a common word matches thousands of lines, and every object
-a search keeps alive until it ends brings Python's full garbage collection closer (a pause
-of tens of milliseconds in a process holding a large cache)."""
+"""A hit while searching, one plain tuple: its first seven parts are its key (`Hit.key`:
+tier, minus the terms the line holds, characters a longer name holding the match adds, not
+tool output, entry group, the entry's place among its kind, line index), then where the match
+starts in the casefolded line (`_AT`), then the entry's place in the list searched (`_SLOT`).
+
+Plain, not a named tuple: a common word matches thousands of lines, and the garbage collector
+stops tracking a plain tuple of numbers at its first pass but tracks a tuple subclass for as
+long as it lives; the rows of one search would then move to the oldest generation and bring
+Python's full collection (tens of milliseconds in a process holding LangChain) sooner. Read
+by the names of their places (`_LINE`, `_AT`, `_SLOT`); sorted as tuples: the key's parts
+decide, in order."""
+_LINE = 6
+"""A row's line index (the key's last part)."""
+_AT = 7
+"""Where a row's match starts in the casefolded line (0 for a pattern)."""
+_SLOT = 8
+"""A row's entry: its place in the list searched."""
 
 
 class _Scan(NamedTuple):
@@ -296,8 +315,7 @@ def find_hits(
     entries: Sequence[SearchableEntry],
     query: Query,
     *,
-    kind: SearchKind = "any",
-    tool: str | None = None,
+    within: LineFilter = EVERY_LINE,
     budget: float = SEARCH_SECONDS,
 ) -> Hits:
     """Every matching line of `entries` (listed newest first), best first, within bounds.
@@ -305,8 +323,7 @@ def find_hits(
     Args:
         entries: The thread's entries; within each kind, newest first.
         query: What to look for.
-        kind: Which lines to search.
-        tool: Only tool outputs of this tool (case-insensitive).
+        within: Which lines to search (the `kind` and `tool` filters).
         budget: Seconds the search may match, words and patterns alike; past them it stops
             (`Hits.stopped`), as it does after `MAX_HITS` matching lines.
 
@@ -316,7 +333,6 @@ def find_hits(
     deadline = time.monotonic() + budget
     rank: dict[str, int] = {}
     rows: list[_Row] = []
-    filtered = kind != "any" or tool is not None
     total = sum(entry.n_lines for entry in entries)
     searched = 0
     stopped: Stop | None = None
@@ -325,9 +341,7 @@ def find_hits(
         if time.monotonic() > deadline or len(rows) >= MAX_HITS:
             stopped = _why(rows, deadline)
             break
-        if not entry.text or (
-            filtered and not any(wanted(s, kind, tool) for _, s in entry.segments)
-        ):
+        if not entry.text or not within.any_passes(entry.segments):
             searched += entry.n_lines
             continue
         group = _GROUP.get(entry.kind, 3)
@@ -340,8 +354,8 @@ def find_hits(
             stopped = _why(rows, deadline)
             break
     rows.sort()  # the first seven parts are unique: the rest never decides
-    if filtered:
-        rows = [r for r in rows if wanted(entries[r[8]].segment(r[6])[2], kind, tool)]
+    if within.active:
+        rows = [r for r in rows if within.passes(entries[r[_SLOT]].segment(r[_LINE])[2])]
     return Hits(rows, entries, searched_lines=searched, total_lines=total, stopped=stopped)
 
 
@@ -415,7 +429,7 @@ class Hits(Sequence[Hit]):
     def text_of(self, index: int) -> str:
         """The casefolded line of hit `index`, without making the hit."""
         row = self._rows[index]
-        return self._entries[row[8]].folded_line(row[6])
+        return self._entries[row[_SLOT]].folded_line(row[_LINE])
 
     def _hit(self, row: _Row) -> Hit:
-        return Hit(row[:7], self._entries[row[8]], row[6], row[7])
+        return Hit(row[:7], self._entries[row[_SLOT]], row[_LINE], row[_AT])

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any, get_args
+from typing import Any
 
 from langchain_core.tools import BaseTool, ToolException
 from pydantic import BaseModel, Field
@@ -49,7 +49,12 @@ from langgraph_ctx._ids import RefKind
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.entry_cache import EntryCache, EntryNotReadInTime, plan_entry
 from langgraph_ctx.archive.index_search import line_index_of, plan_indexed_entries
-from langgraph_ctx.archive.matching import SearchableEntry, SearchKind, parse_query
+from langgraph_ctx.archive.matching import (
+    SearchableEntry,
+    SearchKind,
+    line_filter,
+    parse_query,
+)
 from langgraph_ctx.archive.ranking import find_hits
 from langgraph_ctx.archive.recall import archive_source, archive_tool
 from langgraph_ctx.archive.search_answer import bounded, render_hits
@@ -79,14 +84,6 @@ READ_SECONDS = 1.0
 """How long one search may read and decode entries it has not decoded before; the rest wait
 for the next search (the answer says it is partial), which starts where the cache ends."""
 
-_KINDS: dict[SearchKind, tuple[RefKind, ...]] = {
-    "any": ("message", "messages", "text"),
-    "tool": ("message",),
-    "turn": ("message",),
-    "summarized": ("messages",),
-}
-
-
 _SHARED = EntryCache()
 
 
@@ -111,28 +108,29 @@ def plan_search(
     """
     try:
         parsed = parse_query(query, regex=regex)
-        kind, tool, limit = _checked(kind, tool, limit)
+        within = line_filter(kind, tool)
+        limit = _checked(limit)
     except ValueError as exc:
         return bounded(f"{tool_name}: {exc}", max_chars)
     cache = _SHARED if cache is None else cache
     read_until = time.monotonic() + READ_SECONDS
     listed: list[tuple[RefKind, list[str]]] = []
-    for ref_kind in _KINDS[kind]:
+    for ref_kind in within.ref_kinds:
         listed.append((ref_kind, (yield from archive.plan_refs(ref_kind))))
     index = line_index_of(archive)
     served = None
     if index is not None:
         served = yield from plan_indexed_entries(
-            archive, index, listed, parsed, cache, read_until, kind=kind, tool=tool
+            archive, index, listed, parsed, cache, read_until, within
         )
     if served is not None:
         searched, unread = served.searched, served.unread
-        hits = find_hits(served.entries, parsed, kind=kind, tool=tool)
+        hits = find_hits(served.entries, parsed, within=within)
         hits = yield from served.plan_neighbours(hits, limit)
     else:
         entries, unread = yield from _plan_scan(archive, listed, cache, read_until)
         searched = len(entries)
-        hits = find_hits(entries, parsed, kind=kind, tool=tool)
+        hits = find_hits(entries, parsed, within=within)
     return render_hits(
         hits,
         query=query,
@@ -166,18 +164,11 @@ def _plan_scan(
     return entries, unread
 
 
-def _checked(kind: str, tool: str | None, limit: int) -> tuple[SearchKind, str | None, int]:
-    if kind not in _KINDS:
-        msg = f"kind {shorten(kind, 30)} is not one of {', '.join(_KINDS)}"
-        raise ValueError(msg)
-    if tool is not None and (not isinstance(tool, str) or len(tool) > 200):
-        msg = f"tool must be a tool name, got {shorten(tool, 40)}"
-        raise ValueError(msg)
+def _checked(limit: int) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         msg = f"limit must be a whole number from 1 to {MAX_LIMIT}, got {shorten(limit, 30)}"
         raise ValueError(msg)
-    checked: SearchKind = next(k for k in get_args(SearchKind) if k == kind)
-    return checked, (tool.strip() or None) if tool else None, min(limit, MAX_LIMIT)
+    return min(limit, MAX_LIMIT)
 
 
 search_archive, asearch_archive = both(

@@ -285,6 +285,38 @@ async def test_a_worker_sees_what_another_wrote_and_deleted_since_its_last_searc
         assert backend.gets == 0
 
 
+async def test_a_kept_key_listing_follows_rewrites_and_deletes_by_another_worker(
+    store: BaseStore, mode: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """A process keeps each thread's key listing behind the store's version of it: another
+    worker's re-write (the entry moves first), a delete of the newest entry followed by a
+    write (SQLite may give the new row the deleted one's rowid), and a write are seen, and
+    the hits come in the store's order (newest write first among equals)."""
+    thread = f"order-{uuid.uuid4().hex}"
+    indexed, plain, _ = archives(store, thread)
+    outputs = {n: ToolMessage(f"flush {n}", tool_call_id=f"c{n}", name="sh") for n in range(5)}
+    await archive_all(indexed, [outputs[1], outputs[2], outputs[3]], mode)
+
+    async def order() -> list[int]:
+        fast, slow = await search_both(indexed, plain, "flush", mode)
+        assert fast == slow
+        found = [line.split("flush ")[1] for line in fast.splitlines() if line.startswith(">")]
+        return [int(n) for n in found]
+
+    assert await order() == [3, 2, 1]
+    async with _other_worker(store, tmp_path, request) as other:
+        writer = Archive(StoreBackend(other), thread_id=thread)
+        await asyncio.to_thread(writer.put_message, outputs[1])
+        assert await order() == [1, 3, 2]
+        namespace = indexed.namespace("message")
+        newest = (await asyncio.to_thread(StoreBackend(other).keys, namespace))[0]
+        await asyncio.to_thread(other.delete, namespace, newest)
+        await asyncio.to_thread(writer.put_message, outputs[4])
+        assert await order() == [4, 3, 2]
+        await asyncio.to_thread(writer.put_message, outputs[2])
+        assert await order() == [2, 4, 3]
+
+
 @contextlib.asynccontextmanager
 async def _other_worker(
     store: BaseStore, tmp_path: Path, request: pytest.FixtureRequest
