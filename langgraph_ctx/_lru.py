@@ -14,8 +14,10 @@ with `max_items`.
 
 from __future__ import annotations
 
+import itertools
 import sys
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
@@ -23,7 +25,7 @@ from typing import Generic, TypeVar
 from langgraph_ctx.checks import check_int
 from langgraph_ctx.errors import ConfigError
 
-__all__ = ["LRUCache", "measured", "measured_deep"]
+__all__ = ["LRUCache", "measured", "measured_deep", "serial_of"]
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -68,6 +70,24 @@ def measured_deep(key: object, value: object) -> int:
             total += getsizeof(fields)  # its keys are the field names every instance shares
             todo.extend(fields.values())
     return total
+
+
+_SERIALS: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
+_SERIALS_LOCK = threading.Lock()
+_NEXT_SERIAL = itertools.count(1)
+
+
+def serial_of(owner: object) -> int:
+    """A number for `owner` never given to another object, for a cache keyed by it.
+
+    An object's `id` can be reused once it is collected, so a cache keyed by `id(store)` could
+    answer a new store with an old one's entries; `owner` must accept weak references.
+    """
+    with _SERIALS_LOCK:
+        found = _SERIALS.get(owner)
+        if found is None:
+            found = _SERIALS[owner] = next(_NEXT_SERIAL)
+        return found
 
 
 class LRUCache(Generic[K, V]):

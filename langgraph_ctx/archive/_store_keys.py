@@ -27,18 +27,15 @@ are read again.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import sys
-import threading
-import weakref
 from collections.abc import Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
 from langgraph.store.base import BaseStore
 
-from langgraph_ctx._lru import LRUCache
+from langgraph_ctx._lru import LRUCache, serial_of
 
 logger = logging.getLogger("langgraph_ctx.archive")
 
@@ -79,23 +76,11 @@ def _listing_size(key: tuple[int, str], listing: _Listing) -> int:
 
 
 _LISTED: LRUCache[tuple[int, str], _Listing] = LRUCache(LISTED_BYTES, size=_listing_size)
-_SERIALS: weakref.WeakKeyDictionary[BaseStore, int] = weakref.WeakKeyDictionary()
-_SERIALS_LOCK = threading.Lock()
-_NEXT_SERIAL = itertools.count(1)
-
-
-def _serial(store: BaseStore) -> int:
-    """A number for `store` never given to another (an object's id can be reused)."""
-    with _SERIALS_LOCK:
-        found = _SERIALS.get(store)
-        if found is None:
-            found = _SERIALS[store] = next(_NEXT_SERIAL)
-        return found
 
 
 def _kept(store: BaseStore, prefix: str, version: tuple[Any, ...]) -> list[str] | None:
     """The kept keys of `prefix` if they were read at `version` (a copy: callers may edit)."""
-    listing = _LISTED.get((_serial(store), prefix))
+    listing = _LISTED.get((serial_of(store), prefix))
     if listing is None or listing.version != version:
         return None
     return list(listing.keys)
@@ -103,7 +88,7 @@ def _kept(store: BaseStore, prefix: str, version: tuple[Any, ...]) -> list[str] 
 
 def _keep(store: BaseStore, prefix: str, version: tuple[Any, ...], rows: list[Any]) -> list[str]:
     keys = [str(_key(row)) for row in rows]
-    _LISTED.put((_serial(store), prefix), _Listing(version, keys))
+    _LISTED.put((serial_of(store), prefix), _Listing(version, keys))
     return list(keys)
 
 

@@ -36,12 +36,9 @@ and stops where a scan stops (`ranking.MAX_HITS`), saying the answer is partial.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import re
 import sys
-import threading
-import weakref
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,7 +46,7 @@ from typing import NamedTuple, cast
 
 from langgraph_ctx._effects import MethodCall, Plan
 from langgraph_ctx._ids import RefKind
-from langgraph_ctx._lru import LRUCache
+from langgraph_ctx._lru import LRUCache, serial_of
 from langgraph_ctx.archive.archive import Archive
 from langgraph_ctx.archive.entry_cache import EntryCache, EntryNotReadInTime, plan_entry
 from langgraph_ctx.archive.line_index import (
@@ -132,18 +129,6 @@ _SEGMENTS: LRUCache[tuple[int, tuple[str, ...], str], _Segments] = LRUCache(
 )
 _GAPS: LRUCache[tuple[RefKind, int], SearchableEntry] = LRUCache(max_items=4096)
 """`_gap` entries by kind and line count (a few hundred bytes each)."""
-_SERIALS: weakref.WeakKeyDictionary[LineIndex, int] = weakref.WeakKeyDictionary()
-_SERIALS_LOCK = threading.Lock()
-_NEXT_SERIAL = itertools.count(1)
-
-
-def _serial(index: LineIndex) -> int:
-    """A number for `index` never given to another (an object's id can be reused)."""
-    with _SERIALS_LOCK:
-        found = _SERIALS.get(index)
-        if found is None:
-            found = _SERIALS[index] = next(_NEXT_SERIAL)
-        return found
 
 
 _SPECIAL = frozenset("\\.^$*+?{}[]()|I")
@@ -378,7 +363,7 @@ def plan_indexed_entries(
     if not all(holds(term) for term in (*asked.phrases, *asked.words)):
         return None  # a term the database holds altered: the scan answers it exactly
     namespaces = [archive.namespace(kind) for kind, _ in listed]
-    serial = _serial(index)
+    serial = serial_of(index)
     known = [_KNOWN.get((serial, namespace)) for namespace in namespaces]
     try:
         versions = [None if k is None else k.version for k in known]

@@ -6,6 +6,7 @@ thousands of entries, and from threads racing on a small budget (invariants, not
 
 from __future__ import annotations
 
+import gc
 import random
 import sys
 import threading
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from langchain_core.messages import HumanMessage, ToolMessage
 
-from langgraph_ctx._lru import LRUCache, measured, measured_deep
+from langgraph_ctx._lru import LRUCache, measured, measured_deep, serial_of
 from langgraph_ctx.errors import ConfigError
 from langgraph_ctx.graph.attempts import KnownModels
 from langgraph_ctx.prompt import excerpt
@@ -362,3 +363,19 @@ def test_the_caches_moved_onto_it_stay_within_their_bytes(monkeypatch: pytest.Mo
     assert [excerpt.salient_names(line) for line in lines] == first
     assert {"mod_7.py", "read_rows_7", "1007"} <= first[7]
     assert 0 < small.bytes <= 3_000
+
+
+def test_serial_of_is_stable_for_an_object_and_never_reused() -> None:
+    """A cache keyed by an object's serial never answers a new object with an old one's entries."""
+
+    class Owner:
+        pass
+
+    first, second = Owner(), Owner()
+    assert serial_of(first) == serial_of(first)
+    assert serial_of(first) != serial_of(second)
+    seen = {serial_of(first), serial_of(second)}
+    del first, second
+    gc.collect()
+    # New objects may reuse the collected ones' ids, never their serials.
+    assert all(serial_of(Owner()) not in seen for _ in range(50))
