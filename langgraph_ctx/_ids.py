@@ -35,7 +35,8 @@ def sha256_of(data: bytes) -> hashlib._Hash:
     """`hashlib.sha256(data)`, fed in pieces hashlib hashes holding the GIL (the same digest).
 
     A build hashes the outputs it archives and the spans it prepares: in a server beside busy
-    threads, each such hash waited up to the switch interval (see `TiktokenCounter.count_text`).
+    threads, a hash that let go of the GIL would wait up to the switch interval for it (see
+    `TiktokenCounter.count_text`).
     """
     hashed = hashlib.sha256()
     view = memoryview(data)

@@ -8,9 +8,10 @@ over many lines costs at most its budget however the pattern behaves, and the ca
 what to do instead when it runs out.
 
 Compiling is bounded too, before it starts: a counted repetition is compiled as that many
-copies of what it repeats, so the 13 characters `a{4294967294}` asked for every byte of the
-host's memory and `(a{1000}){1000}` for 275 MB. `compile_pattern` estimates the compiled size
-(`compiled_size`: nested counts multiply) and refuses a pattern over `MAX_COMPILED_SIZE`.
+copies of what it repeats, so the 13 characters `a{4294967294}` ask for more memory than a
+host has and `(a{1000}){1000}` for a million copies. `compile_pattern` estimates the
+compiled size (`compiled_size`: nested counts multiply) and refuses a pattern over
+`MAX_COMPILED_SIZE`.
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ MAX_PATTERN_CHARS = 1_000
 """Longest pattern accepted; longer ones are refused before they are compiled."""
 
 MAX_COMPILED_SIZE = 10_000
-"""Most pieces a pattern may compile to (`compiled_size`); `regex` takes about 300 bytes
-and 0.5 microseconds a piece, so the bound is about 3 MB and a few milliseconds."""
+"""Most pieces a pattern may compile to (`compiled_size`): what `regex` takes a piece, in
+memory and in time, keeps a compile within a few megabytes and milliseconds (figures in
+docs/benchmarks.md)."""
 
 
 class PatternTimeoutError(ValueError):
@@ -73,9 +75,9 @@ class BoundedPattern:
         """Where the first match in `text[pos:endpos]` starts, or -1; within `deadline`.
 
         `regex` counts its timeout in the process's processor time, not on the wall clock: on
-        a busy host (7 runnable processes on 2 cores) an 80 ms timeout ended after 163 to 229
-        ms. `cpu_seconds` cuts one call shorter than what is left of the deadline, so a caller
-        with a short wall-clock budget looks at the clock that often.
+        a busy host a timeout ends well after that much wall-clock time. `cpu_seconds` cuts
+        one call shorter than what is left of the deadline, so a caller with a short
+        wall-clock budget looks at the clock that often.
 
         Raises:
             PatternTimeoutError: The deadline passed, before or during the match, or the
@@ -87,7 +89,8 @@ class BoundedPattern:
         try:
             # `concurrent=False`: keep the GIL. `regex` lets go of it at each search otherwise,
             # and beside a thread running Python getting it back takes the switch interval
-            # (5 ms) a search: a server's search of a plain pattern ran out of its budget.
+            # (5 ms) a search: enough for a server's search of a plain pattern to run out of
+            # its budget.
             found = self.compiled.search(
                 text,
                 pos,

@@ -374,9 +374,10 @@ class DirectoryBackend:
             folder = os.stat(directory)
         except (FileNotFoundError, NotADirectoryError):
             return []
-        # Listing stats every file (~40 ms for 5,000). A folder's mtime moves whenever a file
-        # is added, replaced or removed, so a listing is reused while it stays the same; only
-        # a folder untouched for `_SETTLED_NS` counts, since mtimes are coarser than a write.
+        # Listing stats every file (thousands in a long thread). A folder's mtime moves
+        # whenever a file is added, replaced or removed, so a listing is reused while it stays
+        # the same; only a folder untouched for `_SETTLED_NS` counts, since mtimes are coarser
+        # than a write.
         signature = (folder.st_ino, folder.st_mtime_ns)
         settled = time.time_ns() - folder.st_mtime_ns > _SETTLED_NS
         cached = self._listings.get(directory)

@@ -186,7 +186,7 @@ class SearchableEntry:
 
         `sys.getsizeof` of each part it owns, once for a part shared, and of its sources'
         strings: what keeping the entry costs, not the length of its text (a text of short
-        lines took 3.5 times what its length said when offsets were tuples of ints).
+        lines keeps an offset for every few characters).
         """
         parts: list[object] = [self, self.text, self.starts, self.segments]
         if self.folded is not self.text:

@@ -115,7 +115,7 @@ class AheadEntry(TypedDict, total=False):
     started: str | None
     tokens: int
     due: int
-    """Written before issue 43 (a cut deferred at the trigger, counted down); not read now."""
+    """Not read: older ledgers hold it (a count-down of a cut deferred at the trigger)."""
     after: bool
     """The span ends with `start_id`'s message (then the newest): the window will start
     after it."""

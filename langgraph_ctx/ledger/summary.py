@@ -147,7 +147,7 @@ def add_dump_ref(ledger: ContextLedger | dict[str, Any], ref: str, *, listed: bo
 
 DUMP_REFS_KEPT = 1
 """Insurance dumps the summary message names: the newest one (a reference costs about 45 tokens
-in every prompt; 4 cost 8% more on the cost benchmark). When a summary lands, a build with an
+in every prompt; figures in docs/benchmarks.md). When a summary lands, a build with an
 archive moves older ones into the archive's dump index (`plan_spill_dump_refs`), which the
 summary message names too, so the ledger stays the same size as a thread grows."""
 

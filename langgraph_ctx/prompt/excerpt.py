@@ -265,9 +265,9 @@ def quoted_lines(
     Newest use first, then the lines an earlier summary quoted, until `max_chars`; each line
     once, in the order they were written. A line is quoted only when it carries a name no
     line quoted before it carries: one line shows a name as well as ten, and the room goes to
-    more names (with `repeats`, as before issue 43, every used line is quoted while room is
-    left). A line longer than half of `max_chars` (and than `MAX_LINE_CHARS`) is never
-    quoted: it would crowd out the rest.
+    more names (with `repeats`, every used line is quoted while room is left). A line longer
+    than half of `max_chars` (and than `MAX_LINE_CHARS`) is never quoted: it would crowd out
+    the rest.
     """
     # A record on one line (a JSON object, a CSV row) is what the agent reuses whole: a quoted
     # line may take up to half the budget, so at least two lines always fit.

@@ -79,9 +79,9 @@ class ContextBudget:
     trigger."""
     trigger_floor: float = 0.7
     """Share of the limit below which `cache_price` never starts edits. The cheapest cycle
-    in a large window is short (in a 32k window it cut at about a third of the limit), and
-    every early cut folds away outputs the agent may use next for a saving of cached tokens;
-    in a small window the cheapest cycle already starts above it."""
+    in a large window is short (it would cut far below the trigger), and every early cut folds
+    away outputs the agent may use next for a saving of cached tokens; in a small window the
+    cheapest cycle already starts above it."""
 
     def __post_init__(self) -> None:
         check_int("context_window_tokens", self.context_window_tokens, example=32_000)

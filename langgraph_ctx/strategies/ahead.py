@@ -26,10 +26,9 @@ with a real model. With `SlidingWindow(prepare_at=0.85)` (what
    up to `accept_tokens`; only beyond that is more cut and folded in the call, as before. A
    prompt that jumped over the trigger is cut in that build too, even when pruning and
    compaction brought it back under: those edits already broke the cached prefix, and the
-   cut, made a call or two later to give a preparation time, broke it again (until issue 43
-   the cut waited up to two calls; on the 8k real runs of `python -m benchmarks latency` that
-   second break was about a third of what preparing cost). A recorded span is taken, waiting
-   for its preparation within the bound; with none the span is summarized in the call.
+   cut, made a call or two later to give a preparation time, would break it again (figures
+   in docs/benchmarks.md). A recorded span is taken, waiting for its preparation within the
+   bound; with none the span is summarized in the call.
 
 A record that no longer matches, a preparation lost with its process (the outcome lives in
 memory, the record in the ledger: after a restart the span is summarized when the trigger is

@@ -47,9 +47,9 @@ class SlidingWindow:
     in a small window a long task leaves less to share. 0: no quotes."""
     quote_repeats: bool = False
     """With `quote_share`: also quote a used line whose names a quoted line already carries
-    (the rule before issue 43). By default each quoted line brings a name no other quoted
-    line carries: one line shows a name as well as ten, so a small window's quotes cover more
-    of the names the agent comes back to, and a large one's cost less."""
+    (every used line, while room is left). By default each quoted line brings a name no other
+    quoted line carries: one line shows a name as well as ten, so a small window's quotes
+    cover more of the names the agent comes back to, and a large one's cost less."""
     summarize_shown: bool = False
     """With `summarize`: the summarizer reads what leaves as the prompt showed it (a compacted
     output as its excerpt) instead of the originals. Much cheaper; a fact only in the hidden
