@@ -5,9 +5,9 @@ on the store's connection (`StoreSql`, for the search index of `line_index`), as
 runs its own (its lock, its pool, its event loop).
 
 `BaseStore` lists a namespace only through `search`, which reads every value: listing a
-thread of 5,000 archived outputs (~10 MB) that way costs 200-400 ms on SQLite or Postgres,
-every search. The archive only needs the keys (entries are content-addressed, so a search
-reads only keys it has not decoded before), so for `SqliteStore`, `AsyncSqliteStore`,
+thread of 5,000 archived outputs (~10 MB) that way reads and decodes all of it, on SQLite
+or Postgres, every search. The archive only needs the keys (entries are content-addressed,
+so a search reads only keys it has not decoded before), so for `SqliteStore`, `AsyncSqliteStore`,
 `PostgresStore` and `AsyncPostgresStore` this module asks the store's own table for `key`
 alone, newest write first, as `search` orders it (`updated_at`; SQLite's
 `INSERT OR REPLACE` gives each write a new rowid, which breaks its one-second ties). The

@@ -33,13 +33,14 @@ does for other backends.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar, overload
 
 from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore
@@ -73,6 +74,7 @@ __all__ = [
 logger = logging.getLogger("langgraph_ctx.archive")
 
 T = TypeVar("T")
+P = ParamSpec("P")
 Namespace = tuple[str, ...]
 Entry = BaseMessage | Sequence[BaseMessage] | str
 
@@ -248,6 +250,50 @@ def indexed_entry(indexed: tuple[str, RefKind, Entry]) -> SearchableEntry | None
         return None
 
 
+_Op = Callable[Concatenate["LineIndex", P], SqlOp[T]]
+_Sync = Callable[Concatenate["LineIndex", P], T]
+_Async = Callable[Concatenate["LineIndex", P], Coroutine[Any, Any, T]]
+
+
+@overload
+def _twins(
+    op: _Op[P, T], *, write: bool, doc: str
+) -> tuple[_Sync[P, T | None], _Async[P, T | None]]: ...
+@overload
+def _twins(
+    op: _Op[P, T], *, write: bool, doc: str, empty: Callable[[], T]
+) -> tuple[_Sync[P, T], _Async[P, T]]: ...
+def _twins(
+    op: _Op[P, T], *, write: bool, doc: str, empty: Callable[[], T] | None = None
+) -> tuple[_Sync[P, T | None], _Async[P, T | None]]:
+    """The sync and async `LineIndex` methods running `op` (`_x_op`, named `x` and `ax`).
+
+    Each sets the index up on first use and runs the op (`write`: in a write transaction);
+    while the index is unavailable it returns `empty()`, or None without `empty`. Both carry
+    `op`'s parameters (for type checkers through `ParamSpec`, and in their `__signature__`),
+    `doc` (the async one: "Async `x`.") and the op's result as their return.
+    """
+    name = op.__name__.removeprefix("_").removesuffix("_op")
+
+    def sync(self: LineIndex, /, *args: P.args, **kwargs: P.kwargs) -> T | None:
+        result = self._run(lambda: op(self, *args, **kwargs), write=write)
+        return empty() if result is None and empty is not None else result
+
+    async def asynchronous(self: LineIndex, /, *args: P.args, **kwargs: P.kwargs) -> T | None:
+        result = await self._arun(lambda: op(self, *args, **kwargs), write=write)
+        return empty() if result is None and empty is not None else result
+
+    signature = inspect.signature(op)
+    result = str(signature.return_annotation).removeprefix("SqlOp[").removesuffix("]")
+    result = result if empty is not None or result == "None" else f"{result} | None"
+    for fn, fn_name, fn_doc in ((sync, name, doc), (asynchronous, "a" + name, f"Async `{name}`.")):
+        fn.__name__, fn.__doc__ = fn_name, fn_doc
+        fn.__qualname__ = f"LineIndex.{fn_name}"
+        fn.__signature__ = signature.replace(return_annotation=result)  # type: ignore[union-attr]
+        fn.__annotations__ = {**op.__annotations__, "return": result}
+    return sync, asynchronous
+
+
 class LineIndex:
     """The line index in one SQL store's database (see the module); sync and async.
 
@@ -381,19 +427,20 @@ class LineIndex:
         for statement in statements:  # noqa: UP028  # the driver sends rows: a list can not take them
             yield statement
         # The store's commit is durable (not `relaxed`): the index rows ride in it.
-        yield from self._add_op(namespace, key, entry, relaxed=False)
+        yield from self._index_op(namespace, key, entry, relaxed=False)
         return True
 
-    def add(self, namespace: Namespace, key: str, entry: SearchableEntry) -> None:
-        """Index `entry`, archived under `namespace`/`key` (nothing when already indexed)."""
-        self._run(lambda: self._add_op(namespace, key, entry), write=True)
+    def _add_op(self, namespace: Namespace, key: str, entry: SearchableEntry) -> SqlOp[None]:
+        return self._index_op(namespace, key, entry, relaxed=True)
 
-    async def aadd(self, namespace: Namespace, key: str, entry: SearchableEntry) -> None:
-        """Async `add`."""
-        await self._arun(lambda: self._add_op(namespace, key, entry), write=True)
+    add, aadd = _twins(
+        _add_op,
+        write=True,
+        doc="Index `entry`, archived under `namespace`/`key` (nothing when already indexed).",
+    )
 
-    def _add_op(
-        self, namespace: Namespace, key: str, entry: SearchableEntry, *, relaxed: bool = True
+    def _index_op(
+        self, namespace: Namespace, key: str, entry: SearchableEntry, *, relaxed: bool
     ) -> SqlOp[None]:
         """An entry's row and its lines' rows, each one statement (none when indexed already).
 
@@ -426,33 +473,13 @@ class LineIndex:
         if inserted and lines:  # else indexed before (content-addressed: the same lines)
             # One statement for all the lines: the FTS5 trigger's insert, run once per
             # statement of an `executemany`, flushes FTS5's pending terms each time (a
-            # segment per line, then merges), three times the work of one statement.
+            # segment per line, then merges), several times the work of one statement.
             yield Statement(_SQLITE_LINES, (int(inserted[0][0]) << 32, _json(lines)))
 
-    def entries(
-        self,
-        namespaces: Sequence[Namespace],
-        since: Sequence[EntryVersion | None] | None = None,
-    ) -> dict[Namespace, EntryRows] | None:
-        """The indexed entries of each of `namespaces`, `key -> n_lines`; None if unavailable.
-
-        With `since` (a version per namespace, None for one not read before), a namespace
-        that only grew since its version gives the entries added; one that did not change,
-        none; one that lost an entry (or was never read), all of them (`EntryRows.whole`).
-        A search that read a thread before thus reads a few rows, not thousands.
-        """
-        return self._run(lambda: self._entries_op(namespaces, since), write=False)
-
-    async def aentries(
-        self,
-        namespaces: Sequence[Namespace],
-        since: Sequence[EntryVersion | None] | None = None,
-    ) -> dict[Namespace, EntryRows] | None:
-        """Async `entries`."""
-        return await self._arun(lambda: self._entries_op(namespaces, since), write=False)
-
     def _entries_op(
-        self, namespaces: Sequence[Namespace], since: Sequence[EntryVersion | None] | None
+        self,
+        namespaces: Sequence[Namespace],
+        since: Sequence[EntryVersion | None] | None = None,
     ) -> SqlOp[dict[Namespace, EntryRows]]:
         versions = list(since) if since is not None else [None] * len(namespaces)
         found = yield from self._entries_read(namespaces, versions)
@@ -461,6 +488,18 @@ class LineIndex:
             again = yield from self._entries_read(stale, [None] * len(stale))
             found.update(again)
         return {ns: rows for ns, rows in found.items() if rows is not None}
+
+    entries, aentries = _twins(
+        _entries_op,
+        write=False,
+        doc="""The indexed entries of each of `namespaces`, `key -> n_lines`; None if unavailable.
+
+        With `since` (a version per namespace, None for one not read before), a namespace
+        that only grew since its version gives the entries added; one that did not change,
+        none; one that lost an entry (or was never read), all of them (`EntryRows.whole`).
+        A search that read a thread before thus reads a few rows, not thousands.
+        """,
+    )
 
     def _entries_read(
         self, namespaces: Sequence[Namespace], versions: Sequence[EntryVersion | None]
@@ -513,17 +552,6 @@ class LineIndex:
             out[namespace] = EntryRows(EntryVersion(count, last_id, last_key), new, False)
         return out
 
-    def unstored(self, namespace: Namespace, keys: Sequence[str]) -> list[str]:
-        """Which of `keys`, indexed under `namespace`, the store no longer holds.
-
-        Rows left behind by a delete our trigger did not see (dropped by hand, an old copy).
-        """
-        return self._run(lambda: self._unstored_op(namespace, keys), write=False) or []
-
-    async def aunstored(self, namespace: Namespace, keys: Sequence[str]) -> list[str]:
-        """Async `unstored`."""
-        return await self._arun(lambda: self._unstored_op(namespace, keys), write=False) or []
-
     def _unstored_op(self, namespace: Namespace, keys: Sequence[str]) -> SqlOp[list[str]]:
         if not keys:
             return []
@@ -535,15 +563,15 @@ class LineIndex:
         )
         return [str(key) for (key,) in rows]
 
-    def segments(self, keys: Sequence[tuple[Namespace, str]]) -> dict[tuple[Namespace, str], str]:
-        """The segments JSON of the entries `keys` (those indexed)."""
-        return self._run(lambda: self._segments_op(keys), write=False) or {}
+    unstored, aunstored = _twins(
+        _unstored_op,
+        write=False,
+        empty=list,
+        doc="""Which of `keys`, indexed under `namespace`, the store no longer holds.
 
-    async def asegments(
-        self, keys: Sequence[tuple[Namespace, str]]
-    ) -> dict[tuple[Namespace, str], str]:
-        """Async `segments`."""
-        return await self._arun(lambda: self._segments_op(keys), write=False) or {}
+        Rows left behind by a delete our trigger did not see (dropped by hand, an old copy).
+        """,
+    )
 
     def _segments_op(
         self, keys: Sequence[tuple[Namespace, str]]
@@ -559,27 +587,15 @@ class LineIndex:
         )
         return {(by_prefix[p], k): str(j) for p, k, j in rows}
 
-    def candidates(
-        self, namespaces: Sequence[Namespace], query: Query, limit: int, texts: bool = False
-    ) -> Candidates | None:
-        """The lines of `namespaces` holding every phrase of `query`, or (no phrase) a word.
-
-        At most `limit` lines, in no order (past `limit`, which ones is the database's choice:
-        `first_candidates` reads them in a search's order). Words and phrases only. Each line
-        casefolded, and with `texts` as written too (a pattern is matched on the line itself).
-        """
-        return self._run(lambda: self._candidates_op(namespaces, query, limit, texts), write=False)
-
-    async def acandidates(
-        self, namespaces: Sequence[Namespace], query: Query, limit: int, texts: bool = False
-    ) -> Candidates | None:
-        """Async `candidates`."""
-        return await self._arun(
-            lambda: self._candidates_op(namespaces, query, limit, texts), write=False
-        )
+    segments, asegments = _twins(
+        _segments_op,
+        write=False,
+        empty=dict,
+        doc="The segments JSON of the entries `keys` (those indexed).",
+    )
 
     def _candidates_op(
-        self, namespaces: Sequence[Namespace], query: Query, limit: int, texts: bool
+        self, namespaces: Sequence[Namespace], query: Query, limit: int, texts: bool = False
     ) -> SqlOp[Candidates]:
         d, by_prefix = self.dialect, {_prefix(ns): ns for ns in namespaces}
         terms, joiner = (query.phrases, " AND ") if query.phrases else (query.words, " OR ")
@@ -604,8 +620,8 @@ class LineIndex:
                 params.append(_like(term))
         if d == "postgres":
             # The matching lines first, then their entries by primary key: the planner, without
-            # statistics on fresh tables, otherwise joined every entry of the thread with every
-            # matching line (480 ms where this takes 9).
+            # statistics on fresh tables, otherwise joins every entry of the thread with every
+            # matching line (timings in docs/benchmarks.md).
             yield Statement(_NO_JIT)
             params = [*params[len(by_prefix) :], *by_prefix]
             select = (
@@ -623,40 +639,24 @@ class LineIndex:
         rows = yield Statement(f"{select}{where} LIMIT ?", [*params, limit])
         return _by_entry(rows, by_prefix, texts)
 
-    def first_candidates(
-        self,
-        namespace: Namespace,
-        keys: Sequence[str],
-        query: Query,
-        limit: int,
-        texts: bool = False,
-    ) -> Candidates | None:
-        """`candidates` of the entries `keys` of `namespace` alone, the first `limit` in order.
+    candidates, acandidates = _twins(
+        _candidates_op,
+        write=False,
+        doc="""The lines of `namespaces` holding every phrase of `query`, or (no phrase) a word.
 
-        In the order of `keys`, then by line: when a thread holds more candidates than a
-        search ranks, the search asks for its entries newest first, a batch at a time, and
-        stops once it has enough. The lines of each entry are read by its id, so the cost
-        follows the batch, not how common the terms are in the database.
-        """
-        return self._run(
-            lambda: self._first_candidates_op(namespace, keys, query, limit, texts), write=False
-        )
-
-    async def afirst_candidates(
-        self,
-        namespace: Namespace,
-        keys: Sequence[str],
-        query: Query,
-        limit: int,
-        texts: bool = False,
-    ) -> Candidates | None:
-        """Async `first_candidates`."""
-        return await self._arun(
-            lambda: self._first_candidates_op(namespace, keys, query, limit, texts), write=False
-        )
+        At most `limit` lines, in no order (past `limit`, which ones is the database's choice:
+        `first_candidates` reads them in a search's order). Words and phrases only. Each line
+        casefolded, and with `texts` as written too (a pattern is matched on the line itself).
+        """,
+    )
 
     def _first_candidates_op(
-        self, namespace: Namespace, keys: Sequence[str], query: Query, limit: int, texts: bool
+        self,
+        namespace: Namespace,
+        keys: Sequence[str],
+        query: Query,
+        limit: int,
+        texts: bool = False,
     ) -> SqlOp[Candidates]:
         if not keys:
             return {}
@@ -691,13 +691,17 @@ class LineIndex:
         )
         return _by_entry(rows, {prefix: namespace}, texts)
 
-    def lines(self, wanted: Sequence[tuple[Namespace, str, int]]) -> list[LineRow] | None:
-        """The indexed lines `(namespace, key, line_no)` named (those that exist)."""
-        return self._run(lambda: self._lines_op(wanted), write=False)
+    first_candidates, afirst_candidates = _twins(
+        _first_candidates_op,
+        write=False,
+        doc="""`candidates` of the entries `keys` of `namespace` alone, the first `limit` in order.
 
-    async def alines(self, wanted: Sequence[tuple[Namespace, str, int]]) -> list[LineRow] | None:
-        """Async `lines`."""
-        return await self._arun(lambda: self._lines_op(wanted), write=False)
+        In the order of `keys`, then by line: when a thread holds more candidates than a
+        search ranks, the search asks for its entries newest first, a batch at a time, and
+        stops once it has enough. The lines of each entry are read by its id, so the cost
+        follows the batch, not how common the terms are in the database.
+        """,
+    )
 
     def _lines_op(self, wanted: Sequence[tuple[Namespace, str, int]]) -> SqlOp[list[LineRow]]:
         if not wanted:
@@ -720,13 +724,11 @@ class LineIndex:
             LineRow(by_prefix[p], k, int(n), t, t if f is None else f) for p, k, n, t, f in rows
         ]
 
-    def forget(self, namespace: Namespace, keys: Sequence[str]) -> None:
-        """Drop the rows of `keys` (entries no longer in the archive)."""
-        self._run(lambda: self._forget_op(namespace, keys), write=True)
-
-    async def aforget(self, namespace: Namespace, keys: Sequence[str]) -> None:
-        """Async `forget`."""
-        await self._arun(lambda: self._forget_op(namespace, keys), write=True)
+    lines, alines = _twins(
+        _lines_op,
+        write=False,
+        doc="The indexed lines `(namespace, key, line_no)` named (those that exist).",
+    )
 
     def _forget_op(self, namespace: Namespace, keys: Sequence[str]) -> SqlOp[None]:
         rows = [(_prefix(namespace), key) for key in keys]
@@ -734,6 +736,12 @@ class LineIndex:
             lines = LINES_OF.format(p="?", k="?")
             yield Statement(lines, [(p, k, p, k) for p, k in rows], many=True)
         yield Statement("DELETE FROM lgctx_entries WHERE prefix = ? AND key = ?", rows, True)
+
+    forget, aforget = _twins(
+        _forget_op,
+        write=True,
+        doc="Drop the rows of `keys` (entries no longer in the archive).",
+    )
 
     # drivers ---------------------------------------------------------------------------
 
