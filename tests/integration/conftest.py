@@ -21,6 +21,7 @@ import psycopg
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import BaseStore
 from langgraph.store.postgres import PostgresStore
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
@@ -152,3 +153,37 @@ def checkpointer(checkpointer_backend: CheckpointerBackend) -> Iterator[BaseChec
     """A sync checkpointer over each backend (see `checkpointer_backend`)."""
     with checkpointer_backend.open() as saver:
         yield saver
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+async def sql_store(
+    request: pytest.FixtureRequest, tmp_path: Path, mode: str
+) -> AsyncIterator[BaseStore]:
+    """A set-up SQLite or PostgreSQL store: sync for the sync mode, async for the async one."""
+    if request.param == "sqlite":
+        if mode == "sync":
+            from langgraph.store.sqlite import SqliteStore
+
+            with SqliteStore.from_conn_string(str(tmp_path / "s.db")) as sync_store:
+                sync_store.setup()
+                yield sync_store
+        else:
+            from langgraph.store.sqlite.aio import AsyncSqliteStore
+
+            async with AsyncSqliteStore.from_conn_string(str(tmp_path / "s.db")) as astore:
+                await astore.setup()
+                yield astore
+        return
+    uri = request.getfixturevalue("postgres_uri")
+    if mode == "sync":
+        from langgraph.store.postgres import PostgresStore
+
+        with PostgresStore.from_conn_string(uri) as pg:
+            pg.setup()
+            yield pg
+    else:
+        from langgraph.store.postgres.aio import AsyncPostgresStore
+
+        async with AsyncPostgresStore.from_conn_string(uri) as apg:
+            await apg.setup()
+            yield apg

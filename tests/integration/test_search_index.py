@@ -61,38 +61,10 @@ class Counting(StoreBackend):
         return await super().aget(namespace, key)
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-async def store(
-    request: pytest.FixtureRequest, tmp_path: Path, mode: str
-) -> AsyncIterator[BaseStore]:
-    """A set-up SQL store: sync for the sync mode, async for the async one."""
-    if request.param == "sqlite":
-        if mode == "sync":
-            from langgraph.store.sqlite import SqliteStore
-
-            with SqliteStore.from_conn_string(str(tmp_path / "s.db")) as sync_store:
-                sync_store.setup()
-                yield sync_store
-        else:
-            from langgraph.store.sqlite.aio import AsyncSqliteStore
-
-            async with AsyncSqliteStore.from_conn_string(str(tmp_path / "s.db")) as astore:
-                await astore.setup()
-                yield astore
-        return
-    uri = request.getfixturevalue("postgres_uri")
-    if mode == "sync":
-        from langgraph.store.postgres import PostgresStore
-
-        with PostgresStore.from_conn_string(uri) as pg:
-            pg.setup()
-            yield pg
-    else:
-        from langgraph.store.postgres.aio import AsyncPostgresStore
-
-        async with AsyncPostgresStore.from_conn_string(uri) as apg:
-            await apg.setup()
-            yield apg
+@pytest.fixture
+def store(sql_store: BaseStore) -> BaseStore:
+    """The set-up SQL store of this mode (`sql_store`)."""
+    return sql_store
 
 
 async def search_both(
