@@ -7,7 +7,7 @@ any checkpointer (see `langgraph_ctx.ledger`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 
 class PrunedEntry(TypedDict, total=False):
@@ -156,36 +156,16 @@ class ContextLedger(TypedDict, total=False):
     """Tokens a call adds to the prompt, a moving average (`ContextBudget.cache_price`)."""
 
 
-LEDGER_KEYS = (
-    "pruned",
-    "compacted",
-    "window",
-    "summary",
-    "hint",
-    "entities",
-    "last_report",
-    "calibration",
-    "ahead",
-    "called",
-    "growth",
-)
+LEDGER_KEYS: tuple[str, ...] = tuple(ContextLedger.__annotations__)
+"""The ledger's keys, in the order `ContextLedger` declares them (the one list of them)."""
+
+_EMPTY_MAPS = frozenset({"pruned", "compacted", "window"})
+"""The keys an empty ledger holds as an empty dict (no entries, no window); the others are None."""
 
 
 def empty_ledger() -> ContextLedger:
-    """A ledger with nothing recorded."""
-    return ContextLedger(
-        pruned={},
-        compacted={},
-        window={},
-        summary=None,
-        hint=None,
-        entities=None,
-        last_report=None,
-        calibration=None,
-        ahead=None,
-        called=None,
-        growth=None,
-    )
+    """A ledger with nothing recorded: every key of `ContextLedger`, empty or None."""
+    return cast(ContextLedger, {key: {} if key in _EMPTY_MAPS else None for key in LEDGER_KEYS})
 
 
 def has_archived(ledger: Mapping[str, Any] | None) -> bool:

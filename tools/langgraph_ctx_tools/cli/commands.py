@@ -152,122 +152,49 @@ def _ratio(text: str) -> float:
     return float(_number(text, float, "a number", lambda v: 0 < v < float("inf"), ratio))
 
 
-def _build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog=PROG,
-        description="The context-window manager for LangGraph agents, from the command line.",
-    )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    demo = sub.add_parser(
-        "demo",
-        help="a real agent with real tools over a local tree, kept inside a small window",
-        description="Run an agent (list_dir, read_file, search_text, recall) over PATH with "
+# Each command's line in the list of commands (help) and the text atop its own --help
+# (description), kept apart from its options so that the parser below reads as options only.
+_ABOUT: dict[str, tuple[str, str]] = {
+    "demo": (
+        "a real agent with real tools over a local tree, kept inside a small window",
+        "Run an agent (list_dir, read_file, search_text, recall) over PATH with "
         "ContextMemory in a small window, on a SQLite checkpointer and a directory archive. "
         "Offline and deterministic unless --model is given.",
-    )
-    demo.add_argument(
-        "path", nargs="?", type=Path, help="folder to explore (default: the package's sources)"
-    )
-    demo.add_argument("--window", type=_positive, default=6_000, help="window in tokens")
-    demo.add_argument("--model", help="provider:model for init_chat_model (default: scripted)")
-    demo.add_argument("--db", type=Path, default=HOME / "demo.sqlite", help="SQLite file")
-    _archive_arg(demo)
-    demo.add_argument(
-        "--thread", help="thread id (default: 'demo', reset by every run that succeeds)"
-    )
-    demo.add_argument("--steps", type=_positive, default=12, help="model calls per request")
-    demo.set_defaults(handler=handle_demo)
-
-    replay = sub.add_parser(
-        "replay",
-        help="replay a recorded conversation through an agent graph with ContextMemory",
-        description="Replay FILE (LangChain message JSON, messages_to_dict) through a "
+    ),
+    "replay": (
+        "replay a recorded conversation through an agent graph with ContextMemory",
+        "Replay FILE (LangChain message JSON, messages_to_dict) through a "
         "create_agent graph with ContextMemory: the recorded AI turns come from a scripted "
         "model and the recorded tool outputs from real tools.",
-    )
-    replay.add_argument("file", type=Path, help="recorded conversation (JSON)")
-    _budget_args(replay, window=16_000)
-    replay.add_argument("--summarizer", help="provider:model that writes summaries")
-    replay.add_argument("--db", type=Path, default=HOME / "replay.sqlite", help="SQLite file")
-    _archive_arg(replay)
-    replay.add_argument("--thread", help="thread id (default: replay-<file name>, reset)")
-    replay.add_argument("--report-json", type=Path, help="reports file (default: by the db)")
-    replay.add_argument("--plot", type=Path, help="draw prompt tokens per call to this PNG")
-    _input_arg(replay)
-    replay.set_defaults(handler=handle_replay)
-
-    inspect = sub.add_parser(
-        "inspect",
-        help="what a stored thread holds, and what its edits took out of the prompt",
-        description="Show a thread a demo or replay stored: live and full history, the ledger, "
+    ),
+    "inspect": (
+        "what a stored thread holds, and what its edits took out of the prompt",
+        "Show a thread a demo or replay stored: live and full history, the ledger, "
         "the running summary, every edit the thread's reports record (pruned, compacted, left "
         "the window, summarized, removed) with the archive references that restore them, and "
         "the last report.",
-    )
-    inspect.add_argument(
-        "--db", required=True, help="checkpoint database: a SQLite file or postgresql:// URI"
-    )
-    inspect.add_argument("--thread", required=True, help="thread id")
-    _archive_arg(inspect, f"archive folder {_OWN_STORE}")
-    _input_arg(inspect)  # the cap on one stored value of --db
-    inspect.set_defaults(handler=handle_inspect)
-
-    restore = sub.add_parser(
-        "restore",
-        help="print one archived message, byte for byte",
-        description="Print (or write with --out, exactly) one archive entry of a thread, "
+    ),
+    "restore": (
+        "print one archived message, byte for byte",
+        "Print (or write with --out, exactly) one archive entry of a thread, "
         "verified: a message, a dump of messages or a text, as text to read (--json: the "
         "exact record). REF is an lgctx:... reference (inspect lists "
         "them) or a message id.",
-    )
-    restore.add_argument("ref", metavar="REF_OR_MESSAGE_ID", help="lgctx:... reference or id")
-    restore.add_argument("--thread", required=True, help="thread id the entry belongs to")
-    _archive_arg(restore)
-    restore.add_argument("--out", type=Path, help="write the bytes to this file")
-    restore.add_argument(
-        "--json", action="store_true", help="print the exact record (JSON) instead of the text"
-    )
-    restore.set_defaults(handler=handle_restore)
-
-    compact = sub.add_parser(
-        "compact",
-        help="build a transcript down to a budget",
-        description="Build FILE (LangChain message JSON, messages_to_dict) down to --window "
+    ),
+    "compact": (
+        "build a transcript down to a budget",
+        "Build FILE (LangChain message JSON, messages_to_dict) down to --window "
         "tokens with the default strategies (or --strategies), archive what leaves, and write "
         "the prompt to --out (its folder must exist).",
-    )
-    compact.add_argument("file", type=Path, help="transcript (JSON, messages_to_dict)")
-    _budget_args(compact, window=None)
-    compact.add_argument(
-        "--out", type=Path, required=True, help="file to write (in an existing folder)"
-    )
-    _archive_arg(compact)
-    compact.add_argument("--thread", default="compact", help="archive thread for references")
-    _input_arg(compact)
-    compact.set_defaults(handler=handle_compact)
-
-    count = sub.add_parser(
-        "count",
-        help="exact tokens of a transcript",
-        description="Count FILE's tokens exactly as ChatOpenAI.get_num_tokens_from_messages "
+    ),
+    "count": (
+        "exact tokens of a transcript",
+        "Count FILE's tokens exactly as ChatOpenAI.get_num_tokens_from_messages "
         "does, offline, for an OpenAI model name (its tokenizer), with tool schemas if given.",
-    )
-    count.add_argument("file", type=Path, help="transcript (JSON, messages_to_dict)")
-    count.add_argument("--model", default="gpt-4o", help="model whose tokenizer to use")
-    count.add_argument("--tools", type=Path, help="JSON file of tool schemas to include")
-    _input_arg(count)
-    count.set_defaults(handler=handle_count)
-    _frontier_parser(sub)
-    _view_parser(sub)
-    return parser
-
-
-def _frontier_parser(sub: Any) -> None:
-    frontier = sub.add_parser(
-        "frontier",
-        help="what context management costs and hides on your own threads, per setting",
-        description="Replay recorded threads (message JSON files, folders of them, or the "
+    ),
+    "frontier": (
+        "what context management costs and hides on your own threads, per setting",
+        "Replay recorded threads (message JSON files, folders of them, or the "
         "threads of a checkpoint database) through the pipeline under the defaults, their "
         "neighbouring settings and any --setting, and what a team would pick instead (tool-safe "
         "trim_messages, LangChain's SummarizationMiddleware, deepagents), and print per row: "
@@ -279,7 +206,88 @@ def _frontier_parser(sub: Any) -> None:
         "of recall within --max-cost times their cost, or 2% less cost at no less recall; of "
         "those the best recall), else keeps the defaults and names the runner-up, and says how "
         "to apply it.",
+    ),
+    "view": (
+        "a thread as one HTML page: each model call's prompt by part, its edits, originals",
+        "Write one self-contained HTML page (no network) of a stored thread (--db "
+        "and --thread), or of a message file replayed through the default pipeline: a bar per "
+        "model call, its prompt by part (system, summary, quoted lines, excerpts, shortened "
+        "turns, whole messages, tool schemas) against the budget, the call's edits, each "
+        "part's text and the original restored from the archive, and a search over the thread.",
+    ),
+}
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog=PROG,
+        description="The context-window manager for LangGraph agents, from the command line.",
     )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    demo = _command(sub, "demo", handle_demo)
+    demo.add_argument(
+        "path", nargs="?", type=Path, help="folder to explore (default: the package's sources)"
+    )
+    demo.add_argument("--window", type=_positive, default=6_000, help="window in tokens")
+    demo.add_argument("--model", help="provider:model for init_chat_model (default: scripted)")
+    demo.add_argument("--db", type=Path, default=HOME / "demo.sqlite", help="SQLite file")
+    _archive_arg(demo)
+    demo.add_argument(
+        "--thread", help="thread id (default: 'demo', reset by every run that succeeds)"
+    )
+    demo.add_argument("--steps", type=_positive, default=12, help="model calls per request")
+
+    replay = _command(sub, "replay", handle_replay)
+    replay.add_argument("file", type=Path, help="recorded conversation (JSON)")
+    _budget_args(replay, window=16_000)
+    replay.add_argument("--summarizer", help="provider:model that writes summaries")
+    replay.add_argument("--db", type=Path, default=HOME / "replay.sqlite", help="SQLite file")
+    _archive_arg(replay)
+    replay.add_argument("--thread", help="thread id (default: replay-<file name>, reset)")
+    replay.add_argument("--report-json", type=Path, help="reports file (default: by the db)")
+    replay.add_argument("--plot", type=Path, help="draw prompt tokens per call to this PNG")
+    _input_arg(replay)
+
+    inspect = _command(sub, "inspect", handle_inspect)
+    inspect.add_argument(
+        "--db", required=True, help="checkpoint database: a SQLite file or postgresql:// URI"
+    )
+    inspect.add_argument("--thread", required=True, help="thread id")
+    _archive_arg(inspect, f"archive folder {_OWN_STORE}")
+    _input_arg(inspect)  # the cap on one stored value of --db
+
+    restore = _command(sub, "restore", handle_restore)
+    restore.add_argument("ref", metavar="REF_OR_MESSAGE_ID", help="lgctx:... reference or id")
+    restore.add_argument("--thread", required=True, help="thread id the entry belongs to")
+    _archive_arg(restore)
+    restore.add_argument("--out", type=Path, help="write the bytes to this file")
+    restore.add_argument(
+        "--json", action="store_true", help="print the exact record (JSON) instead of the text"
+    )
+
+    compact = _command(sub, "compact", handle_compact)
+    compact.add_argument("file", type=Path, help="transcript (JSON, messages_to_dict)")
+    _budget_args(compact, window=None)
+    compact.add_argument(
+        "--out", type=Path, required=True, help="file to write (in an existing folder)"
+    )
+    _archive_arg(compact)
+    compact.add_argument("--thread", default="compact", help="archive thread for references")
+    _input_arg(compact)
+
+    count = _command(sub, "count", handle_count)
+    count.add_argument("file", type=Path, help="transcript (JSON, messages_to_dict)")
+    count.add_argument("--model", default="gpt-4o", help="model whose tokenizer to use")
+    count.add_argument("--tools", type=Path, help="JSON file of tool schemas to include")
+    _input_arg(count)
+    _frontier_parser(sub)
+    _view_parser(sub)
+    return parser
+
+
+def _frontier_parser(sub: Any) -> None:
+    frontier = _command(sub, "frontier", handle_frontier)
     frontier.add_argument(
         "inputs", nargs="*", type=Path, metavar="PATH",
         help="message JSON files (.json or .json.gz) or folders of them",
@@ -322,19 +330,10 @@ def _frontier_parser(sub: Any) -> None:
     frontier.add_argument("--json", type=Path, metavar="OUT", help="write the rows as JSON")
     frontier.add_argument("--plot", type=Path, metavar="PNG", help="draw cost against recall")
     _input_arg(frontier)
-    frontier.set_defaults(handler=handle_frontier)
 
 
 def _view_parser(sub: Any) -> None:
-    view = sub.add_parser(
-        "view",
-        help="a thread as one HTML page: each model call's prompt by part, its edits, originals",
-        description="Write one self-contained HTML page (no network) of a stored thread (--db "
-        "and --thread), or of a message file replayed through the default pipeline: a bar per "
-        "model call, its prompt by part (system, summary, quoted lines, excerpts, shortened "
-        "turns, whole messages, tool schemas) against the budget, the call's edits, each "
-        "part's text and the original restored from the archive, and a search over the thread.",
-    )
+    view = _command(sub, "view", handle_view)
     view.add_argument("file", nargs="?", type=Path, help="a message file (instead of --db)")
     view.add_argument("--db", help="checkpoint database: a SQLite file or postgresql:// URI")
     view.add_argument("--thread", help="thread id of --db")
@@ -352,7 +351,16 @@ def _view_parser(sub: Any) -> None:
         "--reserved", type=_non_negative, default=0, help="output tokens kept in FILE's replay"
     )
     _input_arg(view)
-    view.set_defaults(handler=handle_view)
+
+
+def _command(
+    sub: Any, name: str, handler: Callable[[argparse.Namespace], int]
+) -> argparse.ArgumentParser:
+    """The parser of command `name`, described by `_ABOUT`, whose arguments `handler` runs."""
+    summary, description = _ABOUT[name]
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=summary, description=description)
+    parser.set_defaults(handler=handler)
+    return parser
 
 
 _OWN_STORE = "(entries not there: the database's own store)"

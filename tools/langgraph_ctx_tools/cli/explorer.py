@@ -31,12 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from langgraph_ctx.tokens.exact import get_counter
+from langgraph_ctx_tools.replay.models import InProcessChatModel
 
 # Word lists read better as text than as tuples of strings.
 _STOP = frozenset(
@@ -202,7 +201,7 @@ def keywords(request: str) -> list[str]:
     return out[:2]
 
 
-class OfflineChatModel(BaseChatModel):
+class OfflineChatModel(InProcessChatModel):
     """Base of the offline models: binds tools and reports exact prompt tokens.
 
     Each reply carries `usage_metadata["input_tokens"]`: the exact tiktoken count of the prompt
@@ -229,22 +228,15 @@ class OfflineChatModel(BaseChatModel):
         """The next reply (subclasses decide)."""
         raise NotImplementedError
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: Any = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        tools = list(kwargs.get("tools") or [])
+    def answer(self, messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage:
+        """`respond`'s reply, with the exact tokens of the prompt and of the reply as usage."""
         self.calls += 1
         reply = self.respond(messages, tools)
         counter = get_counter(self.token_model)
         prompt = counter.count(messages, tools=tools or None)
         output = counter.count_message(reply)
         usage = {"input_tokens": prompt, "output_tokens": output, "total_tokens": prompt + output}
-        reply = reply.model_copy(update={"usage_metadata": usage})
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+        return reply.model_copy(update={"usage_metadata": usage})
 
 
 class ScriptedExplorer(OfflineChatModel):

@@ -16,6 +16,7 @@ import errno
 import os
 import stat
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,12 +131,13 @@ def make_tools(root: str | Path) -> list[BaseTool]:
             lines.append(
                 f"({len(entries) - MAX_ENTRIES} more entries not shown; list a sub-folder)"
             )
-        if scan.more:
+        left_out = scan.left_out
+        if left_out["crowded"]:
             lines.append(f"(only the first {MAX_SCANNED_ENTRIES:,} entries of the folder read)")
-        if scan.outside:
-            lines.append(f"({scan.outside} link(s) leading out of the folder not shown)")
-        if scan.broken:
-            lines.append(f"({scan.broken} link(s) that cannot be followed not shown)")
+        if left_out["outside"]:
+            lines.append(f"({left_out['outside']} link(s) leading out of the folder not shown)")
+        if left_out["broken"]:
+            lines.append(f"({left_out['broken']} link(s) that cannot be followed not shown)")
         if uncounted:
             lines.append(
                 f"(line counts of {uncounted} file(s) not taken, past {LIST_COUNT_BYTES:,} bytes "
@@ -314,10 +316,9 @@ class _Scan:
     """A folder's entries a tool may show (no hidden ones), and the links it may not follow."""
 
     entries: list[_Entry] = field(default_factory=list)
-    outside: int = 0
-    broken: int = 0
-    more: bool = False
-    """The folder has more than `MAX_SCANNED_ENTRIES` entries; the rest were not read."""
+    left_out: Counter[str] = field(default_factory=Counter)
+    """Links not followed, by their kind (`outside`, `broken`); `crowded` is 1 when the folder
+    has more than `MAX_SCANNED_ENTRIES` entries (the rest were not read)."""
 
 
 def _scan(base: Path, folder: Path) -> _Scan:
@@ -330,15 +331,13 @@ def _scan(base: Path, folder: Path) -> _Scan:
     with os.scandir(folder) as items:
         for number, item in enumerate(items):
             if number == MAX_SCANNED_ENTRIES:
-                scan.more = True
+                scan.left_out["crowded"] = 1
                 break
             if item.name.startswith(".") or item.name in SKIP_DIRS:
                 continue
             entry = _entry(base, folder / item.name, item)
-            if entry.kind == "outside":
-                scan.outside += 1
-            elif entry.kind == "broken":
-                scan.broken += 1
+            if entry.kind in ("outside", "broken"):
+                scan.left_out[entry.kind] += 1
             else:
                 scan.entries.append(entry)
     return scan
@@ -406,8 +405,17 @@ _WALK_NOTES = (
     ("special", "({n} FIFO(s), socket(s) or device(s) skipped)"),
     ("crowded", "({n} folder(s) searched in part: only their first {entries:,} entries read)"),
 )
-"""`Walk.notes`' line for each of its counts (and `capped`) that is set, in this order; the
-bounds are filled in when the notes are written."""
+"""`Walk.notes`' line for each count of `Walk.left_out` that is set, in this order (`capped` is 1
+when the walk stopped at `MAX_WALK_FILES`); the bounds are filled in when the notes are written."""
+
+_SKIPPED_AS = {
+    "missing": "broken",
+    "broken": "broken",
+    "special": "special",
+    "too_large": "unsearched",
+}
+"""The count of `Walk.left_out` a file the search did not read adds to, by its problem's kind
+(any other kind but `binary`: `unreadable`)."""
 
 
 @dataclass
@@ -415,22 +423,8 @@ class Walk:
     """The files a walk found, and what it left out."""
 
     files: list[Path] = field(default_factory=list)
-    outside: int = 0
-    """Links leading out of the explored folder, skipped."""
-    repeated: int = 0
-    """Folders reached again through a link (walked once)."""
-    capped: bool = False
-    """The walk stopped at `MAX_WALK_FILES`."""
-    broken: int = 0
-    """Links that cannot be followed (a loop, a link to nothing), skipped."""
-    unreadable: int = 0
-    """Files and folders the process may not read, skipped."""
-    unsearched: int = 0
-    """Files larger than `MAX_FILE_BYTES`, skipped (they may hold a match)."""
-    special: int = 0
-    """FIFOs, sockets and devices, never opened."""
-    crowded: int = 0
-    """Folders with more than `MAX_SCANNED_ENTRIES` entries, read in part."""
+    left_out: Counter[str] = field(default_factory=Counter)
+    """What the walk and the search skipped or read in part, by the kinds `_WALK_NOTES` names."""
     timed_out: bool = False
     """The search spent `SEARCH_SECONDS` before it was done."""
     walked: bool = True
@@ -438,20 +432,13 @@ class Walk:
 
     def skipped(self, problem: _FileProblem) -> None:
         """Count a file the search did not read, by why."""
-        kind = problem.kind
-        if kind in ("missing", "broken"):
-            self.broken += 1
-        elif kind == "special":
-            self.special += 1
-        elif kind == "too_large":
-            self.unsearched += 1
-        elif kind != "binary":  # skipped silently, as grep does: no text to find in it
-            self.unreadable += 1
+        if problem.kind != "binary":  # skipped silently, as grep does: no text to find in it
+            self.left_out[_SKIPPED_AS.get(problem.kind, "unreadable")] += 1
 
     def notes(self, searched: int | None = None) -> list[str]:
         """One line per thing left out; `searched` files, when the search ran out of time."""
         bounds = {"files": MAX_WALK_FILES, "bytes": MAX_FILE_BYTES, "entries": MAX_SCANNED_ENTRIES}
-        counts = ((getattr(self, name), text) for name, text in _WALK_NOTES)
+        counts = ((self.left_out[name], text) for name, text in _WALK_NOTES)
         notes = [text.format(n=n, **bounds) for n, text in counts if n]
         if self.timed_out:
             of = f"{len(self.files):,}" + ("" if self.walked else "+")
@@ -477,24 +464,22 @@ def _walk(base: Path, folder: Path, deadline: float) -> Walk:
             return walk
         current = pending.pop()
         if current in seen:
-            walk.repeated += 1
+            walk.left_out["repeated"] += 1
             continue
         seen.add(current)
         try:
             scan = _scan(base, current)
         except OSError:
-            walk.unreadable += 1
+            walk.left_out["unreadable"] += 1
             continue
-        walk.outside += scan.outside
-        walk.broken += scan.broken
-        walk.crowded += scan.more
+        walk.left_out.update(scan.left_out)  # the folder's links not followed, `crowded` if it was
         for entry in sorted(scan.entries, key=lambda e: e.path.name):
             if entry.kind == "dir":
                 pending.append(entry.real)
             elif entry.kind == "other":
-                walk.special += 1
+                walk.left_out["special"] += 1
             elif len(walk.files) >= MAX_WALK_FILES:
-                walk.capped = True
+                walk.left_out["capped"] = 1
                 return walk
             else:
                 walk.files.append(entry.real)

@@ -12,7 +12,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from langgraph_ctx.errors import shorten
 from langgraph_ctx_tools import INSTALL_LINE
@@ -39,6 +39,28 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+class _Budget(TypedDict):
+    window: int
+    reserved: int
+    strategies: str | None
+
+
+class _Store(TypedDict):
+    db: Path
+    archive_dir: Path
+    thread: str | None
+
+
+def _budget(args: argparse.Namespace) -> _Budget:
+    """The budget options (`--window`, `--reserved`, `--strategies`) as keyword arguments."""
+    return {"window": args.window, "reserved": args.reserved, "strategies": args.strategies}
+
+
+def _store(args: argparse.Namespace) -> _Store:
+    """Where a run is kept (`--db`, `--archive`, `--thread`) as keyword arguments."""
+    return {"db": args.db, "archive_dir": args.archive, "thread": args.thread}
+
+
 def handle_demo(args: argparse.Namespace) -> int:
     """`langgraph-ctx demo`; returns the exit code."""
     from langgraph_ctx_tools.cli.demo import run_demo
@@ -49,11 +71,9 @@ def handle_demo(args: argparse.Namespace) -> int:
             root=args.path,
             window=args.window,
             model=args.model,
-            db=args.db,
-            archive_dir=args.archive,
-            thread=args.thread,
             steps=args.steps,
             on_call=on_call,
+            **_store(args),
         )
     if result.answer:
         out.text("the agent's last answer", _clip_lines(result.answer, 14))
@@ -136,13 +156,9 @@ def handle_replay(args: argparse.Namespace) -> int:
     with out.progress(f"replaying {args.file.name}", total) as on_call:
         result = replay(
             args.file,
-            window=args.window,
-            reserved=args.reserved,
-            strategies=args.strategies,
+            **_budget(args),
+            **_store(args),
             summarizer=args.summarizer,
-            db=args.db,
-            archive_dir=args.archive,
-            thread=args.thread,
             reports=args.report_json,
             on_start=total.append,
             on_call=on_call,
@@ -318,12 +334,7 @@ def handle_compact(args: argparse.Namespace) -> int:
 
     _existing_folder(args.out, "--out")
     messages, report, before = compact_transcript(
-        args.file,
-        window=args.window,
-        reserved=args.reserved,
-        strategies=args.strategies,
-        archive_dir=args.archive,
-        thread=args.thread,
+        args.file, **_budget(args), archive_dir=args.archive, thread=args.thread
     )
     text = json.dumps(messages_to_dict(messages), indent=1, ensure_ascii=False)
     args.out.write_text(text, encoding="utf-8")

@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, overload, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -143,6 +143,23 @@ class CallRecord:
     """Tokens of the prompt's lines naming `search_history` (excerpts, the summary's note)."""
 
 
+class _CallTotal:
+    """A `ReplayResult` figure read as an attribute: `of(call)` summed over its calls."""
+
+    def __init__(self, of: Callable[[CallRecord], int], doc: str) -> None:
+        self.of = of
+        self.__doc__ = doc
+
+    @overload
+    def __get__(self, result: None, owner: type[Any]) -> _CallTotal: ...
+    @overload
+    def __get__(self, result: ReplayResult, owner: type[Any]) -> int: ...
+    def __get__(self, result: ReplayResult | None, owner: type[Any]) -> _CallTotal | int:
+        if result is None:  # read on the class (`help`, introspection): the figure itself
+            return self
+        return sum(self.of(call) for call in result.calls)
+
+
 @dataclass(slots=True)
 class ReplayResult:
     """Everything measured for one system on one run."""
@@ -180,35 +197,24 @@ class ReplayResult:
     error_lines: Counter[str] = field(default_factory=Counter)
     """The first line of each error the system raised, and how often."""
 
-    @property
-    def total_tokens(self) -> int:
-        """Prompt tokens summed over calls."""
-        return sum(c.tokens for c in self.calls)
-
-    @property
-    def reusable_tokens(self) -> int:
-        """Cache-reusable prompt tokens summed over calls."""
-        return sum(c.reusable for c in self.calls)
-
-    @property
-    def fresh_tokens(self) -> int:
-        """Prompt tokens of messages absent from the previous prompt (never cacheable)."""
-        return sum(c.fresh for c in self.calls)
-
-    @property
-    def overruns(self) -> int:
-        """Calls whose prompt was over the limit."""
-        return sum(c.overrun for c in self.calls)
-
-    @property
-    def invalid(self) -> int:
-        """Calls whose prompt broke a provider rule."""
-        return sum(c.invalid for c in self.calls)
-
-    @property
-    def errors(self) -> int:
-        """Calls where the system raised instead of returning a prompt."""
-        return sum(c.error is not None for c in self.calls)
+    total_tokens = _CallTotal(lambda c: c.tokens, "Prompt tokens summed over calls.")
+    reusable_tokens = _CallTotal(
+        lambda c: c.reusable, "Cache-reusable prompt tokens summed over calls."
+    )
+    fresh_tokens = _CallTotal(
+        lambda c: c.fresh,
+        "Prompt tokens of messages absent from the previous prompt (never cacheable).",
+    )
+    overruns = _CallTotal(lambda c: c.overrun, "Calls whose prompt was over the limit.")
+    invalid = _CallTotal(lambda c: c.invalid, "Calls whose prompt broke a provider rule.")
+    errors = _CallTotal(
+        lambda c: c.error is not None,
+        "Calls where the system raised instead of returning a prompt.",
+    )
+    mention_tokens = _CallTotal(
+        lambda c: c.mentions,
+        "Prompt tokens of the lines naming `search_history`, summed over calls.",
+    )
 
     @property
     def summarizer_tokens(self) -> int:
@@ -228,11 +234,6 @@ class ReplayResult:
     def effective_cost(self) -> float:
         """`cost()` at the default cache price."""
         return self.cost()
-
-    @property
-    def mention_tokens(self) -> int:
-        """Prompt tokens of the lines naming `search_history`, summed over calls."""
-        return sum(c.mentions for c in self.calls)
 
     @property
     def search_schema_cost(self) -> float:

@@ -4,6 +4,7 @@ A replay calls no provider unless the user names a summarizer. Every system that
 (ours, LangChain's `SummarizationMiddleware`, deepagents' summarization, ...) then gets a
 `RecordingModel`: it records each call's input and answers with `reply_text(messages)`, the
 summary of the summary condition (`replay.summary_models`); this base class answers nothing.
+Its base, `InProcessChatModel`, is any chat model answered by code (the demo's explorer too).
 A real model named by the user is metered by `SummarizerMeter`, a callback handler that counts
 what it reads and writes (the provider's usage when it reports one).
 """
@@ -21,12 +22,34 @@ from pydantic import PrivateAttr
 
 from langgraph_ctx_tools.replay.measure import per_message
 
-__all__ = ["RecordingModel", "SummarizerMeter", "metered", "summarizer_usage"]
+__all__ = ["InProcessChatModel", "RecordingModel", "SummarizerMeter", "metered", "summarizer_usage"]
 
 Counter = Callable[[Sequence[BaseMessage]], int]
 
 
-class RecordingModel(BaseChatModel):
+class InProcessChatModel(BaseChatModel):
+    """A chat model answered by code in this process, never by a provider.
+
+    Each call's reply is `answer(messages, tools)`, `tools` being the schemas bound to the
+    call (none unless the subclass binds tools).
+    """
+
+    def answer(self, messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage:
+        """The reply to one call (subclasses decide)."""
+        raise NotImplementedError
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        reply = self.answer(messages, list(kwargs.get("tools") or []))
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+class RecordingModel(InProcessChatModel):
     """A stand-in summarizer: records every call's input, answers with `reply_text`.
 
     Subclasses choose the answer (`reply_text`); this one answers with an empty text.
@@ -48,17 +71,12 @@ class RecordingModel(BaseChatModel):
         """The answer to one call's input (here: nothing)."""
         return ""
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def answer(self, messages: list[BaseMessage], tools: list[dict[str, Any]]) -> AIMessage:
+        """`reply_text` of `messages`; the input and the reply are recorded."""
         self._calls.append(list(messages))
         reply = AIMessage(self.reply_text(messages))
         self._replies.append(reply)
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+        return reply
 
     def usage(self, counter: Counter) -> tuple[int, int, int]:
         """(calls, input tokens, output tokens) so far, counted with `counter`."""
