@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Callable, Generator, Iterable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, TypeVar
 
@@ -42,7 +42,16 @@ logger = logging.getLogger("langgraph_ctx.archive")
 T = TypeVar("T")
 
 _SQLITE = "SELECT key FROM store WHERE prefix = ? ORDER BY updated_at DESC, rowid DESC"
-_POSTGRES = "SELECT key FROM store WHERE prefix = %s ORDER BY updated_at DESC, key ASC"
+_POSTGRES = "SELECT key FROM store WHERE prefix = ? ORDER BY updated_at DESC, key ASC"
+_SEPARATOR = "\x1f"
+_POSTGRES_LISTING = (
+    "SELECT count(*), max(updated_at),"
+    " sum(hashtextextended(key || ' ' || extract(epoch FROM updated_at)::text, 0)),"
+    " string_agg(key, E'\\x1f' ORDER BY updated_at DESC, key ASC)"
+    " FROM store WHERE prefix = ?"
+)
+"""A namespace's version (`_POSTGRES_VERSION`) and its keys in `_POSTGRES`'s order, joined by
+`_SEPARATOR`, in one read of the table's rows."""
 _SQLITE_VERSION = "SELECT count(*), max(rowid), key FROM store WHERE prefix = ?"
 """A namespace's version on SQLite, from the primary key's index alone: its item count, and
 the largest rowid with its key (SQLite gives the row of `max` to the bare column). Every write
@@ -53,7 +62,7 @@ nothing else of a row but its expiry, which orders nothing."""
 _POSTGRES_VERSION = (
     "SELECT count(*), max(updated_at),"
     " sum(hashtextextended(key || ' ' || extract(epoch FROM updated_at)::text, 0))"
-    " FROM store WHERE prefix = %s"
+    " FROM store WHERE prefix = ?"
 )
 """A namespace's version on PostgreSQL: its item count, its newest `updated_at`, and a sum of
 64-bit hashes of each key with its `updated_at`, which a write, a re-write (a key moving
@@ -71,24 +80,38 @@ class _Listing(NamedTuple):
 
 
 def _listing_size(key: tuple[int, str], listing: _Listing) -> int:
-    strings = sum(sys.getsizeof(k) for k in listing.keys)
+    strings = sum(map(sys.getsizeof, listing.keys))  # C-level: a listing may be 50,000 keys
     return sys.getsizeof(listing.keys) + strings + sys.getsizeof(key[1]) + 200
 
 
 _LISTED: LRUCache[tuple[int, str], _Listing] = LRUCache(LISTED_BYTES, size=_listing_size)
 
 
-def _kept(store: BaseStore, prefix: str, version: tuple[Any, ...]) -> list[str] | None:
-    """The kept keys of `prefix` if they were read at `version` (a copy: callers may edit)."""
-    listing = _LISTED.get((serial_of(store), prefix))
-    if listing is None or listing.version != version:
-        return None
-    return list(listing.keys)
+def _listing_op(store: BaseStore, prefix: str, dialect: str) -> SqlOp[list[str]]:
+    """The keys of `prefix`, newest write first: the kept listing while its version holds.
 
-
-def _keep(store: BaseStore, prefix: str, version: tuple[Any, ...], rows: list[Any]) -> list[str]:
-    keys = [str(_key(row)) for row in rows]
-    _LISTED.put((serial_of(store), prefix), _Listing(version, keys))
+    On PostgreSQL a listing not kept comes in one statement with its version, the keys
+    joined in one value (`_POSTGRES_LISTING`): the table's rows are read once, and one
+    string split at C speed instead of a row decoded per key. A key holding the separator
+    (not an archive's: its keys are digests) makes the counts differ: the rows are read.
+    """
+    kept = _LISTED.get((serial_of(store), prefix))
+    if dialect == "sqlite":
+        (version,) = yield Statement(_SQLITE_VERSION, (prefix,))
+        if kept is not None and kept.version == version:
+            return list(kept.keys)
+        keys = [str(key) for (key,) in (yield Statement(_SQLITE, (prefix,)))]
+    else:
+        if kept is not None:
+            (version,) = yield Statement(_POSTGRES_VERSION, (prefix,))
+            if kept.version == version:
+                return list(kept.keys)
+        ((*counted, joined),) = yield Statement(_POSTGRES_LISTING, (prefix,))
+        version = tuple(counted)
+        keys = [] if joined is None else str(joined).split(_SEPARATOR)
+        if len(keys) != version[0]:
+            keys = [str(key) for (key,) in (yield Statement(_POSTGRES, (prefix,)))]
+    _LISTED.put((serial_of(store), prefix), _Listing(tuple(version), keys))
     return list(keys)
 
 
@@ -129,68 +152,25 @@ def keys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str] | Non
     prefix, kind = _prefix(namespace), sql_store_kind(store)
     if prefix is None or kind not in ("sqlite", "postgres"):
         return None
+    sql = StoreSql(store)
     try:
-        if kind == "sqlite":
-            with store.lock:  # type: ignore[attr-defined]  # SqliteStore's own lock
-                conn: Any = store.conn  # type: ignore[attr-defined]
-                version = tuple(conn.execute(_SQLITE_VERSION, (prefix,)).fetchone())
-                kept = _kept(store, prefix, version)
-                if kept is not None:
-                    return kept
-                rows = conn.execute(_SQLITE, (prefix,)).fetchall()
-        else:  # upstream's private helper: the pool, and (pipeline=True) the lock
-            with store._cursor(pipeline=True) as cur:  # type: ignore[attr-defined]
-                _plain_rows(cur)
-                cur.execute(_POSTGRES_VERSION, (prefix,))
-                version = tuple(cur.fetchone())
-                kept = _kept(store, prefix, version)
-                if kept is not None:
-                    return kept
-                cur.execute(_POSTGRES, (prefix,))
-                rows = cur.fetchall()
+        return sql.run(_listing_op(store, prefix, sql.dialect), write=False, bounded=False)
     except Exception as exc:  # any failure (layout, setup): page search instead
         _fallback(store, exc)
         return None
-    return _keep(store, prefix, version, rows)
 
 
 async def akeys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str] | None:
     """Async `keys_by_sql`; also lists an `AsyncPostgresStore` or an `AsyncSqliteStore`."""
-    prefix, kind = _prefix(namespace), sql_store_kind(store)
-    if prefix is None or kind is None:
+    prefix = _prefix(namespace)
+    if prefix is None or sql_store_kind(store) is None:
         return None
-    if kind in ("sqlite", "postgres"):  # a sync store: its connection used from a worker thread
-        return await asyncio.to_thread(keys_by_sql, store, namespace)
+    sql = StoreSql(store)
     try:
-        if kind == "asqlite":
-            async with store.lock:  # type: ignore[attr-defined]  # AsyncSqliteStore's own lock
-                conn: Any = store.conn  # type: ignore[attr-defined]
-                cursor = await conn.execute(_SQLITE_VERSION, (prefix,))
-                version = tuple(await cursor.fetchone())
-                kept = _kept(store, prefix, version)
-                if kept is not None:
-                    return kept
-                cursor = await conn.execute(_SQLITE, (prefix,))
-                rows = list(await cursor.fetchall())
-        else:
-            async with store._cursor(pipeline=True) as cur:  # type: ignore[attr-defined]
-                _plain_rows(cur)
-                await cur.execute(_POSTGRES_VERSION, (prefix,))
-                version = tuple(await cur.fetchone())
-                kept = _kept(store, prefix, version)
-                if kept is not None:
-                    return kept
-                await cur.execute(_POSTGRES, (prefix,))
-                rows = await cur.fetchall()
+        return await sql.arun(_listing_op(store, prefix, sql.dialect), write=False, bounded=False)
     except Exception as exc:  # any failure: page search instead
         _fallback(store, exc)
         return None
-    return _keep(store, prefix, version, rows)
-
-
-def _key(row: Any) -> Any:
-    # The Postgres stores' cursors return dict rows; a plain tuple cursor is handled too.
-    return row["key"] if isinstance(row, dict) else row[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,8 +247,12 @@ class StoreSql:
             return statement.sql
         return statement.sql.replace("?", "%s")
 
-    def run(self, op: SqlOp[T], *, write: bool) -> T:
-        """Run `op` on a sync store (on an async one: on its event loop, from this thread)."""
+    def run(self, op: SqlOp[T], *, write: bool, bounded: bool = True) -> T:
+        """Run `op` on a sync store (on an async one: on its event loop, from this thread).
+
+        `bounded`: a read on PostgreSQL stops after `READ_TIMEOUT_MS` (reads of the index;
+        the store's own listing is not bounded: without it a search can not list at all).
+        """
         store: Any = self.store
         if self.kind in ("asqlite", "apostgres"):
             loop = store.loop
@@ -280,7 +264,10 @@ class StoreSql:
                 op.close()
                 msg = "an async store's tables are used from its own event loop: use the async API"
                 raise asyncio.InvalidStateError(msg)
-            return asyncio.run_coroutine_threadsafe(self.arun(op, write=write), loop).result()
+            done = asyncio.run_coroutine_threadsafe(
+                self.arun(op, write=write, bounded=bounded), loop
+            )
+            return done.result()
         if self.kind == "sqlite":
             with store.lock:  # SqliteStore's own lock, as `keys_by_sql`
                 conn = store.conn
@@ -308,15 +295,15 @@ class StoreSql:
                 return _pg_rows(cur) if s.fetch else []
 
             with cur.connection.transaction():
-                if not write:  # a read the database may not prolong: see READ_TIMEOUT_MS
+                if bounded and not write:  # a read the database may not prolong
                     cur.execute(_READ_TIMEOUT, (str(READ_TIMEOUT_MS),))
                 return _drive(op, run)
 
-    async def arun(self, op: SqlOp[T], *, write: bool) -> T:
+    async def arun(self, op: SqlOp[T], *, write: bool, bounded: bool = True) -> T:
         """Run `op` on an async store (a sync one: in a worker thread)."""
         store: Any = self.store
         if self.kind in ("sqlite", "postgres"):
-            return await asyncio.to_thread(self.run, op, write=write)
+            return await asyncio.to_thread(self.run, op, write=write, bounded=bounded)
         if self.kind == "asqlite":
             async with store.lock:
                 conn = store.conn
@@ -350,7 +337,7 @@ class StoreSql:
                 return await _apg_rows(cur) if s.fetch else []
 
             async with cur.connection.transaction():
-                if not write:
+                if bounded and not write:
                     await cur.execute(_READ_TIMEOUT, (str(READ_TIMEOUT_MS),))
                 return await _adrive(op, arun)
 
@@ -408,8 +395,10 @@ def _no_rows(exc: Exception) -> list[tuple[Any, ...]]:
     return []
 
 
-def _rows(rows: Iterable[Any]) -> list[tuple[Any, ...]]:
-    # The Postgres stores' cursors return dict rows.
+def _rows(rows: list[Any]) -> list[tuple[Any, ...]]:
+    # The Postgres stores' cursors return dict rows; ours (`_plain_rows`) tuples, as they are.
+    if not rows or type(rows[0]) is tuple:
+        return rows
     return [tuple(r.values()) if isinstance(r, dict) else tuple(r) for r in rows]
 
 
