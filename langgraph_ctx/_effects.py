@@ -29,9 +29,9 @@ import asyncio
 import contextvars
 import inspect
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ParamSpec, TypeVar
 
 T = TypeVar("T")
@@ -89,12 +89,13 @@ class BackendKeys(Effect):
 
 @dataclass(frozen=True, slots=True)
 class SearchStore(Effect):
-    """`store.search(namespace, query=..., limit=...)` (or `asearch`); returns the items."""
+    """`store.search(namespace, query=..., limit=..., offset=...)` (or `asearch`); the items."""
 
     store: Any
     namespace: tuple[str, ...]
     query: str | None
     limit: int
+    offset: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +123,8 @@ class MethodCall(Effect):
     args: tuple[Any, ...] = ()
     collect: bool = False
     """The method returns an iterator (async: an async iterator): return its items as a list."""
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword arguments of the call."""
 
 
 def _timed_out(timeout: float | None) -> TimeoutError:
@@ -183,12 +186,12 @@ async def _acall_handler(effect: CallHandler) -> Any:
 
 
 def _call_method(effect: MethodCall) -> Any:
-    result = getattr(effect.target, effect.name)(*effect.args)
+    result = getattr(effect.target, effect.name)(*effect.args, **effect.kwargs)
     return list(result) if effect.collect else result
 
 
 async def _acall_method(effect: MethodCall) -> Any:
-    result = getattr(effect.target, "a" + effect.name)(*effect.args)
+    result = getattr(effect.target, "a" + effect.name)(*effect.args, **effect.kwargs)
     return [item async for item in result] if effect.collect else await result
 
 
@@ -206,8 +209,8 @@ _DISPATCH: dict[type[Effect], tuple[_Sync, _Async]] = {
     ),
     BackendKeys: (lambda e: e.backend.keys(e.namespace), _akeys),
     SearchStore: (
-        lambda e: e.store.search(e.namespace, query=e.query, limit=e.limit),
-        lambda e: e.store.asearch(e.namespace, query=e.query, limit=e.limit),
+        lambda e: e.store.search(e.namespace, query=e.query, limit=e.limit, offset=e.offset),
+        lambda e: e.store.asearch(e.namespace, query=e.query, limit=e.limit, offset=e.offset),
     ),
     CallHandler: (_call_handler, _acall_handler),
     MethodCall: (_call_method, _acall_method),

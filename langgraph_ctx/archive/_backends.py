@@ -27,9 +27,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from langgraph.store.base import BaseStore
 
+from langgraph_ctx._effects import MethodCall, Plan, SearchStore, both
 from langgraph_ctx._ids import RefKind, sha256_hex
 from langgraph_ctx._lru import LRUCache
-from langgraph_ctx.archive._store_keys import akeys_by_sql, keys_by_sql
+from langgraph_ctx.archive._store_keys import StoreSql, listing_failed, listing_op
 from langgraph_ctx.archive.line_index import Entry, LineIndex, indexed_entry
 from langgraph_ctx.checks import check_path
 from langgraph_ctx.errors import ArchiveAccessError, ArchiveCorruptError
@@ -37,6 +38,8 @@ from langgraph_ctx.errors import ArchiveAccessError, ArchiveCorruptError
 _UTF8 = "utf-8"
 logger = logging.getLogger("langgraph_ctx.archive")
 Namespace = tuple[str, ...]
+_UNBOUNDED_READ = {"write": False, "bounded": False}
+"""How a listing runs: a read without the index's time bound (the store's own table)."""
 
 
 @runtime_checkable
@@ -164,49 +167,42 @@ class StoreBackend:
         """Store `data` as one item."""
         self.store.put(namespace, key, _to_value(data), index=False)
 
-    def put_indexed(
+    def _plan_put_indexed(
         self, namespace: Namespace, key: str, data: bytes, indexed: tuple[str, RefKind, Entry]
-    ) -> None:
-        """`put`, and index the entry `data` holds for search in the same transaction.
+    ) -> Plan[None]:
+        index = self.line_index
+        entry = None if index is None or index.available is False else indexed_entry(indexed)
+        if index is None or entry is None:
+            yield MethodCall(self, "put", (namespace, key, data))
+            return
+        if self._puts_as_the_store and (
+            yield MethodCall(index, "put", (namespace, key, _to_value(data), entry))
+        ):
+            return
+        yield MethodCall(self, "put", (namespace, key, data))
+        try:
+            yield MethodCall(index, "add", (namespace, key, entry))
+        except Exception as exc:
+            logger.debug("indexing %s/%s for search failed: %s", namespace, key, exc)
+
+    put_indexed, aput_indexed = both(
+        _plan_put_indexed,
+        doc="""`put`, and index the entry `data` holds for search in the same transaction.
 
         `indexed` is the entry's reference, kind and decoded entry. One commit per archived
         entry, as `put` alone: the item and its index rows are written together or not at
         all. When that write is not to be had (no index, or the write failed), `put` writes
         the item and its lines are indexed after, if they can be (else search indexes the
-        entry when it reads it). A subclass with a `put` of its own keeps it: its items are
-        written by it, and indexed after.
-        """
-        index = self.line_index
-        entry = None if index is None or index.available is False else indexed_entry(indexed)
-        if index is None or entry is None:
-            self.put(namespace, key, data)
-            return
-        if type(self).put is StoreBackend.put and index.put(namespace, key, _to_value(data), entry):
-            return
-        self.put(namespace, key, data)
-        try:
-            index.add(namespace, key, entry)
-        except Exception as exc:
-            logger.debug("indexing %s/%s for search failed: %s", namespace, key, exc)
+        entry when it reads it). A subclass with a `put` or `aput` of its own keeps it: its
+        items are written by it, and indexed after.
+        """,
+    )
 
-    async def aput_indexed(
-        self, namespace: Namespace, key: str, data: bytes, indexed: tuple[str, RefKind, Entry]
-    ) -> None:
-        """Async `put_indexed`."""
-        index = self.line_index
-        entry = None if index is None or index.available is False else indexed_entry(indexed)
-        if index is None or entry is None:
-            await self.aput(namespace, key, data)
-            return
-        if type(self).aput is StoreBackend.aput and await index.aput(
-            namespace, key, _to_value(data), entry
-        ):
-            return
-        await self.aput(namespace, key, data)
-        try:
-            await index.aadd(namespace, key, entry)
-        except Exception as exc:
-            logger.debug("indexing %s/%s for search failed: %s", namespace, key, exc)
+    @property
+    def _puts_as_the_store(self) -> bool:
+        # The index writes the item with the store's own statements: only when this class
+        # writes items as `store.put` does.
+        return type(self).put is StoreBackend.put and type(self).aput is StoreBackend.aput
 
     def get(self, namespace: Namespace, key: str) -> bytes | None:
         """The bytes of one item, or `None` when missing."""
@@ -222,37 +218,32 @@ class StoreBackend:
         item = await self.store.aget(namespace, key)
         return None if item is None else from_value(item.value, f"{namespace}/{key}")
 
-    def keys(self, namespace: Namespace) -> list[str]:
-        """The item keys of `namespace`, newest `updated_at` first.
+    def _plan_keys(self, namespace: Namespace) -> Plan[list[str]]:
+        listing = listing_op(self.store, namespace)
+        if listing is not None:
+            try:
+                sql = StoreSql(self.store)
+                keys: list[str] = yield MethodCall(sql, "run", (listing,), kwargs=_UNBOUNDED_READ)
+                return keys
+            except Exception as exc:  # any failure (layout, setup): page search instead
+                listing_failed(self.store, exc)
+        written: dict[str, datetime] = {}
+        offset = 0
+        while True:
+            items = yield SearchStore(self.store, namespace, None, _PAGE, offset)
+            _collect(written, items, namespace)
+            if len(items) < _PAGE:
+                return newest_first(written.items())
+            offset += len(items)
+
+    keys, akeys = both(
+        _plan_keys,
+        doc="""The item keys of `namespace`, newest `updated_at` first.
 
         SQLite and Postgres stores are listed by one keys-only query; any other store through
         `store.search` pages (values included, which costs more).
-        """
-        fast = keys_by_sql(self.store, namespace)
-        if fast is not None:
-            return fast
-        written: dict[str, datetime] = {}
-        offset = 0
-        while True:
-            items = self.store.search(namespace, limit=_PAGE, offset=offset)
-            _collect(written, items, namespace)
-            if len(items) < _PAGE:
-                return newest_first(written.items())
-            offset += len(items)
-
-    async def akeys(self, namespace: Namespace) -> list[str]:
-        """Async `keys`."""
-        fast = await akeys_by_sql(self.store, namespace)
-        if fast is not None:
-            return fast
-        written: dict[str, datetime] = {}
-        offset = 0
-        while True:
-            items = await self.store.asearch(namespace, limit=_PAGE, offset=offset)
-            _collect(written, items, namespace)
-            if len(items) < _PAGE:
-                return newest_first(written.items())
-            offset += len(items)
+        """,
+    )
 
 
 def _collect(written: dict[str, datetime], items: Iterable[Any], namespace: Namespace) -> None:

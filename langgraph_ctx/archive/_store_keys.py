@@ -1,6 +1,6 @@
 """LangGraph's SQL stores seen from inside: the one adapter onto their tables and connections.
 
-Two uses: listing a namespace's keys alone (`keys_by_sql`), and running our own statements
+Two uses: listing a namespace's keys alone (`listing_op`), and running our own statements
 on the store's connection (`StoreSql`, for the search index of `line_index`), as the store
 runs its own (its lock, its pool, its event loop).
 
@@ -122,10 +122,6 @@ def _prefix(namespace: tuple[str, ...]) -> str | None:
     return ".".join(namespace)
 
 
-def _fallback(store: BaseStore, exc: Exception) -> None:
-    logger.debug("keys-only listing of %s failed, paging search: %s", type(store).__name__, exc)
-
-
 def sql_store_kind(store: BaseStore) -> str | None:
     """Which SQL store `store` is ("sqlite", "asqlite", "postgres", "apostgres") or None."""
     try:
@@ -147,30 +143,22 @@ def sql_store_kind(store: BaseStore) -> str | None:
     return "apostgres" if isinstance(store, AsyncPostgresStore) else None
 
 
-def keys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str] | None:
-    """The keys of `namespace` in a sync SQLite or Postgres store, or None for other stores."""
+def listing_op(store: BaseStore, namespace: tuple[str, ...]) -> SqlOp[list[str]] | None:
+    """The op listing the keys of `namespace` in a LangGraph SQL store, newest write first.
+
+    Run it with `StoreSql(store).run(op, write=False, bounded=False)` (or `arun`). None for
+    another store, or a namespace the store's `.`-joined prefix can not name exactly: the
+    caller pages `store.search` instead.
+    """
     prefix, kind = _prefix(namespace), sql_store_kind(store)
-    if prefix is None or kind not in ("sqlite", "postgres"):
+    if prefix is None or kind is None:
         return None
-    sql = StoreSql(store)
-    try:
-        return sql.run(_listing_op(store, prefix, sql.dialect), write=False, bounded=False)
-    except Exception as exc:  # any failure (layout, setup): page search instead
-        _fallback(store, exc)
-        return None
+    return _listing_op(store, prefix, "sqlite" if kind in ("sqlite", "asqlite") else "postgres")
 
 
-async def akeys_by_sql(store: BaseStore, namespace: tuple[str, ...]) -> list[str] | None:
-    """Async `keys_by_sql`; also lists an `AsyncPostgresStore` or an `AsyncSqliteStore`."""
-    prefix = _prefix(namespace)
-    if prefix is None or sql_store_kind(store) is None:
-        return None
-    sql = StoreSql(store)
-    try:
-        return await sql.arun(_listing_op(store, prefix, sql.dialect), write=False, bounded=False)
-    except Exception as exc:  # any failure: page search instead
-        _fallback(store, exc)
-        return None
+def listing_failed(store: BaseStore, exc: Exception) -> None:
+    """Log why a keys-only listing failed (a layout that changed, a table not set up)."""
+    logger.debug("keys-only listing of %s failed, paging search: %s", type(store).__name__, exc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,7 +257,7 @@ class StoreSql:
             )
             return done.result()
         if self.kind == "sqlite":
-            with store.lock:  # SqliteStore's own lock, as `keys_by_sql`
+            with store.lock:  # SqliteStore's own lock, as its own methods take it
                 conn = store.conn
                 if write:
                     conn.execute("BEGIN IMMEDIATE")

@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.store.postgres import PostgresStore
 
 from langgraph_ctx.archive import Archive, EntryCache, StoreBackend, make_search_tool
-from langgraph_ctx.archive._store_keys import keys_by_sql
+from langgraph_ctx.archive._store_keys import StoreSql, listing_op
 from langgraph_ctx.archive.recall import make_recall_tool
 from tests.conftest import call, drive
 
@@ -64,7 +64,9 @@ def test_keys_only_listing_matches_search_paging(
     for n in range(30):
         archive.put_message(ToolMessage(f"out {n}", tool_call_id=f"c{n}"))
     namespace = ("langgraph_ctx", thread_id, "message")
-    assert keys_by_sql(postgres_store, namespace) is not None  # not the fallback
+    listing = listing_op(postgres_store, namespace)
+    assert listing is not None  # not the fallback
+    assert StoreSql(postgres_store).run(listing, write=False, bounded=False)
     fast = StoreBackend(postgres_store).keys(namespace)
     paged = {item.key for item in postgres_store.search(namespace, limit=100)}
     assert len(fast) == 30 and set(fast) == paged
