@@ -16,7 +16,7 @@ overflow, or to raise.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from langchain.agents.middleware.types import (
@@ -50,6 +50,7 @@ from langgraph_ctx.pipeline.result import BuildResult
 from langgraph_ctx.prompt.report import attach_report
 from langgraph_ctx.summaries.internal_calls import internal_call_transformers
 from langgraph_ctx.tokens._calibration import received_prompt
+from langgraph_ctx.tokens.counter import TokenCounter
 
 logger = logging.getLogger("langgraph_ctx.middleware")  # the name it always had
 """Warnings for what a run survives but an operator should see."""
@@ -82,16 +83,16 @@ class CallMemory(ModelTerms, Protocol):
     def plan_build(
         self,
         messages: Sequence[BaseMessage],
-        ledger: Any,
+        ledger: Mapping[str, Any] | None,
         config: RunnableConfig | None,
         *,
         tools: Sequence[Any] | None = None,
         harder: bool = False,
         model: Any = None,
         window: int | None = None,
-        counter: Any = None,
+        counter: TokenCounter | None = None,
     ) -> Plan[BuildResult]:
-        """The pipeline build for one model call."""
+        """The pipeline build for one model call (`ContextMemory.plan_build`'s signature)."""
         ...
 
     def plan_removals(
@@ -101,7 +102,10 @@ class CallMemory(ModelTerms, Protocol):
         ...
 
     def plan_after_turn(
-        self, messages: Sequence[BaseMessage], ledger: Any, config: RunnableConfig | None
+        self,
+        messages: Sequence[BaseMessage],
+        ledger: Mapping[str, Any] | None,
+        config: RunnableConfig | None,
     ) -> Plan[dict[str, Any]]:
         """After a turn: the report onto the AI message, the hint rebuild."""
         ...
