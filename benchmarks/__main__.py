@@ -18,6 +18,7 @@ from benchmarks import (
     pipeline,
     scale,
     search,
+    search_floor,
     tokens,
     trajectories,
     view,
@@ -37,6 +38,7 @@ SECTIONS: dict[str, Section] = {
     "latency": latency.run,
     "load": load.run,
     "search": search.run,
+    "search_floor": search_floor.run,
     "view": view.run,
 }
 """Section name -> its `run(args)`; sections run in this order when none are named."""

@@ -175,10 +175,12 @@ class StoreBackend:
         if index is None or entry is None:
             yield MethodCall(self, "put", (namespace, key, data))
             return
-        if self._puts_as_the_store and (
-            yield MethodCall(index, "put", (namespace, key, _to_value(data), entry))
-        ):
-            return
+        if self._puts_as_the_store:
+            try:
+                if (yield MethodCall(index, "put", (namespace, key, _to_value(data), entry))):
+                    return
+            except Exception as exc:  # the transaction failed: nothing written, put alone
+                logger.debug("archiving with the index failed: %s: %s", type(exc).__name__, exc)
         yield MethodCall(self, "put", (namespace, key, data))
         try:
             yield MethodCall(index, "add", (namespace, key, entry))

@@ -122,25 +122,27 @@ def _prefix(namespace: tuple[str, ...]) -> str | None:
     return ".".join(namespace)
 
 
+_SQL_STORES = (
+    ("langgraph.store.sqlite.base", "SqliteStore", "sqlite"),
+    ("langgraph.store.sqlite.aio", "AsyncSqliteStore", "asqlite"),
+    ("langgraph.store.postgres.base", "PostgresStore", "postgres"),
+    ("langgraph.store.postgres.aio", "AsyncPostgresStore", "apostgres"),
+)
+"""Each SQL store class by the module defining it, and its kind."""
+
+
 def sql_store_kind(store: BaseStore) -> str | None:
-    """Which SQL store `store` is ("sqlite", "asqlite", "postgres", "apostgres") or None."""
-    try:
-        from langgraph.store.sqlite import SqliteStore
-        from langgraph.store.sqlite.aio import AsyncSqliteStore
-    except ImportError:  # an optional install
-        pass
-    else:
-        if isinstance(store, SqliteStore):
-            return "sqlite"
-        if isinstance(store, AsyncSqliteStore):
-            return "asqlite"
-    try:
-        from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
-    except ImportError:  # an optional install
-        return None
-    if isinstance(store, PostgresStore):
-        return "postgres"
-    return "apostgres" if isinstance(store, AsyncPostgresStore) else None
+    """Which SQL store `store` is ("sqlite", "asqlite", "postgres", "apostgres") or None.
+
+    Looked up among the modules already imported: a store is an instance of a class whose
+    module is loaded, and importing the others would cost a PostgreSQL deployment SQLite's
+    store, which loads numpy (and its thread pool) through `sqlite_vec`.
+    """
+    for module, name, kind in _SQL_STORES:
+        found = getattr(sys.modules.get(module), name, None)
+        if found is not None and isinstance(store, found):
+            return kind
+    return None
 
 
 def listing_op(store: BaseStore, namespace: tuple[str, ...]) -> SqlOp[list[str]] | None:

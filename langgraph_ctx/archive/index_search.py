@@ -402,15 +402,26 @@ def plan_indexed_entries(
         held = by_namespace.get(namespace, {})
         # `Archive.plan_refs` gives one kind's references one prefix: its key follows.
         cut = refs[0].rindex(":") + 1 if refs else 0
-        gap = matched = 0
-        for ref in refs:
-            key = ref[cut:]
-            n_lines = lines.get(key)
+        keys = [ref[cut:] for ref in refs]
+        counts = list(map(lines.get, keys))  # None: not indexed
+        # Only entries holding a candidate, or not indexed, are looked at one by one; each
+        # run of others between them is summed at C speed (a thread may list 50,000).
+        special = [n for n, key in enumerate(keys) if key in held]
+        if None in counts:
+            special = sorted({*special, *(n for n, c in enumerate(counts) if c is None)})
+        gap = matched = done = 0
+        for at in special:
+            run = cast("list[int]", counts[done:at])  # no None between the special ones
+            gap += sum(run)
+            out.searched += len(run)
+            matched += len(run)
+            done = at + 1
+            ref, key, n_lines = refs[at], keys[at], counts[at]
             runs = held.get(key)
-            if n_lines is not None and (runs is not None or key not in held):
+            if n_lines is not None and runs is not None:
                 out.searched += 1
                 matched += 1
-                if runs is None or not within.any_passes(runs):
+                if not within.any_passes(runs):
                     gap += n_lines  # `find_hits` skips it as it skips an entry filtered out
                     continue
                 if gap:
@@ -420,7 +431,7 @@ def plan_indexed_entries(
                 out.sparse[ref] = entry_key
                 out.entries.append(sparse_entry(ref, ref_kind, n_lines, found[entry_key], runs))
                 continue
-            try:
+            try:  # not indexed, or its row gone meanwhile: read as a scan reads it
                 entry = yield from plan_entry(archive, ref, ref_kind, cache, read_until)
             except EntryNotReadInTime:
                 out.unread += 1
@@ -436,10 +447,14 @@ def plan_indexed_entries(
                 yield MethodCall(index, "add", (namespace, key, entry))
             except Exception as exc:
                 logger.debug("indexing %s for search failed: %s", ref, exc)
+        run = cast("list[int]", counts[done:])
+        gap += sum(run)
+        out.searched += len(run)
+        matched += len(run)
         if gap:
             out.entries.append(_gap(ref_kind, gap))
         if matched < len(lines):  # indexed keys not listed: rows an item left behind?
-            listed_keys = {ref[cut:] for ref in refs}
+            listed_keys = set(keys)
             suspects = [key for key in lines if key not in listed_keys]
             if suspects:
                 yield from _plan_prune(index, namespace, suspects[:_SUSPECTS])

@@ -149,10 +149,8 @@ _NO_JIT = "SET LOCAL jit = off"
 are far above what the read costs, and it would compile the query (JIT) for longer than the read
 takes."""
 _LINE_NO = {"sqlite": "(l.id & 4294967295)", "postgres": "l.line_no"}
-_JOIN = {  # a line to its entry, either way round (SQLite: the planner picks)
-    "sqlite": "e.id = l.id >> 32 AND l.id BETWEEN e.id << 32 AND (e.id << 32) + 4294967295",
-    "postgres": "l.entry_id = e.id",
-}
+_SQLITE_JOIN = "e.id = l.id >> 32 AND l.id BETWEEN e.id << 32 AND (e.id << 32) + 4294967295"
+"""SQLite: a line to its entry, either way round (the planner picks)."""
 
 
 def encode_segments(segments: Iterable[tuple[int, Source]]) -> str:
@@ -382,53 +380,29 @@ class LineIndex:
 
     # operations: each a generator of statements, run by `StoreSql` -----------------------
 
-    def put(
-        self, namespace: Namespace, key: str, value: dict[str, Any], entry: SearchableEntry
-    ) -> bool:
-        """Write the store item `value` and index `entry`'s lines, in one transaction.
-
-        The item is written as `store.put(namespace, key, value, index=False)` writes it.
-        False when nothing was written (the index unavailable, the store's statements not to
-        be had, or the transaction failed): the caller then puts the item alone.
-        """
-        statements = put_statements(self.store, namespace, key, value)
-        if statements is None:
-            return False
-        try:
-            done = self._run(lambda: self._put_op(statements, namespace, key, entry), write=True)
-        except Exception as exc:
-            logger.debug("archiving with the index failed: %s: %s", type(exc).__name__, exc)
-            return False
-        return bool(done)
-
-    async def aput(
-        self, namespace: Namespace, key: str, value: dict[str, Any], entry: SearchableEntry
-    ) -> bool:
-        """Async `put`."""
-        statements = put_statements(self.store, namespace, key, value)
-        if statements is None:
-            return False
-        try:
-            done = await self._arun(
-                lambda: self._put_op(statements, namespace, key, entry), write=True
-            )
-        except Exception as exc:
-            logger.debug("archiving with the index failed: %s: %s", type(exc).__name__, exc)
-            return False
-        return bool(done)
-
     def _put_op(
-        self,
-        statements: Sequence[Statement],
-        namespace: Namespace,
-        key: str,
-        entry: SearchableEntry,
+        self, namespace: Namespace, key: str, value: dict[str, Any], entry: SearchableEntry
     ) -> SqlOp[bool]:
+        statements = put_statements(self.store, namespace, key, value)
+        if statements is None:
+            return False
         for statement in statements:  # noqa: UP028  # the driver sends rows: a list can not take them
             yield statement
         # The store's commit is durable (not `relaxed`): the index rows ride in it.
         yield from self._index_op(namespace, key, entry, relaxed=False)
         return True
+
+    put, aput = _twins(
+        _put_op,
+        write=True,
+        empty=bool,
+        doc="""Write the store item `value` and index `entry`'s lines, in one transaction.
+
+        The item is written as `store.put(namespace, key, value, index=False)` writes it.
+        False when nothing was written (the index unavailable, or the store's statements not
+        to be had): the caller then puts the item alone, as it does when this raises.
+        """,
+    )
 
     def _add_op(self, namespace: Namespace, key: str, entry: SearchableEntry) -> SqlOp[None]:
         return self._index_op(namespace, key, entry, relaxed=True)
@@ -643,21 +617,25 @@ class LineIndex:
                 parts.append(f"{line} LIKE ? ESCAPE '\\'")
                 params.append(_like(term))
         if d == "postgres":
-            # The matching lines first, then their entries by primary key: the planner, without
-            # statistics on fresh tables, otherwise joins every entry of the thread with every
-            # matching line (timings in docs/benchmarks.md).
+            # The matching lines first, then each line's entry by primary key (a lateral
+            # lookup the planner can not flatten: `OFFSET 0`). Without statistics on fresh
+            # tables the planner otherwise joins every entry of the thread with the matching
+            # lines, by a hash of all 50,000 entries of a long thread (timings in
+            # docs/benchmarks.md).
             yield Statement(_NO_JIT)
             params = [*params[len(by_prefix) :], *by_prefix]
             select = (
                 "WITH l AS MATERIALIZED (SELECT l.entry_id, l.line_no, l.text, l.folded"
                 f" FROM lgctx_lines AS l WHERE {joiner.join(parts)})"
-                f" SELECT e.prefix, e.key, {_LINE_NO[d]}, {line}{shown} FROM lgctx_entries AS e"
+                f" SELECT e.prefix, e.key, {_LINE_NO[d]}, {line}{shown} FROM l"
+                " CROSS JOIN LATERAL (SELECT e.prefix, e.key FROM lgctx_entries AS e"
+                " WHERE e.id = l.entry_id OFFSET 0) AS e"
             )
-            where = f" JOIN l ON {_JOIN[d]} WHERE e.prefix IN ({_marks(len(by_prefix))})"
+            where = f" WHERE e.prefix IN ({_marks(len(by_prefix))})"
         else:
             select = f"SELECT e.prefix, e.key, {_LINE_NO[d]}, {line}{shown} FROM lgctx_entries AS e"
             where = (
-                f" JOIN lgctx_lines AS l ON {_JOIN[d]} WHERE e.prefix IN"
+                f" JOIN lgctx_lines AS l ON {_SQLITE_JOIN} WHERE e.prefix IN"
                 f" ({_marks(len(by_prefix))}) AND ({joiner.join(parts)})"
             )
         rows = yield Statement(f"{select}{where} LIMIT ?", [*params, limit])
@@ -701,7 +679,7 @@ class LineIndex:
             " e.key, w.pos FROM w JOIN lgctx_entries AS e ON e.prefix = ? AND e.key = w.key)"
         )
         if d == "sqlite":
-            lines = f" JOIN lgctx_lines AS l ON {_JOIN[d]} WHERE ({joiner.join(parts)})"
+            lines = f" JOIN lgctx_lines AS l ON {_SQLITE_JOIN} WHERE ({joiner.join(parts)})"
         else:  # each entry's lines by its id (`OFFSET 0`: not flattened into a scan of all)
             lines = (
                 " CROSS JOIN LATERAL (SELECT l.line_no, l.text, l.folded FROM lgctx_lines AS l"

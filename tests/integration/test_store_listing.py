@@ -8,8 +8,11 @@ separator, commas, non-ASCII), and the archive must keep only its digests as ref
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 import uuid
 
+import pytest
 from langgraph.store.base import BaseStore
 
 from langgraph_ctx.archive import Archive, StoreBackend
@@ -66,3 +69,33 @@ async def test_only_digests_become_references(sql_store: BaseStore, mode: str) -
     await _write(sql_store, namespace, ODD_KEYS, mode)
     refs = await drive(archive.plan_refs("message"), mode=mode)
     assert [ref.rsplit(":", 1)[1] for ref in refs] == digests[::-1]  # key by key
+
+
+SEARCH_ON_POSTGRES = """
+import sys
+from langchain_core.messages import ToolMessage
+from langgraph.store.postgres import PostgresStore
+from langgraph_ctx.archive import Archive, search_archive
+
+with PostgresStore.from_conn_string(sys.argv[1]) as store:
+    store.setup()
+    archive = Archive(store, thread_id="alone")
+    archive.put_message(ToolMessage("ok\\nERROR disk full", tool_call_id="c1", name="df"))
+    assert "ERROR disk full" in search_archive(archive, "disk full")
+print(sorted(m for m in ("langgraph.store.sqlite", "numpy") if m in sys.modules))
+"""
+
+
+@pytest.mark.postgres
+def test_a_postgres_deployment_does_not_load_the_sqlite_store(postgres_uri: str) -> None:
+    # SQLite's store loads numpy (sqlite_vec), whose thread pool took processor time from
+    # the database in a first search; telling the store's kind must not import it.
+    done = subprocess.run(
+        [sys.executable, "-c", SEARCH_ON_POSTGRES, postgres_uri],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]"
