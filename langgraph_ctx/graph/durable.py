@@ -241,11 +241,7 @@ class CheckpointerArchive:
 
     async def aput(self, namespace: Namespace, key: str, data: bytes) -> None:
         """Async `put`."""
-        backend = await self._aready()
-        if self._native:
-            await backend.aput(namespace, key, data)
-        else:  # a sync store (SqliteStore has no async methods): from a worker thread
-            await asyncio.to_thread(backend.put, namespace, key, data)
+        await self._acall("put", namespace, key, data)
 
     def put_indexed(
         self, namespace: Namespace, key: str, data: bytes, indexed: tuple[str, RefKind, Entry]
@@ -257,18 +253,12 @@ class CheckpointerArchive:
         self, namespace: Namespace, key: str, data: bytes, indexed: tuple[str, RefKind, Entry]
     ) -> None:
         """Async `put_indexed`."""
-        backend = await self._aready()
-        if self._native:
-            await backend.aput_indexed(namespace, key, data, indexed)
-        else:
-            await asyncio.to_thread(backend.put_indexed, namespace, key, data, indexed)
+        await self._acall("put_indexed", namespace, key, data, indexed)
 
     async def aget(self, namespace: Namespace, key: str) -> bytes | None:
         """Async `get`."""
-        backend = await self._aready()
-        if self._native:
-            return await backend.aget(namespace, key)
-        return await asyncio.to_thread(backend.get, namespace, key)
+        found: bytes | None = await self._acall("get", namespace, key)
+        return found
 
     def keys(self, namespace: Namespace) -> list[str]:
         """The keys under `namespace`, newest first (searching the archive lists them)."""
@@ -276,10 +266,19 @@ class CheckpointerArchive:
 
     async def akeys(self, namespace: Namespace) -> list[str]:
         """Async `keys`."""
+        keys: list[str] = await self._acall("keys", namespace)
+        return keys
+
+    async def _acall(self, name: str, *args: Any) -> Any:
+        """The backend's `a<name>(*args)`, or its `<name>` from a worker thread.
+
+        The async method where the store has async methods of its own (`AsyncPostgresStore`);
+        SqliteStore has none, so its sync method runs off the event loop.
+        """
         backend = await self._aready()
         if self._native:
-            return await backend.akeys(namespace)
-        return await asyncio.to_thread(backend.keys, namespace)
+            return await getattr(backend, "a" + name)(*args)
+        return await asyncio.to_thread(getattr(backend, name), *args)
 
     def _ready(self) -> StoreBackend:
         if self._backend is not None:
