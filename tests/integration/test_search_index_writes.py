@@ -222,3 +222,31 @@ def test_a_backend_with_a_put_of_its_own_keeps_it_and_is_indexed_after(tmp_path:
         assert key in backend.puts
         rows = asyncio.run(indexed_lines(sqlite_store, archive.namespace("text"), key))
         assert [t for _, t, _ in rows] == ["its own", "put"]
+
+
+def test_a_backend_with_an_aput_of_its_own_keeps_it_in_both_modes(tmp_path: Path) -> None:
+    # `put_indexed` is one plan for both drivers: a subclass overriding either write keeps its
+    # own in both (the index's transaction writes as `store.put` does, which it does not).
+    from langgraph.store.sqlite import SqliteStore
+
+    class Logged(StoreBackend):
+        aputs: ClassVar[list[str]] = []
+
+        async def aput(self, namespace: tuple[str, ...], key: str, data: bytes) -> None:
+            self.aputs.append(key)
+            self.put(namespace, key, data)  # SqliteStore has no async methods of its own
+
+    with SqliteStore.from_conn_string(str(tmp_path / "s.db")) as sqlite_store:
+        sqlite_store.setup()
+        backend = Logged(sqlite_store)
+        archive = Archive(backend, thread_id="t")
+        ref = asyncio.run(arun_plan(archive.plan_put_text("its own\naput")))
+        key = ref.rsplit(":", 1)[1]
+        assert backend.aputs == [key]
+        rows = asyncio.run(indexed_lines(sqlite_store, archive.namespace("text"), key))
+        assert [t for _, t, _ in rows] == ["its own", "aput"]
+        sync_ref = archive.put_text("written\nsync")  # its own class: indexed after, not in one
+        sync_rows = asyncio.run(
+            indexed_lines(sqlite_store, archive.namespace("text"), sync_ref.rsplit(":", 1)[1])
+        )
+        assert [t for _, t, _ in sync_rows] == ["written", "sync"]
