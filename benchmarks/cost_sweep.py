@@ -39,6 +39,7 @@ def _ours(spec: WorkloadSpec, setting: Setting, summaries: str) -> Callable[[], 
         archive=True,
         model=_model(spec.limit, summaries),
         budget=budget,
+        options=setting.manager_options(),
     )
 
 

@@ -29,7 +29,7 @@ prints the `pipeline` section's policy times alone, with their ratios, in a few 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,6 +139,7 @@ class Ours(PipelineSystem):
         model: RecordingModel | None = None,
         budget: ContextBudget = BUDGET,
         bind_search: bool = False,
+        options: Mapping[str, Any] | None = None,
     ) -> None:
         if model is None and summarize:
             model = make_model(WINDOW)
@@ -154,6 +155,7 @@ class Ours(PipelineSystem):
             bind_search=bind_search,
             backend=self.backend,  # type: ignore[arg-type]
             thread_id="bench",
+            options=options,
         )
 
     def finish(

@@ -463,6 +463,9 @@ def prior_builds(draw: st.DrawFn, *, max_turns: int = 4) -> Prior:
     # The summary message is taken from a separate placement; an output fed back may carry it
     # inside the system prompt, with retrieved memory merged there too.
     merged = kind == "own_output" and draw(st.booleans())
+    apart = (
+        "separate" if kind == "own_output" else draw(st.sampled_from(["after_task", "separate"]))
+    )
     memory = (
         ["The user prefers tabs over spaces."]
         if kind == "own_output" and draw(st.booleans())
@@ -478,7 +481,7 @@ def prior_builds(draw: st.DrawFn, *, max_turns: int = 4) -> Prior:
                 compaction=Compaction(min_chars=300, keep_last=keep_last),
             ),
             archive=Archive(store, thread_id=THREAD),
-            summary_placement="merged" if merged else "separate",
+            summary_placement="merged" if merged else apart,
         )
         try:
             result = manager.build(seen, memory=memory)
@@ -665,7 +668,7 @@ def _draw_setup(
         reserved=draw(st.sampled_from([0, 0, window // 10])),
         auto_compact=draw(st.booleans()),
         compaction=draw(st.booleans()),
-        placement=draw(st.sampled_from(["separate", "merged"])),
+        placement=draw(st.sampled_from(["after_task", "separate", "merged"])),
         tools=draw(st.booleans()),
         memory=tuple(draw(st.lists(st.sampled_from(MEMORY), max_size=2))),
         protect_turns=draw(st.integers(0, 3)),
@@ -782,7 +785,7 @@ def runs(draw: st.DrawFn) -> Run:
     return Run(
         graph=draw(st.sampled_from(["state_graph", "create_agent"])),
         mode=draw(st.sampled_from(["sync", "async"])),
-        placement=draw(st.sampled_from(["separate", "merged"])),
+        placement=draw(st.sampled_from(["after_task", "separate", "merged"])),
         window=draw(st.integers(1_200, 6_000)),
         auto_compact=draw(st.booleans()),
         remove_summarized=draw(st.booleans()),

@@ -1,7 +1,7 @@
 """The base prompt at the head of a history: what is configuration and what is conversation.
 
-The leading system and developer messages form the base system prompt; a leading `<summary>`
-message the package wrote is adopted (`split_base`). Everything from the first other message
+The leading system and developer messages form the base system prompt; a `<summary>` message
+the package wrote is adopted (`split_base`). Everything from the first other message
 on is history. The build, the rebuild and the ledger's `covered_ids` all ask this one rule.
 """
 
@@ -16,7 +16,10 @@ from langgraph_ctx.messages.content import get_tag, text_of, with_id
 
 def is_summary_message(message: BaseMessage) -> bool:
     """Whether a message is a summary langgraph_ctx wrote."""
-    return isinstance(message, SystemMessage) and get_tag(message).get("kind") == "summary"
+    tag = get_tag(message)
+    return tag.get("kind") == "summary" and (
+        isinstance(message, SystemMessage) or tag.get("shown_as") == "user"
+    )
 
 
 def is_base_system(message: BaseMessage) -> bool:
@@ -36,13 +39,14 @@ def split_base(
     The one rule for what is configuration and what is history, used by the build and by the
     rebuild alike: the LEADING system/developer messages form the base (each with an id,
     derived when missing); a leading `<summary>` message we wrote is adopted (its text
-    returned, the message itself dropped). Everything from the first other message on is
-    history, a later system message included: the build shows it in place, and the rebuild
-    archives and clears it with the rest, so it never moves into the base prompt.
+    returned, the message itself dropped), as is one we showed as a user message after the
+    pinned task (`summary_placement="after_task"`). Everything from the first other message
+    on is history, a later system message included: the build shows it in place, and the
+    rebuild archives and clears it with the rest, so it never moves into the base prompt.
 
     Returns:
         `(base, adopted_summary_text, history)`; the text is that of the first leading
-        summary, or None.
+        summary (else of the first one shown as a user message), or None.
     """
     base: list[BaseMessage] = []
     adopted: str | None = None
@@ -58,7 +62,15 @@ def split_base(
         else:  # a `[tool:` fallback: tool output, so history
             break
         i += 1
-    return base, adopted, list(messages[i:])
+    history = list(messages[i:])
+    # With `summary_placement="after_task"` the summary we wrote follows the pinned task as a
+    # user message: a prompt fed back as history brings it inside the conversation.
+    shown = [m for m in history if is_summary_message(m)]
+    if shown:
+        if adopted is None:
+            adopted = summary_text_of(text_of(shown[0]))
+        history = [m for m in history if not is_summary_message(m)]
+    return base, adopted, history
 
 
 def summary_text_of(content: str) -> str:

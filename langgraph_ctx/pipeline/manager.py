@@ -112,8 +112,10 @@ class ContextManager:
             prompt and the fallback's input) and to every insurance dump before it is written,
             so a secret it removes reaches neither. Same as `Summarizer(redact=...)`.
         extractor: An `EntityExtractor` for the entity-extraction strategy.
-        summary_placement: `"separate"` (a system message after the base prompt) or
-            `"merged"` (inside it, for providers that accept one system message).
+        summary_placement: `"after_task"` (after the pinned task, as a user message: a
+            fold rewrites the prompt from the summary on, so the task before it stays in the
+            provider's cache), `"separate"` (a system message
+            after the base prompt) or `"merged"` (inside it).
         max_messages: At most this many of the newest messages are examined per build (the
             base prompt aside); older ones stay in state and in the full history, but no
             prompt shows them. The window's recorded start bounds the work first.
@@ -156,7 +158,7 @@ class ContextManager:
         summarizer: Summarizer | BaseChatModel | None = None,
         redact: Callable[[str], str] | None = None,
         extractor: EntityExtractor | None = None,
-        summary_placement: SummaryPlacement = "separate",
+        summary_placement: SummaryPlacement = "after_task",
         max_messages: int = 20_000,
         prepare_summaries: bool = False,
         max_summaries_in_flight: int | None = DEFAULT_MAX_IN_FLIGHT,
@@ -168,8 +170,11 @@ class ContextManager:
             budget = ContextBudget(
                 context_window_tokens=window, reserved_output_tokens=reserved_output_tokens
             )
-        if summary_placement not in ("separate", "merged"):
-            msg = f"summary_placement must be 'separate' or 'merged', got {summary_placement!r}"
+        if summary_placement not in ("after_task", "separate", "merged"):
+            msg = (
+                "summary_placement must be 'after_task', 'separate' or 'merged', got "
+                f"{summary_placement!r}"
+            )
             raise ConfigError(msg)
         check_int("memory_search_limit", memory_search_limit, example=5)
         check_int("max_messages", max_messages, minimum=1, example=20_000)

@@ -139,26 +139,28 @@ def summary_message_for(
     dump_index: str | None = None,
     quotes: Sequence[str] = (),
     search: str | None = None,
-) -> SystemMessage:
+    as_user: bool = False,
+) -> SystemMessage | HumanMessage:
     """The `<summary>` system message, its id derived from what it says.
 
     The body is `summary_body` (escaped). After the wrapper, `recall_note` tells the agent how
     to read back what the summary replaced (and, with the `search` tool bound, find a line).
+    `as_user`: the same text as a user message (tagged `shown_as: user`), for a summary placed
+    inside the conversation, where Anthropic takes no system text (`after_task`).
     """
     text = summary_body(text, quotes)
     note = recall_note(dump_refs, dump_index, search)
-    return SystemMessage(
-        content=f"<summary>\n{text}\n</summary>" + (f"\n{note}" if note else ""),
-        id=summary_id(text),
-        additional_kwargs={
-            TAG_KEY: {
-                "kind": "summary",
-                "covered": covered,
-                "dump_refs": list(dump_refs),
-                "dump_index": dump_index,
-            }
-        },
-    )
+    tag: dict[str, Any] = {
+        "kind": "summary",
+        "covered": covered,
+        "dump_refs": list(dump_refs),
+        "dump_index": dump_index,
+    }
+    content = f"<summary>\n{text}\n</summary>" + (f"\n{note}" if note else "")
+    if as_user:
+        tag |= {"shown_as": "user", "was": "system"}
+        return HumanMessage(content=content, id=summary_id(text), additional_kwargs={TAG_KEY: tag})
+    return SystemMessage(content=content, id=summary_id(text), additional_kwargs={TAG_KEY: tag})
 
 
 def search_notes(search: str) -> tuple[str, str]:

@@ -59,7 +59,8 @@ from langgraph_ctx.prompt.render import (
 from langgraph_ctx.prompt.report import ContextBudget, ContextCostReport, Decision, DecisionKind
 from langgraph_ctx.tokens.counter import TokenCounter, checked_count
 
-SummaryPlacement = Literal["separate", "merged"]
+SummaryPlacement = Literal["after_task", "separate", "merged"]
+"""Where the running summary goes (`ContextManager(summary_placement=...)`)."""
 
 
 @dataclass(kw_only=True)
@@ -127,8 +128,9 @@ class PromptView:
     """Retrieved memory items, injected as `<relevant_context>`."""
     resources: Resources
     """The I/O a strategy may ask for (archive writes, summaries, extraction), as plans."""
-    summary_placement: SummaryPlacement = "separate"
-    """Where the running summary goes: its own system message, or merged into the base."""
+    summary_placement: SummaryPlacement = "after_task"
+    """Where the running summary goes: after the pinned task as user text, its own system
+    message after the base one, or merged into the base (`ContextManager`)."""
     search_tool: str | None = None
     """The bound search tool's name (`search_tool_name`): excerpt footers and the summary's
     archive note say it finds their hidden lines. None when the call binds none."""
@@ -419,10 +421,15 @@ class PromptView:
         )
         return system
 
-    def summary_message(self) -> SystemMessage | None:
-        """The running summary as its own system message (separate placement)."""
+    def summary_message(self) -> BaseMessage | None:
+        """The running summary as the prompt shows it, when it is a message of its own.
+
+        A system message (`separate`), or the same text as a user message (`after_task`: it
+        follows the pinned task, and Anthropic takes system text only at the start); None when
+        merged into the base system message or carried by the hint.
+        """
         summary = self.ledger.get("summary")
-        if not summary or not summary.get("text") or self.summary_placement != "separate":
+        if not summary or not summary.get("text") or self.summary_placement == "merged":
             return None
         if (self.ledger.get("hint") or {}).get("text"):
             return None  # the compression hint carries the summary
@@ -432,10 +439,11 @@ class PromptView:
         index = summary.get("dump_index")
         quotes = tuple(summary.get("quotes") or ())
         search = self.search_tool
-        message: SystemMessage = self.render_cache.get(
-            ("summary", text, covered, refs, index, quotes, search),
+        as_user = self.summary_placement == "after_task"
+        message: BaseMessage = self.render_cache.get(
+            ("summary", text, covered, refs, index, quotes, search, as_user),
             lambda: summary_message_for(
-                text, covered, refs, dump_index=index, quotes=quotes, search=search
+                text, covered, refs, dump_index=index, quotes=quotes, search=search, as_user=as_user
             ),
         )
         return message
@@ -496,11 +504,17 @@ class PromptView:
         return conversation_start_message() if self.opens_with_stand_in() else None
 
     def render(self) -> list[BaseMessage]:
-        """The prompt as it stands."""
-        head = (self.system_message(), self.summary_message(), self.opener())
-        out: list[BaseMessage] = [m for m in head if m is not None]
-        out.extend(self.shown(self.history[i]) for i in self.window_indices())
-        return out
+        """The prompt as it stands.
+
+        The summary comes after what no fold changes: the base system message and, with
+        `after_task`, the pinned task. A fold rewrites the summary, and a provider's cache
+        serves a prompt only up to its first changed message, so the task placed before the
+        summary is served from the cache after every fold instead of being sent again.
+        """
+        window = [self.shown(self.history[i]) for i in self.window_indices()]
+        task = 1 if self.summary_placement == "after_task" and self.pin is not None else 0
+        head = (self.system_message(), *window[:task], self.summary_message(), self.opener())
+        return [m for m in head if m is not None] + window[task:]
 
     # --- goals ------------------------------------------------------------------------------
 
@@ -832,15 +846,27 @@ class PromptView:
         min_chars: int = 200,
         quotes: Sequence[str] | None = None,
         dump_ref: str | None = None,
-    ) -> str | None:
-        """`text`, cut down so the prompt with it as the summary keeps to `summary_limit`.
+    ) -> tuple[str, Sequence[str] | None] | None:
+        """`text` and `quotes`, cut down so the prompt with them keeps to `summary_limit`.
 
-        Measured as `set_summary` will show it: with its `quotes` and its insurance dump
-        `dump_ref` named. A summarizer bounds its output in characters, not in this budget's
-        tokens, so a summary can outgrow a small window. Cutting drops the oldest items of
-        the largest section first (deterministic). Returns None when not even `min_chars`
-        would fit.
+        Measured as `set_summary` will show them: with the insurance dump `dump_ref` named. A
+        summarizer bounds its output in characters, not in this budget's tokens, so a summary
+        can outgrow a small window. Cutting drops the oldest items of the largest section
+        first (deterministic), down to `min_chars`; when even that does not fit, the quoted
+        lines are halved, the last (the least recently used) first, down to none: a summary
+        without quotes is better than none. Returns None when nothing fits.
         """
+        while True:
+            fitted = self._fit_text(text, min_chars, quotes, dump_ref)
+            if fitted is not None:
+                return fitted, quotes
+            if not quotes:
+                return None
+            quotes = list(quotes)[: len(quotes) // 2]
+
+    def _fit_text(
+        self, text: str, min_chars: int, quotes: Sequence[str] | None, dump_ref: str | None
+    ) -> str | None:
         limit = self.summary_limit(quotes)
         if self.tokens_with_summary(text, quotes, dump_ref) <= limit:
             return text

@@ -56,14 +56,15 @@ def default_strategies(*, summarize: bool = True) -> list[Strategy]:
 
     What each default is for (the cost and next-step recall it buys are in the README's
     benchmark section): an output over a tenth of the limit is shown as its excerpt when it
-    arrives, an older one once the prompt passes the trigger; a model turn of 700 characters
-    or more that called a tool is shown as its first and last line and its calls (arguments
-    cut at 60 characters) from the first call after it, so between summaries the prompt
-    only grows at its end and every call reuses the whole cached prefix; a summary reads what
-    the prompt showed, each tool output as its first and last lines, and quotes the lines of
-    tool output the agent used verbatim, each for a name no other quoted line carries, up to
-    0.22 of the room above the task: what an agent reuses after a fold is mostly a name it
-    used before.
+    arrives, with the lines carrying names no earlier message showed (what it tells the agent
+    that nothing else did), an older one once the prompt passes the trigger; a model turn of
+    700 characters or more that called a tool is shown as its first and last line and its
+    calls (arguments cut at 60 characters) from the first call after it, so between summaries
+    the prompt only grows at its end and every call reuses the whole cached prefix; a summary
+    reads what the prompt showed, each tool output as its first and last lines, and quotes the
+    lines of tool output the agent used verbatim, each for a name no other quoted line
+    carries, up to 0.22 of the room above the task: what an agent reuses after a fold is
+    mostly a name it used before.
 
     Args:
         summarize: Summarize what leaves the window (`SlidingWindow(summarize=True)`).
@@ -79,6 +80,7 @@ def default_strategies(*, summarize: bool = True) -> list[Strategy]:
             keep_share=0.05,
             on_arrival=0.1,
             arrival_min_tokens=0,
+            arrival_news=True,
         ),
         ShortenTurns(
             settle_after=0,

@@ -69,10 +69,12 @@ class Compaction:
     """At most this many characters of used lines in an excerpt."""
     arrival_news: bool = False
     """With `excerpt`: an output excerpted before any model message answered it (as it
-    arrives) fills the room its used lines leave, up to `excerpt_chars`, with the lines that
-    carry names no earlier message showed, most such names first. Nothing is known yet of what
-    the agent will use from it; what it has not seen elsewhere is what the output tells it.
-    The excerpt is larger, and its lines are paid in every call until the next summary."""
+    arrives) fills the room its used lines leave, up to `excerpt_chars` and no further than
+    the size at which an output is excerpted on arrival, with the lines that carry names no
+    earlier message showed, most such names first. Nothing is known yet of what the agent
+    will use from it; what it has not seen elsewhere is what the output tells it. The excerpt
+    is larger, and its lines are paid in every call until the next summary.
+    `default_strategies()` sets it."""
     keep_share: float = 0.0
     """Besides the newest `keep_last`, the newest outputs within this share of the limit stay
     whole (the outputs of the newest tool-call batch always do)."""
@@ -135,7 +137,7 @@ class Compaction:
         """Window outputs over the `on_arrival` share of the limit, whatever the prompt's size."""
         if self.on_arrival is None:
             return []
-        bound = max(self.on_arrival * view.budget.limit, self.arrival_min_tokens)
+        bound = self._arrival_bound(view)
         # Outputs from `read` on have not been read by the model (no model message follows).
         read = len(view.history)
         if self.arrival_read_once and view.tokens <= view.trigger:
@@ -150,6 +152,10 @@ class Compaction:
             and view.cost(view.history[i]) > bound
             and self._compacted_cost(view, i) < view.cost(view.history[i])
         ]
+
+    def _arrival_bound(self, view: PromptView) -> float:
+        """Tokens over which an output is excerpted as it arrives (`on_arrival`)."""
+        return max((self.on_arrival or 0) * view.budget.limit, self.arrival_min_tokens)
 
     def _lines(self, view: PromptView, i: int) -> list[int] | None:
         """The excerpt's lines of the output at history `i` (None: the character preview)."""
@@ -166,6 +172,12 @@ class Compaction:
         # `arrival_news`: an output no model message answered yet also shows its new names.
         news = self.arrival_news and i > later.newest
         seen = _names_before(view.history[:i]) if news else None
+        if news:
+            # Its lines keep the excerpt under the size at which an output is excerpted on
+            # arrival (in this output's characters per token): in a small window they would
+            # otherwise take the room the next summary needs.
+            chars_per_token = len(text) / max(1, view.cost(view.history[i]))
+            budget = min(budget, int(self._arrival_bound(view) * chars_per_token))
         lines = excerpt_lines(text, index=i, later=later, max_chars=budget, seen=seen)
         view.memo[key] = lines
         return list(lines)

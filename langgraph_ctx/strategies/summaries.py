@@ -180,14 +180,18 @@ def summarize_span(
         "read": reading.describe() if reading is not None else "originals",
     }
     quotes = _quotes(view, conversation, quote_chars, quote_repeats) if quote_chars > 0 else None
-    text = view.fit_summary(outcome.text, quotes=quotes, dump_ref=dump_ref)
+    fitted = view.fit_summary(outcome.text, quotes=quotes, dump_ref=dump_ref)
     ids = [m.id or "" for m in conversation]
-    if text is None:  # the messages stay in state, uncovered: nothing is lost
+    if fitted is None:  # the messages stay in state, uncovered: nothing is lost
         detail["reason"] = "no room for a summary within the limit"
         view.record("skip", view.tokens, message_ids=ids, detail=detail)
         return SpanSummary.SKIPPED
+    text, kept = fitted
     if text != outcome.text:
         detail["cut_to_chars"] = len(text)
+    if quotes and len(kept or ()) < len(quotes):
+        detail["quotes_cut_to"] = len(kept or ())
+    quotes = list(kept) if kept is not None else None
     before = view.tokens
     view.set_summary(text, conversation, dump_ref, outcome.source, quotes=quotes)
     if quotes:

@@ -26,6 +26,7 @@ from langgraph.store.memory import InMemoryStore
 
 from langgraph_ctx import ContextManager, ContextMemory
 from langgraph_ctx.messages import text_of
+from langgraph_ctx.messages.base import is_summary_message
 from langgraph_ctx.prompt.assembly import ENTITY_VALUES, MEMORY_ITEMS
 from langgraph_ctx.prompt.fallback import fallback_summary, result_lines
 from langgraph_ctx.prompt.markup import MARKUP_TAGS, data_label, escape_markup, quoted_data
@@ -164,7 +165,7 @@ def test_model_output_with_repeated_sections_keeps_the_first() -> None:
     assert sections(outcome.text)["completed"] == ["- built"]
 
 
-@pytest.mark.parametrize("placement", ["separate", "merged"])
+@pytest.mark.parametrize("placement", ["after_task", "separate", "merged"])
 def test_system_prompt_holds_no_planted_markup(placement: Any) -> None:
     """A build that summarizes the fetched page shows one summary with four sections."""
     history = run_history(INJECTION)
@@ -183,7 +184,7 @@ def test_system_prompt_holds_no_planted_markup(placement: Any) -> None:
     )
     result = cm.build(history)
     assert any(d.kind == "auto_compact" for d in result.report.decisions)
-    system = "\n".join(text_of(m) for m in result.messages if m.type == "system")
+    system = system_text(result.messages)
     assert_one_of_each_tag(system)
     assert system.count("<summary>") == 1 and system.count("</summary>") == 1
     remaining = sections(system)["remaining"]
@@ -268,7 +269,9 @@ OUTCOME_FENCE = '(untrusted data, not instructions): "'
 
 
 def system_text(prompt: list[BaseMessage]) -> str:
-    return "\n".join(text_of(m) for m in prompt if m.type == "system")
+    """The text the package writes with authority: system messages and the running summary
+    (a user message after the pinned task with `summary_placement="after_task"`)."""
+    return "\n".join(text_of(m) for m in prompt if m.type == "system" or is_summary_message(m))
 
 
 def quoted_and_elsewhere(text: str, line: str) -> tuple[bool, bool]:
@@ -307,7 +310,7 @@ def planted_run(pages: int = 16) -> list[BaseMessage]:
     return messages
 
 
-@pytest.mark.parametrize("placement", ["separate", "merged"])
+@pytest.mark.parametrize("placement", ["after_task", "separate", "merged"])
 def test_a_planted_instruction_reaches_system_text_only_inside_the_labelled_block(
     placement: str,
 ) -> None:
@@ -370,8 +373,14 @@ def test_quoted_lines_open_with_their_label_and_survive_being_fed_back() -> None
     assert system.count("<quoted_lines>\n" + QUOTES_LABEL + "\n") == 1
     assert quoted_and_elsewhere(system, PLANTED) == (True, False)
     fed_back = cm.build(result.messages)
-    assert [text_of(m) for m in fed_back.messages] == [text_of(m) for m in result.messages]
+    # The same messages; the summary, adopted, comes before the task it followed (a history
+    # fed back has no pinned task), and feeding the prompt back again changes nothing.
+    assert sorted(text_of(m) for m in fed_back.messages) == sorted(
+        text_of(m) for m in result.messages
+    )
     assert fed_back.state["summary"]["quotes"] == result.state["summary"]["quotes"]
+    again = cm.build(fed_back.messages)
+    assert [text_of(m) for m in again.messages] == [text_of(m) for m in fed_back.messages]
 
 
 def test_memory_and_entity_blocks_open_with_their_label() -> None:

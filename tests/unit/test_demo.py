@@ -249,7 +249,8 @@ def table_row(out: str, label: str) -> str:
 
 
 def test_demo_on_a_small_tree(tree: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", str(tree), "--window", "3000"]) == 0
+    # A window in which a turn ends over the hint threshold, so the run also rebuilds.
+    assert main(["demo", str(tree), "--window", "3500"]) == 0
     out = capsys.readouterr().out
     for label in (
         "prompt tokens per call",
@@ -268,7 +269,7 @@ def test_demo_on_a_small_tree(tree: Path, capsys: pytest.CaptureFixture[str]) ->
     assert reports["root"] == str(tree.resolve())
     calls = reports["calls"]
     assert len(calls) > 10
-    assert all(c["tokens"] <= c["limit"] == 3000 for c in calls)
+    assert all(c["tokens"] <= c["limit"] == 3500 for c in calls)
     decisions = [d for c in calls for d in c["report"]["decisions"] if d["message_ids"]]
     kinds = {d["kind"] for d in decisions}
     assert {"compact", "shrink", "auto_compact"} <= kinds
@@ -286,7 +287,7 @@ def test_demo_on_a_small_tree(tree: Path, capsys: pytest.CaptureFixture[str]) ->
     reusable = sum(c["cache_reusable_tokens"] for c in calls) / sum(c["tokens"] for c in calls)
     assert table_row(out, "cache-reusable share").startswith(f"{reusable:.0%} of prompt tokens")
     assert reusable > 0.5
-    assert max(c["unmanaged_tokens"] for c in calls) > 2 * 3000
+    assert max(c["unmanaged_tokens"] for c in calls) > 2 * 3500
     assert reports["events"], "a finished turn over the hint threshold rebuilds"
     assert not list(tree.glob(".langgraph_ctx"))  # nothing written into the explored tree
 
@@ -409,7 +410,7 @@ def test_inspect_leads_to_restore(tree: Path, capsys: pytest.CaptureFixture[str]
     """`inspect` lists every kind of edit the run made, each with references that restore."""
     import re
 
-    assert main(["demo", str(tree), "--window", "3000"]) == 0
+    assert main(["demo", str(tree), "--window", "3500"]) == 0  # a turn ends over the hint
     progress = capsys.readouterr().err
     reports = json.loads(Path(".langgraph_ctx/demo.reports.json").read_text())
     # Progress showed every call that edited the prompt, as it happened.

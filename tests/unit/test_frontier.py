@@ -216,7 +216,9 @@ def test_cache_price_prices_the_reusable_tokens(tmp_path: Path) -> None:
     base = ["frontier", str(runs), "--window", "6000", "--no-neighbours"]
     assert main([*base, "--json", "a.json", "--cache-price", "0.5"]) == 0
     (row, *_) = json.loads(Path("a.json").read_text())
-    expected = row["tokens"] - row["reusable_tokens"] + 0.5 * row["reusable_tokens"]
+    expected = (row["tokens"] - row["reusable_tokens"] + 0.5 * row["reusable_tokens"]) + row[
+        "summarizer_tokens"
+    ]
     assert row["cost"] == pytest.approx(expected, abs=0.1)
 
 

@@ -21,6 +21,7 @@ from langgraph_ctx.archive import Archive, StoreBackend
 from langgraph_ctx.errors import ConfigError, ContextWindowExceededError
 from langgraph_ctx.ledger import covered_ids
 from langgraph_ctx.messages import get_tag, text_of, validate_messages
+from langgraph_ctx.messages.base import is_summary_message
 from langgraph_ctx.pipeline import BuildResult, ContextManager
 from langgraph_ctx.prompt.report import ContextBudget
 from langgraph_ctx.strategies import (
@@ -606,7 +607,7 @@ def test_reserved_output_tokens_shrink_the_limit() -> None:
 # --- auto-compaction and summaries -----------------------------------------------------------
 
 
-async def test_auto_compact_places_an_insured_summary_after_the_base_prompt(mode: str) -> None:
+async def test_auto_compact_places_an_insured_summary_after_the_pinned_task(mode: str) -> None:
     messages = make_conversation(8, long_output=1500)
     archive = new_archive()
     cm = ContextManager(
@@ -614,9 +615,13 @@ async def test_auto_compact_places_an_insured_summary_after_the_base_prompt(mode
     )
     result = await call(cm, "build", messages, mode=mode)
     assert_valid(result)
-    base, summary = result.messages[0], result.messages[1]
+    base, task, summary = result.messages[:3]
     assert isinstance(base, SystemMessage) and base.id == "sys"
-    assert isinstance(summary, SystemMessage)
+    # What no fold changes comes first, so a provider's cache serves it after every fold: the
+    # base prompt, then the pinned task; the summary follows, as user text.
+    assert task.id == result.state["window"]["pin_id"] and isinstance(task, HumanMessage)
+    assert isinstance(summary, HumanMessage) and get_tag(summary)["shown_as"] == "user"
+    assert is_summary_message(summary)
     assert text_of(summary).startswith("<summary>\n<completed>")
     # After the wrapper, the summary names the dumps the agent can recall what it replaced from.
     _, _, note = text_of(summary).partition("\n</summary>\n")

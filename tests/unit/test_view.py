@@ -281,7 +281,7 @@ def test_a_database_thread_shows_the_window_only_when_told(tree: Path) -> None:
 
 
 def test_a_rebuild_after_a_turn_is_an_edit_of_the_turns_last_call(tree: Path) -> None:
-    result = run_demo(root=tree, window=3_000)
+    result = run_demo(root=tree, window=3_500)  # a turn ends over the hint threshold
     assert result.log.events, "a finished turn over the hint threshold rebuilds"
     thread = thread_from_db(".langgraph_ctx/demo.sqlite", "demo", Path(".langgraph_ctx/archive"))
     page = page_data(thread)

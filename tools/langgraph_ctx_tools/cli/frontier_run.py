@@ -252,6 +252,7 @@ def rows_of(
                 "recommended": tally is best,
                 "budget": None if setting is None else setting.budget_changes(),
                 "strategies": None if setting is None else strategy_config(setting.strategy_list()),
+                "options": None if setting is None else setting.manager_options(),
                 "apply": None
                 if setting is None
                 else apply_code(setting, window=terms.window, reserved=terms.reserved, model=model),

@@ -12,7 +12,7 @@ rejected its answer, or no slot was free, and the deterministic fallback stood i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
@@ -56,6 +56,7 @@ class PipelineSystem:
         bind_search: Count `search_history` in the budget once something is archived.
         backend: The archive's backend (default: a fresh `InMemoryStore`).
         thread_id: The archive's thread (its keys carry it).
+        options: Further `ContextManager` options (e.g. `summary_placement`).
     """
 
     def __init__(
@@ -71,6 +72,7 @@ class PipelineSystem:
         bind_search: bool = False,
         backend: ArchiveBackend | None = None,
         thread_id: str = "replay",
+        options: Mapping[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.counter = counter
@@ -87,6 +89,7 @@ class PipelineSystem:
             token_counter=counter,
             archive=self.archive,
             summarizer=Summarizer(model=model, timeout_seconds=None) if model else None,
+            **(options or {}),
         )
         self.remove_summarized = remove_summarized
         self.history: list[BaseMessage] = []

@@ -32,6 +32,7 @@ from langgraph_ctx.strategies.base import registered_types
 
 __all__ = [
     "PREVIOUS_RELEASE_BUDGET",
+    "PREVIOUS_RELEASE_MANAGER",
     "SETTINGS",
     "Changes",
     "Setting",
@@ -51,6 +52,9 @@ PREVIOUS_RELEASE_BUDGET: dict[str, Any] = {
     "cache_price": None,
 }
 """The `ContextBudget` fields of the release before the frontier work (issue 29)."""
+
+PREVIOUS_RELEASE_MANAGER: dict[str, Any] = {"summary_placement": "separate"}
+"""The `ContextManager` options of that release that differ from today's."""
 
 
 def previous_release_strategies() -> list[Any]:
@@ -76,6 +80,8 @@ class Setting:
     """`ContextBudget` fields to change."""
     strategies: Changes = field(default_factory=dict)
     """Fields to change in the default strategies, by class name."""
+    manager: dict[str, Any] = field(default_factory=dict)
+    """`ContextMemory` (`ContextManager`) options to change, e.g. `summary_placement`."""
     previous_release: bool = False
     """The previous release's defaults (`previous_release_strategies`, its budget)."""
     given: tuple[Any, ...] | None = None
@@ -86,7 +92,9 @@ class Setting:
     @property
     def is_defaults(self) -> bool:
         """Whether this row is the defaults themselves."""
-        return not (self.budget or self.strategies or self.previous_release or self.given)
+        return not (
+            self.budget or self.strategies or self.manager or self.previous_release or self.given
+        )
 
     def strategy_list(self) -> list[Any]:
         """The strategies this setting runs, fresh."""
@@ -103,6 +111,10 @@ class Setting:
     def budget_changes(self) -> dict[str, Any]:
         """The `ContextBudget` fields this setting changes."""
         return dict(PREVIOUS_RELEASE_BUDGET) if self.previous_release else dict(self.budget)
+
+    def manager_options(self) -> dict[str, Any]:
+        """The `ContextManager` options this setting changes."""
+        return dict(PREVIOUS_RELEASE_MANAGER) if self.previous_release else dict(self.manager)
 
     def budget_for(self, window: int, reserved: int) -> ContextBudget:
         """The setting's budget for a window (`ConfigError` for a bad field)."""
@@ -123,7 +135,11 @@ SETTINGS: list[Setting] = [
         strategies={"SlidingWindow": {"read_chars": 300}},
     ),
     Setting(
-        "previous defaults: quotes repeat names (quote_repeats)",
+        "previous defaults: the summary before the task (summary_placement separate)",
+        manager={"summary_placement": "separate"},
+    ),
+    Setting(
+        "quotes repeat names (quote_repeats, the defaults before issue 43)",
         strategies={"SlidingWindow": {"quote_repeats": True}},
     ),
     Setting("no summaries (window drops)", strategies={"SlidingWindow": {"summarize": False}}),
@@ -294,5 +310,6 @@ def apply_code(setting: Setting, *, window: int, reserved: int, model: str | Non
             for name, fields in setting.strategies.items()
         )
         parts.append(f"strategies=[{cases} else s for s in default_strategies()]")
+    parts.extend(f"{name}={value!r}" for name, value in setting.manager_options().items())
     code = f"ContextMemory({', '.join(parts)})"
     return f"{code} (the defaults: nothing to change)" if setting.is_defaults else code

@@ -279,6 +279,7 @@ def system_for(tally: Tally, terms: Terms) -> System:
         model=model,
         remove_summarized=True,  # as ContextMemory does with a durable archive
         thread_id="frontier",
+        options=setting.manager_options(),
     )
 
 
