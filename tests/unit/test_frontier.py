@@ -180,6 +180,8 @@ def test_apply_code_runs() -> None:
         assert [type(s) for s in built] == [type(s) for s in setting.strategy_list()], code
         assert built == setting.strategy_list(), code
         assert memory.manager.budget == setting.budget_for(8000, 500), code
+        options = {"summary_placement": "after_task", **setting.manager_options()}
+        assert memory.manager.summary_placement == options["summary_placement"], code
 
 
 def test_model_profile_gives_the_window(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

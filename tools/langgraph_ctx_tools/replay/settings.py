@@ -135,7 +135,12 @@ SETTINGS: list[Setting] = [
         strategies={"SlidingWindow": {"read_chars": 300}},
     ),
     Setting(
-        "previous defaults: the summary before the task (summary_placement separate)",
+        "previous defaults: summary before the task, excerpts without new names",
+        manager={"summary_placement": "separate"},
+        strategies={"Compaction": {"arrival_news": False}},
+    ),
+    Setting(
+        "the summary right after the system prompt (summary_placement separate)",
         manager={"summary_placement": "separate"},
     ),
     Setting(
@@ -150,19 +155,13 @@ SETTINGS: list[Setting] = [
     Setting("quoted lines 0.3 of the room", strategies={"SlidingWindow": {"quote_share": 0.3}}),
     Setting("no excerpt on arrival", strategies={"Compaction": {"on_arrival": None}}),
     Setting("excerpt on arrival over 0.05", strategies={"Compaction": {"on_arrival": 0.05}}),
-    # See more (issue 53): a large output is read whole by the one call after it, then
-    # excerpted with the lines that call used; under "keeps no line" on the 45 recorded runs
-    # +3.9 points of next-step recall at 8k for +8.5% cost, 1.6 points less cache share.
     Setting(
         "an arriving output read whole once, then excerpted (arrival_read_once)",
         strategies={"Compaction": {"arrival_read_once": True}},
     ),
-    # See more (issue 53): an excerpt made as an output arrives fills its room with the lines
-    # carrying names no earlier message showed; under "keeps no line" on the 45 recorded runs
-    # +2.1 points of next-step recall at 8k for +1.8% cost, 0.3 points less cache share.
     Setting(
-        "an arriving output's excerpt also shows its new names (arrival_news)",
-        strategies={"Compaction": {"arrival_news": True}},
+        "an arriving output's excerpt without its new names (no arrival_news)",
+        strategies={"Compaction": {"arrival_news": False}},
     ),
     Setting("model turns stay whole", strategies={"ShortenTurns": {"settle_after": None}}),
     Setting(
