@@ -113,8 +113,10 @@ def check_found(found: dict[str, Any], model: ScriptedChatModel, answer: str) ->
         said = "\n".join(text_of(m) for m in prompt)
         assert ("hidden lines: search_history]" in said) <= bound
         assert ("search_history finds any line of them]" in said) <= bound
-    last = "\n".join(text_of(m) for m in model.prompts[-1])
-    assert "hidden lines: search_history]" in last, "no excerpt names the tool"
+    # Some call that binds it shows an excerpt naming it (which calls do depends on where the
+    # folds fall, and those on token counts that vary with the random ids of tool results).
+    named = ["hidden lines: search_history]" in "\n".join(map(text_of, p)) for p in model.prompts]
+    assert any(named), "no excerpt names the tool"
 
 
 def test_the_agent_searches_recalls_and_answers() -> None:
