@@ -32,17 +32,21 @@ def is_base_system(message: BaseMessage) -> bool:
 
 
 def split_base(
-    messages: Sequence[BaseMessage],
+    messages: Sequence[BaseMessage], *, user_form: bool = False
 ) -> tuple[list[BaseMessage], str | None, list[BaseMessage]]:
     """Split a history into its base system prompt, an adopted summary and the conversation.
 
     The one rule for what is configuration and what is history, used by the build and by the
     rebuild alike: the LEADING system/developer messages form the base (each with an id,
     derived when missing); a leading `<summary>` message we wrote is adopted (its text
-    returned, the message itself dropped), as is one we showed as a user message after the
-    pinned task (`summary_placement="after_task"`). Everything from the first other message
-    on is history, a later system message included: the build shows it in place, and the
-    rebuild archives and clears it with the rest, so it never moves into the base prompt.
+    returned, the message itself dropped). With `user_form`, so is one shown as a user message
+    after the pinned task (`summary_placement="after_task"`, a prompt fed back as history):
+    only the build of that placement asks, where the adopted text is shown as user text
+    again. A user message can carry the summary's tag as well as we can, so elsewhere (the
+    other placements, the rebuild's hint in the system prompt) it stays a user message in the
+    history and never becomes system text. Everything from the first other message on is
+    history, a later system message included: the build shows it in place, and the rebuild
+    archives and clears it with the rest, so it never moves into the base prompt.
 
     Returns:
         `(base, adopted_summary_text, history)`; the text is that of the first leading
@@ -65,7 +69,7 @@ def split_base(
     history = list(messages[i:])
     # With `summary_placement="after_task"` the summary we wrote follows the pinned task as a
     # user message: a prompt fed back as history brings it inside the conversation.
-    shown = [m for m in history if is_summary_message(m)]
+    shown = [m for m in history if is_summary_message(m)] if user_form else []
     if shown:
         if adopted is None:
             adopted = summary_text_of(text_of(shown[0]))

@@ -268,7 +268,9 @@ class ContextManager:
         summary_before = ledger.get("summary") or {}
         if archive is not None and spill_now(ledger):
             spill_error = yield from plan_spill_dump_refs(ledger, archive)
-        base, adopted, history = split_base(messages)
+        base, adopted, history = split_base(
+            messages, user_form=self.summary_placement == "after_task"
+        )
         adopt_summary(ledger, *split_summary_body(adopted))
         if not history:
             what = f"{len(messages)} system message(s) only" if messages else "it is empty"
