@@ -115,6 +115,9 @@ class LRUCache(Generic[K, V]):
             byte bound).
         max_items: How many entries to keep (None: no count bound; 0 keeps nothing).
         size: The bytes of one entry, given its key and value; default `measured`.
+        on_drop: Called with each entry dropped to make room (not one replaced or popped),
+            after the cache's lock is released: for entries that own work to stop (the
+            summary preparer's preparations). None: nothing is called.
     """
 
     def __init__(
@@ -123,6 +126,7 @@ class LRUCache(Generic[K, V]):
         *,
         max_items: int | None = None,
         size: Callable[[K, V], int] = measured,
+        on_drop: Callable[[K, V], object] | None = None,
     ) -> None:
         check_int("max_bytes", max_bytes, optional=True, example=64 << 20, owner="LRUCache")
         check_int("max_items", max_items, optional=True, example=1024, owner="LRUCache")
@@ -134,6 +138,7 @@ class LRUCache(Generic[K, V]):
         self.max_items = max_items
         """The count bound (None: none)."""
         self._size = size
+        self._on_drop = on_drop
         # The values, and beside them each key's size in recency order (least recent first):
         # changed together, only under the lock, so `peek` can read `_values` without it. The
         # order needs the lock even to move a key (`get`): an OrderedDict changed by two
@@ -193,6 +198,7 @@ class LRUCache(Generic[K, V]):
             msg = f"size must give an entry's bytes as an int >= 0, got {size!r}; fix the size"
             raise ConfigError(msg)
         max_bytes, max_items = self.max_bytes, self.max_items
+        dropped: list[tuple[K, V]] = []
         with self._lock:
             values, order = self._values, self._order
             old = order.pop(key, None)
@@ -208,10 +214,13 @@ class LRUCache(Generic[K, V]):
             while (max_bytes is not None and self._bytes > max_bytes) or (
                 max_items is not None and len(order) > max_items
             ):
-                dropped, dropped_size = order.popitem(last=False)
-                del values[dropped]
-                self._bytes -= dropped_size
-            return True
+                oldest, oldest_size = order.popitem(last=False)
+                dropped.append((oldest, values.pop(oldest)))
+                self._bytes -= oldest_size
+        if self._on_drop is not None:
+            for entry in dropped:
+                self._on_drop(*entry)
+        return True
 
     def pop(self, key: K) -> V | None:
         """Forget `key`; the value it held, or None."""

@@ -45,7 +45,7 @@ from typing import Any, Concatenate, NamedTuple, ParamSpec, TypeVar, overload
 from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore
 
-from langgraph_ctx._effects import BackendPut, Effect, MethodCall
+from langgraph_ctx._effects import BackendPut, Effect, MethodCall, Plan, both
 from langgraph_ctx._ids import RefKind
 from langgraph_ctx.archive._store_keys import (
     SqlOp,
@@ -267,29 +267,23 @@ def _twins(
     """The sync and async `LineIndex` methods running `op` (`_x_op`, named `x` and `ax`).
 
     Each sets the index up on first use and runs the op (`write`: in a write transaction);
-    while the index is unavailable it returns `empty()`, or None without `empty`. Both carry
-    `op`'s parameters (for type checkers through `ParamSpec`, and in their `__signature__`),
-    `doc` (the async one: "Async `x`.") and the op's result as their return.
+    while the index is unavailable it returns `empty()`, or None without `empty`. Both are
+    `both`'s twins of one plan carrying `op`'s parameters, `doc` (the async one: "Async
+    `x`.") and the op's result as their return.
     """
     name = op.__name__.removeprefix("_").removesuffix("_op")
 
-    def sync(self: LineIndex, /, *args: P.args, **kwargs: P.kwargs) -> T | None:
-        result = self._run(lambda: op(self, *args, **kwargs), write=write)
-        return empty() if result is None and empty is not None else result
-
-    async def asynchronous(self: LineIndex, /, *args: P.args, **kwargs: P.kwargs) -> T | None:
-        result = await self._arun(lambda: op(self, *args, **kwargs), write=write)
+    def plan(self: LineIndex, /, *args: P.args, **kwargs: P.kwargs) -> Plan[T | None]:
+        result = yield from self._plan_run(lambda: op(self, *args, **kwargs), write=write)
         return empty() if result is None and empty is not None else result
 
     signature = inspect.signature(op)
     result = str(signature.return_annotation).removeprefix("SqlOp[").removesuffix("]")
     result = result if empty is not None or result == "None" else f"{result} | None"
-    for fn, fn_name, fn_doc in ((sync, name, doc), (asynchronous, "a" + name, f"Async `{name}`.")):
-        fn.__name__, fn.__doc__ = fn_name, fn_doc
-        fn.__qualname__ = f"LineIndex.{fn_name}"
-        fn.__signature__ = signature.replace(return_annotation=result)  # type: ignore[union-attr]
-        fn.__annotations__ = {**op.__annotations__, "return": result}
-    return sync, asynchronous
+    plan.__qualname__ = f"LineIndex.{name}"
+    plan.__signature__ = signature.replace(return_annotation=f"Plan[{result}]")  # type: ignore[attr-defined]
+    plan.__annotations__ = {**op.__annotations__, "return": f"Plan[{result}]"}
+    return both(plan, doc=doc, adoc=f"Async `{name}`.", name=name)
 
 
 class LineIndex:
@@ -747,19 +741,13 @@ class LineIndex:
 
     # drivers ---------------------------------------------------------------------------
 
-    def _run(self, make: Callable[[], SqlOp[T]], *, write: bool) -> T | None:
+    def _plan_run(self, make: Callable[[], SqlOp[T]], *, write: bool) -> Plan[T | None]:
         if self.available is None:
-            self.setup()
+            yield MethodCall(self, "setup")
         if not self._state:
             return None
-        return self._sql.run(make(), write=write)
-
-    async def _arun(self, make: Callable[[], SqlOp[T]], *, write: bool) -> T | None:
-        if self.available is None:
-            await self.asetup()
-        if not self._state:
-            return None
-        return await self._sql.arun(make(), write=write)
+        result: T = yield MethodCall(self._sql, "run", (make(),), kwargs={"write": write})
+        return result
 
 
 def _by_entry(

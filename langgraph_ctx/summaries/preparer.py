@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import contextvars
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import MethodCall, Plan, arun_plan, run_plan
+from langgraph_ctx._lru import LRUCache
 from langgraph_ctx.strategies.ahead import SummarizePlan
 from langgraph_ctx.summaries.slots import DEFAULT_MAX_IN_FLIGHT, SummarySlots
 
@@ -110,8 +110,12 @@ class SummaryPreparer:
     ) -> None:
         self.max_threads = max_threads
         self.slots = slots if slots is not None else SummarySlots(max_in_flight)
-        self._preps: OrderedDict[str, _Prep] = OrderedDict()
         self._lock = self.slots.lock  # one lock: a withdrawal and a grant never race
+        # By thread, the least recently started forgotten first; `put` and the withdrawal of
+        # what it drops run under `_lock` (taken before the cache's own, never after).
+        self._preps: LRUCache[str, _Prep] = LRUCache(
+            max_items=max_threads, on_drop=lambda _key, prep: self._withdraw(prep)
+        )
 
     @property
     def max_in_flight(self) -> int | None:
@@ -135,16 +139,13 @@ class SummaryPreparer:
         withdrawn and replaced (it has cost nothing yet); one that runs is let finish.
         """
         with self._lock:
-            prep = self._preps.get(span.key)
+            prep = self._preps.peek(span.key)
             if prep is not None and prep.digest != span.digest:
                 self._withdraw(prep)
             if prep is not None and (prep.digest == span.digest or not prep.done.is_set()):
                 return None  # the same span, or the thread's other preparation still runs
             prep = _Prep(span.digest)
-            self._preps[span.key] = prep
-            self._preps.move_to_end(span.key)
-            while len(self._preps) > self.max_threads:
-                self._withdraw(self._preps.popitem(last=False)[1])
+            self._preps.put(span.key, prep)
             return prep
 
     # --- waiting for a slot (`SummarySlots`) -----------------------------------------
@@ -265,13 +266,13 @@ class SummaryPreparer:
 
     def _ready(self, wanted: SpanWanted) -> _Prep | None:
         with self._lock:
-            prep = self._preps.get(wanted.key)
+            prep = self._preps.peek(wanted.key)
         return prep if prep is not None and prep.digest == wanted.digest else None
 
     def _take(self, wanted: SpanWanted, prep: _Prep) -> SummaryOutcome | None:
         with self._lock:
-            if self._preps.get(wanted.key) is prep:
-                del self._preps[wanted.key]
+            if self._preps.peek(wanted.key) is prep:
+                self._preps.pop(wanted.key)
         return prep.outcome  # type: ignore[no-any-return]
 
     def _still_queued(self, wanted: SpanWanted, prep: _Prep) -> bool:
@@ -282,8 +283,8 @@ class SummaryPreparer:
         """
         with self._lock:
             withdrawn = self._withdraw(prep)
-            if withdrawn and self._preps.get(wanted.key) is prep:
-                del self._preps[wanted.key]
+            if withdrawn and self._preps.peek(wanted.key) is prep:
+                self._preps.pop(wanted.key)
         return withdrawn
 
     def wait_prepared(self, wanted: SpanWanted) -> SummaryOutcome | None:
@@ -320,7 +321,7 @@ class SummaryPreparer:
     def pending(self, key: str) -> str | None:
         """The digest of the thread's preparation (waiting for a slot, running or ready)."""
         with self._lock:
-            prep = self._preps.get(key)
+            prep = self._preps.peek(key)
         return prep.digest if prep is not None else None
 
     def join(self, timeout: float | None = None) -> bool:

@@ -141,6 +141,20 @@ def test_both_bounds_hold_together() -> None:
     assert cache.bytes == 49
 
 
+def test_on_drop_hears_each_entry_dropped_for_room_and_no_other() -> None:
+    dropped: list[tuple[int, str]] = []
+    cache: LRUCache[int, str] = LRUCache(max_items=2, on_drop=lambda k, v: dropped.append((k, v)))
+    for i in range(5):
+        cache.put(i, f"v{i}")
+    cache.put(4, "again")  # replaced: not dropped
+    cache.pop(3)  # popped: not dropped
+    assert dropped == [(0, "v0"), (1, "v1"), (2, "v2")]
+    # Called after the cache's lock is released: the callback may use the cache.
+    reentrant: LRUCache[int, int] = LRUCache(max_items=1, on_drop=lambda k, _v: reentrant.pop(k))
+    reentrant.put(1, 1)
+    assert reentrant.put(2, 2) and reentrant.values() == [2]
+
+
 def test_the_default_size_is_measured() -> None:
     key, value = ("a", 1), "x" * 1000
     assert measured(key, value) == sys.getsizeof(key) + sys.getsizeof(value)
