@@ -67,10 +67,6 @@ if TYPE_CHECKING:
     from langgraph_ctx.summaries.preparer import AheadBinding
 
 
-SummarizePlan = Callable[[list[BaseMessage], "str | None"], Plan[Any]]
-"""A summarizer's plan factory: `(messages, previous) -> Plan[SummaryOutcome]`."""
-
-
 def slack_tokens(view: PromptView, prepare_at: float) -> int:
     """Tokens the prompt may grow between the preparation and the trigger."""
     return max(0, int((view.budget.trigger - prepare_at) * view.budget.limit))

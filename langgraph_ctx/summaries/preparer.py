@@ -30,12 +30,14 @@ from langchain_core.messages import BaseMessage
 
 from langgraph_ctx._effects import MethodCall, Plan, arun_plan, run_plan
 from langgraph_ctx._lru import LRUCache
-from langgraph_ctx.strategies.ahead import SummarizePlan
 from langgraph_ctx.summaries.slots import DEFAULT_MAX_IN_FLIGHT, SummarySlots
 
 if TYPE_CHECKING:
     from langgraph_ctx.summaries.summarizer import SummaryOutcome
 
+
+SummarizePlan = Callable[[list[BaseMessage], "str | None"], Plan[Any]]
+"""A summarizer's plan factory: `(messages, previous) -> Plan[SummaryOutcome]`."""
 
 POLL_SECONDS = 1.0
 """A preparation waiting for a slot looks again this often, even when nobody wakes it."""
