@@ -2,14 +2,14 @@
 
 Every cache a process keeps (token counts per message and per piece of text, provider
 counts, rendered placeholders, the names in a text, the models seen called, decoded archive
-entries, the summary preparer's preparations) is one of these: least recently used dropped first once the entries take more than
-`max_bytes`, or number more than `max_items`. Bytes are measured per entry by the owner's
-`size(key, value)` when it knows better (an archive entry measures its strings), else by
-`measured`: the shallow `sys.getsizeof` of key and value, or `measured_deep` for entries that
-hold strings or messages of any length. Each entry's size is taken once, when it is put, and
-kept with it, so `bytes` is exactly the sum of what the entries kept were measured at. A cache
-whose owner's option counts entries (`TiktokenCounter(cache_size=...)`) keeps that meaning
-with `max_items`.
+entries, the summary preparer's preparations) is one of these: least recently used dropped
+first once the entries take more than `max_bytes`, or number more than `max_items`. Bytes are
+measured per entry by the owner's `size(key, value)` when it knows better (an archive entry
+measures its strings), else by `measured`: the shallow `sys.getsizeof` of key and value, or
+`measured_deep` for entries that hold strings or messages of any length. Each entry's size is
+taken once, when it is put, and kept with it, so `bytes` is exactly the sum of what the
+entries kept were measured at. A cache whose owner's option counts entries
+(`TiktokenCounter(cache_size=...)`) keeps that meaning with `max_items`.
 """
 
 from __future__ import annotations

@@ -30,8 +30,8 @@ from langgraph.store.base import BaseStore
 from langgraph_ctx._effects import MethodCall, Plan, SearchStore, both
 from langgraph_ctx._ids import RefKind, sha256_hex
 from langgraph_ctx._lru import LRUCache
-from langgraph_ctx.archive._store_keys import StoreSql, listing_failed, listing_op
 from langgraph_ctx.archive.line_index import Entry, LineIndex, indexed_entry
+from langgraph_ctx.archive.sql_store import StoreSql, listing_failed, listing_op
 from langgraph_ctx.checks import check_path
 from langgraph_ctx.errors import ArchiveAccessError, ArchiveCorruptError
 

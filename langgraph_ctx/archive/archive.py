@@ -303,7 +303,7 @@ class Archive:
         """The references of this thread's `kind` entries, newest write first (for search).
 
         The backend lists the keys (a SQL store keeps its last listing while the store's
-        version of it holds: `_store_keys`); the references made of the same keys are the
+        version of it holds: `sql_store`); the references made of the same keys are the
         ones made last time (`_REFS`), not made again.
 
         Raises:

@@ -47,15 +47,15 @@ from langgraph.store.base import BaseStore
 
 from langgraph_ctx._effects import BackendPut, Effect, MethodCall, Plan, both
 from langgraph_ctx._ids import RefKind
-from langgraph_ctx.archive._store_keys import (
+from langgraph_ctx.archive.line_schema import LINES_OF, setup_op
+from langgraph_ctx.archive.matching import Query, SearchableEntry, Source, searchable_entry
+from langgraph_ctx.archive.sql_store import (
     SqlOp,
     Statement,
     StoreSql,
     put_statements,
     sql_store_kind,
 )
-from langgraph_ctx.archive.line_schema import LINES_OF, setup_op
-from langgraph_ctx.archive.matching import Query, SearchableEntry, Source, searchable_entry
 
 __all__ = [
     "Candidates",

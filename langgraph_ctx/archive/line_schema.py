@@ -9,7 +9,7 @@ A new version is a new tuple at the end of `MIGRATIONS`, never an edit of an old
 
 from __future__ import annotations
 
-from langgraph_ctx.archive._store_keys import SqlOp, Statement
+from langgraph_ctx.archive.sql_store import SqlOp, Statement
 
 __all__ = ["LINES_OF", "LOCK_ID", "MIGRATIONS", "VERSIONS", "setup_op"]
 

@@ -10,8 +10,8 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.store.postgres import PostgresStore
 
 from langgraph_ctx.archive import Archive, EntryCache, StoreBackend, make_search_tool
-from langgraph_ctx.archive._store_keys import StoreSql, listing_op
 from langgraph_ctx.archive.recall import make_recall_tool
+from langgraph_ctx.archive.sql_store import StoreSql, listing_op
 from tests.conftest import call, drive
 
 pytestmark = pytest.mark.postgres

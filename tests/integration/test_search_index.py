@@ -587,14 +587,14 @@ def test_a_read_of_the_index_on_postgresql_is_bounded_in_time(
     import psycopg
     from langgraph.store.postgres import PostgresStore
 
-    from langgraph_ctx.archive import _store_keys
-    from langgraph_ctx.archive._store_keys import Statement, StoreSql
+    from langgraph_ctx.archive import sql_store
+    from langgraph_ctx.archive.sql_store import Statement, StoreSql
 
     def sleep() -> Any:
         rows = yield Statement("SELECT pg_sleep(0.5)")
         return rows
 
-    monkeypatch.setattr(_store_keys, "READ_TIMEOUT_MS", 50)
+    monkeypatch.setattr(sql_store, "READ_TIMEOUT_MS", 50)
     with PostgresStore.from_conn_string(postgres_uri) as pg:
         pg.setup()
         sql = StoreSql(pg)

@@ -1,4 +1,4 @@
-"""Listing a namespace's keys from a SQL store's own table (`_store_keys`), on every SQL store.
+"""Listing a namespace's keys from a SQL store's own table (`sql_store`), on every SQL store.
 
 A first listing on PostgreSQL comes in one statement, the keys joined by one separator; the
 listing must still be the store's keys, newest write first, whatever the keys hold (the
