@@ -7,7 +7,8 @@
    every prompt was valid and within budget.
 2. Two runs racing on ONE thread id (two processes on Postgres and on SQLite; two OS threads
    and two asyncio tasks on an `InMemorySaver`), each appending user turns with windows small
-   enough that compaction, summaries and rebuilds happen.
+   enough that compaction, summaries and rebuilds happen, and with a first tool output large
+   enough to be compacted as it arrives (so every schedule edits the view).
 
 What LangGraph guarantees for a race: a checkpointer is last-writer-wins per thread. Each run
 keeps its own channel values in memory and writes its own chain of checkpoints; every new
@@ -24,6 +25,7 @@ the prompt view by the build's repair step, `repair_messages`) and fits.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import multiprocessing
 import os
 import threading
@@ -41,7 +43,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_config
 from langgraph.store.memory import InMemoryStore
 
-from langgraph_ctx import ContextMemory
+from langgraph_ctx import Compaction, ContextMemory
 from langgraph_ctx._effects import run_plan
 from langgraph_ctx.archive import Archive, encode_message
 from langgraph_ctx.archive.dumps import all_dump_refs
@@ -387,12 +389,64 @@ def without_report_bytes(data: bytes) -> bytes:
 # --- 2. two runs racing on one thread ------------------------------------------------------
 
 
+LARGE_OUTPUT = 10_000
+"""Characters of each racer's first tool output: over the size `Compaction(on_arrival=0.1)`
+compacts as it arrives in `WINDOW` (its `arrival_min_tokens`, 2,000 tokens, and a tenth of
+the limit; the other outputs, 2,500 characters, are about 700 tokens)."""
+
+
+def with_large_output(script: Script) -> Script:
+    """`script` with its first successful tool output grown to `LARGE_OUTPUT` characters.
+
+    The output is compacted on arrival by the build of the model call after it, whatever the
+    prompt's size. That call is made by the run that ran the tool, on its own channel values,
+    so every interleaving of a race compacts it: without it, a race's view edits (prune and
+    compact act only over the trigger) depend on the schedule, since rebuilds after turns can
+    keep the thread under the trigger.
+    """
+    at = next(i for i, r in enumerate(script.tool_results) if r.status != "error")
+    first = script.tool_results[at]
+    text = str(first.content)
+    # Its numbered lines (`make_conversation`'s long outputs: "{n:5d}  {code}") go on,
+    # numbered on, so no two lines repeat.
+    code = [line[7:] for line in text.splitlines() if line[:5].strip().isdigit()]
+    n = len(code)
+    while len(text) < LARGE_OUTPUT:
+        text += f"\n{n + 1:5d}  {code[n % len(code)]}"
+        n += 1
+    results = list(script.tool_results)
+    results[at] = first.model_copy(update={"content": text[:LARGE_OUTPUT]})
+    return dataclasses.replace(script, tool_results=results)
+
+
+def compacts_on_arrival(memory: ContextMemory, output: BaseMessage) -> bool:
+    """Whether `memory`'s `Compaction` compacts `output` in the first build that sees it."""
+    counter = memory.manager.token_counter
+    limit = memory.manager.budget.limit
+    return any(
+        s.on_arrival is not None
+        and len(str(output.content)) >= s.min_chars
+        and counter([output]) > max(s.on_arrival * limit, s.arrival_min_tokens)
+        for s in memory.manager.strategies
+        if isinstance(s, Compaction)
+    )
+
+
+VIEW_EDITS = ("pruned", "compacted")
+"""The ledger's view-only edits: each names a message that must stay live."""
+
+
 def racer(
     name: str, saver: Any, store: Any
 ) -> tuple[Script, ContextMemory, ScriptedChatModel, Any]:
-    """Runner `name` of a race: its own script (ids prefixed), the same graph shape for both."""
+    """Runner `name` of a race: its own script (ids prefixed), the same graph shape for both.
+
+    Each script's first output is compacted as it arrives (`with_large_output`), so every
+    race edits the view; the turns after it grow the thread to summaries and rebuilds.
+    """
     scripts = {
-        n: synthetic_script(turns=6, seed=ord(n), recall=False, prefix=f"{n}-") for n in "AB"
+        n: with_large_output(synthetic_script(turns=6, seed=ord(n), recall=False, prefix=f"{n}-"))
+        for n in "AB"
     }
     script = scripts[name]
     memory = ContextMemory(
@@ -401,6 +455,8 @@ def racer(
         archive=store,
         remove_summarized=name == "B",
     )
+    large = max(script.tool_results, key=lambda r: len(str(r.content)))
+    assert compacts_on_arrival(memory, large), "the race would depend on its schedule"
     # A little time per call, so racing runs interleave.
     model = script.model(delay=0.002, usage_scale=1.3 if name == "A" else 1.0)
     model.usage_counter = memory.manager.token_counter
@@ -470,17 +526,31 @@ def race_outcome(
             if repair_messages(check.by_id[cid].values.get("messages", [])).actions
         ),
         "kinds": kinds,
+        # checkpoints whose ledger shows an output pruned or compacted (`check_ledger` checked
+        # that each is live and restores its bytes)
+        "ledger_edits": sum(
+            1
+            for snapshot in check.by_id.values()
+            if any((snapshot.values.get("context_ledger") or {}).get(k) for k in VIEW_EDITS)
+        ),
     }
 
 
 def _race_exercised(figures: Mapping[str, Any]) -> bool:
-    """The runs raced, and removed or summarized something (what can leave the ledger
-    dangling) and edited the view. Which edits a race shows depends on its timing."""
+    """The runs raced, removed or summarized something (what can leave the ledger dangling)
+    and edited the view, and a checkpoint's ledger kept a view edit.
+
+    The view edits do not depend on the schedule: each racer's first output is compacted as
+    it arrives (`with_large_output`). Whether the other edits (prune, compaction over the
+    trigger, summaries) also show does: rebuilds after turns can keep the thread under the
+    trigger.
+    """
     kinds = figures["kinds"]
     return bool(
         figures["forks"] > 0
         and kinds & {"rebuild", "auto_compact"}
         and kinds & {"compact", "prune"}
+        and figures["ledger_edits"] > 0
     )
 
 
@@ -491,10 +561,11 @@ def _assert_race_exercised(figures: Mapping[str, Any]) -> None:
 def race_until_exercised(race: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
     """Run `race(thread_id)` until a race exercises the edits (at most 3 races, fresh threads).
 
-    Every race must keep every invariant (`race_outcome` asserts them). Whether a race also
-    shows removals and view edits depends on how the scheduler interleaves the runs: one can
-    run ahead and the other's turns land after a rebuild that kept the thread small. So the
-    coverage check gets another race instead of passing on one that edited nothing.
+    Every race must keep every invariant (`race_outcome` asserts them). Each race compacts
+    (`with_large_output`) and grows the thread past the window, so the first race is expected
+    to exercise the edits; another race only guards what still rests on the schedule: that
+    the runs forked, and that a rebuild or summary landed (the thread outgrows the window in
+    every schedule, but which of the two shrinks it is the schedule's choice).
     """
     figures: dict[str, Any] = {}
     for attempt in range(3):
