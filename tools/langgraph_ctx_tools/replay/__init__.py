@@ -2,8 +2,8 @@
 
 * `engine`: the call-by-call replay of a system through a recorded run (`replay`), its typed
   results (`ReplayResult`, `CallRecord`) and what a replayed system is (`System`).
-* `measure`: what a prompt costs (effective cost, cache-reusable tokens), whether it is valid,
-  and next-step recall (what the next step used that the prompt still shows), with the
+* `measure`: what a prompt costs (effective cost, cache-reusable and fresh tokens), and
+  next-step recall (what the next step used that the prompt still shows), with the
   one-search recall of the archive search.
 * `pipeline_system`: our pipeline as `ContextMemory` runs it (`PipelineSystem`), with the one
   check of what restores byte for byte.

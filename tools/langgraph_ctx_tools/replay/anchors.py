@@ -27,6 +27,7 @@ messages only are reduced by the system prompt's tokens.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from functools import cache
 from typing import Any, cast
 
 from langchain.agents.middleware import (
@@ -130,14 +131,10 @@ def merged(messages: list[BaseMessage], update: Any) -> list[BaseMessage]:
     return cast(list[BaseMessage], list(add_messages(cast(Any, messages), update)))
 
 
-_GPT4O: list[TiktokenCounter] = []
-
-
+@cache
 def gpt4o_counter() -> TiktokenCounter:
     """The exact gpt-4o counter the anchors count with unless given one (one, shared)."""
-    if not _GPT4O:
-        _GPT4O.append(TiktokenCounter("gpt-4o"))
-    return _GPT4O[0]
+    return TiktokenCounter("gpt-4o")
 
 
 def stand_in(limit: int) -> RecordingModel:

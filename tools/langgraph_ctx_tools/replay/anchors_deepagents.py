@@ -30,37 +30,6 @@ from langgraph_ctx_tools.replay.models import Counter
 __all__ = ["DeepagentsAgentAnchor", "DeepagentsEvictionAnchor", "DeepagentsSummarizationAnchor"]
 
 
-def _apply(anchor: Any, response: object) -> set[str]:
-    """Apply a deepagents middleware's `Command` update to `anchor`'s kept state.
-
-    Returns the keys it set.
-    """
-    if not isinstance(response, ExtendedModelResponse) or response.command is None:
-        return set()
-    update = response.command.update or {}
-    for key, value in update.items():  # type: ignore[union-attr]
-        if key == "messages":
-            anchor.messages = merged(anchor.messages, value)
-            anchor.state["messages"] = anchor.messages
-        else:
-            anchor.state[key] = value
-    return set(update)  # type: ignore[arg-type]
-
-
-def _written_then_removed(root: Path) -> int:
-    """Bytes deepagents wrote under `root`, which is then removed."""
-    written = sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
-    shutil.rmtree(root, ignore_errors=True)
-    return written
-
-
-def _files(root: Path) -> Iterable[str]:
-    """The text of every file deepagents wrote under `root` (offloads, evicted results)."""
-    for path in root.rglob("*"):
-        if path.is_file():
-            yield path.read_text(encoding="utf-8", errors="replace")
-
-
 class _DeepagentsAnchor(AnchorBase):
     """An anchor whose deepagents middleware write to a temporary `FilesystemBackend`.
 
@@ -84,21 +53,41 @@ class _DeepagentsAnchor(AnchorBase):
         response = wrap(self._request(self.state), handler)
         return self._sent(), response
 
+    def _apply(self, response: object) -> set[str]:
+        """Apply a deepagents middleware's `Command` update to the kept state; the keys it set."""
+        if not isinstance(response, ExtendedModelResponse) or response.command is None:
+            return set()
+        update = response.command.update or {}
+        for key, value in update.items():  # type: ignore[union-attr]
+            if key == "messages":
+                self.messages = merged(self.messages, value)
+                self.state["messages"] = self.messages
+            else:
+                self.state[key] = value
+        return set(update)  # type: ignore[arg-type]
+
+    def _summarization(self) -> Any:
+        """The summarization middleware of deepagents over this anchor's model, backend, counter."""
+        from deepagents.middleware.summarization import create_summarization_middleware
+
+        return create_summarization_middleware(
+            self.model,  # type: ignore[arg-type]
+            self.backend,
+            token_counter=self.count,
+        )
+
+    def _written_then_removed(self) -> int:
+        """Bytes deepagents wrote to the backend, whose folder is then removed."""
+        written = sum(p.stat().st_size for p in self.root.rglob("*") if p.is_file())
+        shutil.rmtree(self.root, ignore_errors=True)
+        return written
+
     def recoverable_texts(self) -> Iterable[str]:
-        """State messages (never removed) and the files deepagents wrote."""
+        """State messages (never removed) and the files deepagents wrote (offloads, evictions)."""
         yield from super().recoverable_texts()
-        yield from _files(self.root)
-
-
-def _summarization(anchor: _DeepagentsAnchor) -> Any:
-    """The summarization middleware of deepagents over `anchor`'s model, backend and counter."""
-    from deepagents.middleware.summarization import create_summarization_middleware
-
-    return create_summarization_middleware(
-        anchor.model,  # type: ignore[arg-type]
-        anchor.backend,
-        token_counter=anchor.count,
-    )
+        for path in self.root.rglob("*"):
+            if path.is_file():
+                yield path.read_text(encoding="utf-8", errors="replace")
 
 
 class DeepagentsSummarizationAnchor(_DeepagentsAnchor):
@@ -111,21 +100,21 @@ class DeepagentsSummarizationAnchor(_DeepagentsAnchor):
     ) -> None:
         super().__init__(limit=limit, counter=counter, prefix="bench-deepagents-")
         self.model = model or stand_in(limit)
-        self.mw = _summarization(self)
+        self.mw = self._summarization()
         self.events = 0
 
     def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
         """Call `wrap_model_call`; apply the returned `Command` update to the kept state."""
         self.messages.extend(self._absorb(new))
         prompt, response = self._model_call(self.mw.wrap_model_call, self._handler)
-        self.events += "_summarization_event" in _apply(self, response)
+        self.events += "_summarization_event" in self._apply(response)
         return prompt
 
     def finish(
         self, original: Sequence[BaseMessage], final_prompt: Sequence[BaseMessage]
     ) -> dict[str, Any]:
         """Bytes offloaded; the temporary backend is removed."""
-        return {"archive_bytes": _written_then_removed(self.root), "summary_events": self.events}
+        return {"archive_bytes": self._written_then_removed(), "summary_events": self.events}
 
 
 class DeepagentsEvictionAnchor(_DeepagentsAnchor):
@@ -173,7 +162,7 @@ class DeepagentsEvictionAnchor(_DeepagentsAnchor):
         """Produce the new tool results through `wrap_tool_call`, then `wrap_model_call`."""
         self._produce_all(new)
         prompt, response = self._model_call(self.mw.wrap_model_call, self._handler)
-        _apply(self, response)
+        self._apply(response)
         return prompt
 
     def finish(
@@ -190,11 +179,10 @@ class DeepagentsEvictionAnchor(_DeepagentsAnchor):
                     restored += fh.read() == message.content
             except OSError:
                 pass
-        written = _written_then_removed(self.root)
         return {
             "removed": len(self.evicted),
             "restorable": restored,
-            "archive_bytes": written,
+            "archive_bytes": self._written_then_removed(),
             "restorable_note": "evicted content equals the file (message fields kept in state)",
         }
 
@@ -223,7 +211,7 @@ class DeepagentsAgentAnchor(DeepagentsEvictionAnchor):
         super().__init__(limit=limit, evict_tokens=evict_tokens, counter=counter)
         self.name = f"deepagents (evict at {evict_tokens:,}{', scaled' if scaled else ''})"
         self.model = model or stand_in(limit)
-        self.summarization = _summarization(self)
+        self.summarization = self._summarization()
 
     def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
         """Produce new tool results through eviction, then call both model wrappers."""
@@ -237,5 +225,5 @@ class DeepagentsAgentAnchor(DeepagentsEvictionAnchor):
 
         prompt, outer = self._model_call(self.mw.wrap_model_call, handler)
         for response in {id(r): r for r in [*inner, outer]}.values():
-            _apply(self, response)
+            self._apply(response)
         return prompt

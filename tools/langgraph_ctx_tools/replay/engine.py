@@ -4,17 +4,11 @@ For a recorded run (a list of messages), the agent is simulated call by call: be
 `AIMessage` at index i, the system under test receives the messages added since its previous
 call (`messages[last:i]`), appends them to the history it keeps (applying its own state
 rewrites: our ledger and removals, a middleware's state update, a running summary, ...) and
-returns the prompt it would send. The engine then measures that prompt
-(`langgraph_ctx_tools.replay.measure`):
-
-* tokens with the given counter; cache-reusable tokens: those of the longest run of leading
-  messages equal, as the provider sees them, to the previous call's prompt;
-* overrun: prompt tokens over the limit; invalid: `validate_messages(prompt)` is not empty (or
-  the `judge` finds a problem, e.g. the providers' own converters);
-* errors: the system raised instead of returning a prompt (counted apart from overruns);
-* next-step recall under both definitions of a name, and one-search recall where the system
-  can search what it put away;
-* policy time: wall time of the system's step, in ms, recorded against the history length.
+returns the prompt it would send. The engine measures that prompt with
+`langgraph_ctx_tools.replay.measure` (tokens, cache-reusable and fresh tokens, next-step and
+one-search recall), counts it as an overrun over the limit and as invalid when
+`validate_messages` (or the `judge`) finds a problem, records a system that raised as an error
+(apart from overruns), and times the system's step against the history length.
 
 `langgraph-ctx frontier` and the benchmarks (`python -m benchmarks cost`, `pipeline`, ...)
 replay through `replay` alone, so one figure cannot come out two ways.
@@ -30,7 +24,6 @@ from typing import Any, Protocol, overload, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langgraph_ctx.messages import text_of
 from langgraph_ctx_tools.replay.measure import (
     DEFAULT_CACHE_PRICE,
     NextStepRecall,
@@ -38,6 +31,7 @@ from langgraph_ctx_tools.replay.measure import (
     measure_prompt,
     one_search,
     path_names_in,
+    shown_text,
 )
 
 __all__ = [
@@ -59,7 +53,7 @@ class System(Protocol):
 
     name: str
 
-    def step(self, new_messages: list[BaseMessage]) -> list[BaseMessage]:
+    def step(self, new: list[BaseMessage]) -> list[BaseMessage]:
         """Append the new messages to the kept history; return the prompt to send (timed)."""
         ...
 
@@ -127,7 +121,7 @@ class RunNeeds:
 
 @dataclass(slots=True)
 class CallRecord:
-    """One model call of a replay."""
+    """One model call of a replay: its time, its prompt's `PromptMeasure`, whether it raised."""
 
     history_len: int
     ms: float
@@ -184,12 +178,13 @@ class ReplayResult:
     search_total: int = 0
     """Names the next AI message used whose lines the prompt no longer showed."""
     facts_visible: int = 0
+    """Planted facts the final prompt shows."""
     facts_searched: int = 0
     """Planted facts one search with the fact's key finds at the end (3 hits)."""
     facts_recoverable: int = 0
+    """Planted facts the system's recoverable texts hold."""
     facts_total: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
-    invalid_examples: list[str] = field(default_factory=list)
     problem_codes: Counter[str] = field(default_factory=Counter)
     """Calls per problem code of `validate_messages` (a call counts once per code)."""
     error_kinds: Counter[str] = field(default_factory=Counter)
@@ -252,11 +247,6 @@ class ReplayResult:
             bound = bound or bool(call.schema)
         return cost
 
-    @property
-    def recall(self) -> float | None:
-        """Next-step recall: the share of used names the prompts showed (None: none used)."""
-        return self.recall_hits / self.recall_total if self.recall_total else None
-
 
 def _first_line(exc: BaseException) -> str:
     text = (str(exc).strip().splitlines() or [""])[0].split("; ")[0]
@@ -292,20 +282,18 @@ def replay(
         The per-call records and run totals.
     """
     result = ReplayResult(name=system.name, facts_total=len(facts))
-    recall = strict = None
-    if measure:
-        recall, strict = (needs or RunNeeds.of(messages)).scorers()
+    scorers: tuple[NextStepRecall, ...] = (
+        (needs or RunNeeds.of(messages)).scorers() if measure else ()
+    )
     # Checked once: a runtime protocol check is slow.
     searchable = system if isinstance(system, Searchable) else None
-    search = searchable.search if searchable is not None else None
     previous: list[BaseMessage] = []
     last = 0
     prompt: list[BaseMessage] = []
     for i, message in enumerate(messages):
         if i == 0 or not isinstance(message, AIMessage):
             continue
-        new = list(messages[last:i])
-        last = i
+        new, last = list(messages[last:i]), i
         start = time.perf_counter()
         try:
             prompt = system.step(new)
@@ -314,57 +302,50 @@ def replay(
             result.calls.append(CallRecord(i, ms, error=f"{type(exc).__name__}: {exc}"[:300]))
             result.error_kinds[type(exc).__name__] += 1
             result.error_lines[_first_line(exc)] += 1
-            if recall is not None and strict is not None:
-                recall.skip(i)
-                strict.skip(i)
-            if on_call is not None:
-                on_call(i)
-            continue
-        ms = (time.perf_counter() - start) * 1000
-        system.observe()  # the harness's own bookkeeping, outside the timed step
-        record = CallRecord(i, ms)
-        if searchable is not None:
-            record.schema = searchable.search_schema()
-            record.mentions = searchable.mention_tokens(prompt)
-        if recall is not None and strict is not None:
-            recall.score(i, prompt)
-            strict.score(i, prompt)
-            if search is not None:
-                found, missed = one_search(search, recall.needs.get(i) or [], prompt)
-                result.search_hits += found
-                result.search_total += missed
-            measured = measure_prompt(previous, prompt, counter=counter, limit=limit)
-            record.tokens, record.reusable = measured.tokens, measured.reusable
-            record.fresh, record.overrun = measured.fresh, measured.overrun
-            problems: list[Any] = list(measured.problems)
-            codes = {p.code for p in measured.problems}
-            if judge is not None:
-                found_problems = judge(prompt)
-                codes |= {f"provider: {p.split(':')[0]}" for p in found_problems}
-                problems += found_problems
-            record.invalid = bool(problems)
-            result.problem_codes.update(codes)
-            if problems and len(result.invalid_examples) < 3:
-                result.invalid_examples.append(f"call@{i}: {problems[0]}")
-        previous = prompt
-        result.calls.append(record)
+            for scorer in scorers:
+                scorer.skip(i)
+        else:
+            ms = (time.perf_counter() - start) * 1000
+            system.observe()  # the harness's own bookkeeping, outside the timed step
+            record = CallRecord(i, ms)
+            if searchable is not None:
+                record.schema = searchable.search_schema()
+                record.mentions = searchable.mention_tokens(prompt)
+            if scorers:
+                recall, strict = scorers
+                recall.score(i, prompt)
+                strict.score(i, prompt)
+                if searchable is not None:
+                    found, missed = one_search(searchable.search, recall.needs.get(i) or [], prompt)
+                    result.search_hits += found
+                    result.search_total += missed
+                measured = measure_prompt(previous, prompt, counter=counter, limit=limit)
+                record.tokens, record.reusable = measured.tokens, measured.reusable
+                record.fresh, record.overrun = measured.fresh, measured.overrun
+                codes = {p.code for p in measured.problems}
+                if judge is not None:
+                    codes |= {f"provider: {p.split(':')[0]}" for p in judge(prompt)}
+                record.invalid = bool(codes)
+                result.problem_codes.update(codes)
+            previous = prompt
+            result.calls.append(record)
         if on_call is not None:
             on_call(i)
     result.final_prompt = list(prompt)
     calls, read, written = system.summarizer_usage()
     result.summarizer_calls = calls
     result.summarizer_input_tokens, result.summarizer_output_tokens = read, written
-    if recall is not None and strict is not None:
-        result.recall_hits, result.recall_total = recall.hits, recall.total
-        result.strict_hits, result.strict_total = strict.hits, strict.total
+    if scorers:
+        result.recall_hits, result.recall_total = scorers[0].hits, scorers[0].total
+        result.strict_hits, result.strict_total = scorers[1].hits, scorers[1].total
     if facts:
-        shown = "\n".join(text_of(m) for m in prompt)
+        shown = shown_text(prompt)
         result.facts_visible = sum(f in shown for f in facts)
         stored = "\n".join(system.recoverable_texts())
         result.facts_recoverable = sum(f in stored for f in facts)
-        if search is not None:  # the key, as an agent would look a fact up
+        if searchable is not None:  # the key, as an agent would look a fact up
             result.facts_searched = sum(
-                fact[:80] in search(fact.split(":", 1)[0]) for fact in facts
+                fact[:80] in searchable.search(fact.split(":", 1)[0]) for fact in facts
             )
     result.extra = system.finish(messages, prompt)
     return result

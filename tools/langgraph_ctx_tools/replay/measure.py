@@ -39,10 +39,12 @@ __all__ = [
     "effective_cost",
     "measure_prompt",
     "names_in",
+    "one_search",
     "path_names_in",
     "reusable_tokens",
     "per_message",
     "same_for_provider",
+    "shown_text",
 ]
 
 DEFAULT_CACHE_PRICE = 0.1
@@ -170,9 +172,8 @@ def effective_cost(
 # What counts as a name, as one regex each (`_NAME_RE`: paths, dotted, snake, camel, long
 # numbers, hex ids; `_PATH_OR_DOTTED_RE`: the first two): the definition, tried leftmost first
 # at each position. Run as they stand they are quadratic on a long word (each position scans to
-# the word's end before failing: a 20 KB word took 9 s, a 1 MB one never ended), so the scans
-# below find the same matches in linear time and the regexes stay as the reference the tests
-# compare them with.
+# the word's end before failing), so the scans below find the same matches in linear time and
+# the regexes stay as the reference the tests compare them with.
 _NAME_RE = re.compile(
     r"""
     (?:[\w.-]*/)+[\w.-]+                      # paths: a/b, /a/b.py, ./x/y
@@ -301,13 +302,15 @@ def _names_in_run(text: str, start: int, end: int) -> Generator[str, None, int]:
     return end
 
 
+def _long_enough(matches: Iterator[str]) -> Iterator[str]:
+    """The matches without their leading and trailing `./-`, of 4 characters or more."""
+    return (name for name in (m.strip("./-") for m in matches) if len(name) >= 4)
+
+
 def names_in(text: str) -> set[str]:
     """The distinctive names in `text` (4 characters or more)."""
     out: set[str] = set()
-    for match in _name_matches(text):
-        name = match.strip("./-")
-        if len(name) < 4:
-            continue
+    for name in _long_enough(_name_matches(text)):
         hex_like = re.fullmatch(r"[0-9a-f]+", name) is not None
         mixed = re.search(r"\d", name) and re.search(r"[a-f]", name)
         if hex_like and not mixed and not re.fullmatch(r"\d{5,}", name):
@@ -323,12 +326,7 @@ def path_names_in(text: str) -> set[str]:
     hang on what counts as a name (snake and camel identifiers, numbers and hex ids are left
     out: the likeliest to be words or noise).
     """
-    out: set[str] = set()
-    for match in _dotted_matches(text):
-        name = match.strip("./-")
-        if len(name) >= 4:
-            out.add(name)
-    return out
+    return set(_long_enough(_dotted_matches(text)))
 
 
 def _used_text(message: AIMessage) -> str:
@@ -338,12 +336,21 @@ def _used_text(message: AIMessage) -> str:
     return "\n".join(parts)
 
 
+def shown_text(prompt: Sequence[BaseMessage]) -> str:
+    """The text of every message of `prompt`, one after the other: what it shows."""
+    return "\n".join(text_of(m) for m in prompt)
+
+
 @dataclass(slots=True)
 class _Need:
     """One name the next step uses and the tool-output lines that show it."""
 
     name: str
     lines: list[str]
+
+    def shown_in(self, shown: str) -> bool:
+        """Whether `shown` (`shown_text` of a prompt) holds one of the lines."""
+        return any(line in shown for line in self.lines)
 
 
 @dataclass(slots=True)
@@ -407,8 +414,8 @@ class NextStepRecall:
         needs = self.needs.get(index) or []
         if not needs:
             return 0, 0
-        shown = "\n".join(text_of(m) for m in prompt)
-        hits = sum(any(line in shown for line in need.lines) for need in needs)
+        shown = shown_text(prompt)
+        hits = sum(need.shown_in(shown) for need in needs)
         self.hits += hits
         self.total += len(needs)
         return hits, len(needs)
@@ -431,8 +438,8 @@ def one_search(
     need is found when a hit line (not a context line) of the answer `search(name)` gives (the
     `search_history` answer, limited to 3 hits) is part of one of its source lines.
     """
-    shown = "\n".join(text_of(m) for m in prompt)
-    missed = [n for n in needs if not any(line in shown for line in n.lines)]
+    shown = shown_text(prompt)
+    missed = [n for n in needs if not n.shown_in(shown)]
     found = 0
     for need in missed:
         # A long hit line is shown cut around the match ("…" at a cut end): its visible part

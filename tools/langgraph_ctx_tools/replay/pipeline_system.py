@@ -106,10 +106,9 @@ class PipelineSystem:
         """Build the prompt and carry the ledger (the timed part)."""
         self.history.extend(new)
         try:
-            # As the middleware binds it: once something is archived, counted in the budget,
-            # and named by the excerpts' and the summary's last lines.
-            bound = self.bind_search and self.archive is not None and has_archived(self.ledger)
-            tools = [self._search_tool()] if bound else None
+            # As the middleware binds it: counted in the budget, and named by the excerpts' and
+            # the summary's last lines.
+            tools = [self._search_tool()] if self._bound() else None
             result = self.manager.build(self.history, state=self.ledger, tools=tools)
         except ContextWindowExceededError as exc:
             self.ledger = dict(self.ledger or {}, last_report=exc.report.to_dict())
@@ -150,9 +149,9 @@ class PipelineSystem:
     def search_schema(self) -> int:
         """Tokens of the `search_history` schema the middleware sends with this call.
 
-        0 unless bound and something has left the prompt for the archive (`has_archived`).
+        0 unless bound (`_bound`).
         """
-        if not self.bind_search or self.archive is None or not has_archived(self.ledger):
+        if not self._bound():
             return 0
         if self._schema_tokens is None:
             self._schema_tokens = count_tool_tokens(self.counter, [self._search_tool()])
@@ -171,6 +170,10 @@ class PipelineSystem:
             for m in prompt
             for piece in pieces
         )
+
+    def _bound(self) -> bool:
+        """Whether `search_history` is bound now: asked for, and something is archived."""
+        return self.bind_search and self.archive is not None and has_archived(self.ledger)
 
     def _search_tool(self) -> Any:
         assert self.archive is not None

@@ -23,7 +23,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langgraph_ctx.errors import ContextWindowExceededError
-from langgraph_ctx_tools.replay.anchors import LCSummarizationAnchor, TrimMessagesAnchor, stand_in
+from langgraph_ctx_tools.replay.anchors import LCSummarizationAnchor, TrimMessagesAnchor
 from langgraph_ctx_tools.replay.engine import ReplayResult, RunNeeds, System, replay
 from langgraph_ctx_tools.replay.measure import DEFAULT_CACHE_PRICE, effective_cost
 from langgraph_ctx_tools.replay.models import metered
@@ -147,10 +147,10 @@ class Tally:
         self.calls += len(result.calls)
         self.tokens += result.total_tokens
         self.reusable += result.reusable_tokens
-        self.summarizer_calls += result.summarizer_calls
-        self.summarizer_tokens += result.summarizer_tokens
         self.refused += refused
         self.over_budget += result.overruns + refused
+        self.summarizer_calls += result.summarizer_calls
+        self.summarizer_tokens += result.summarizer_tokens
         self.invalid += result.invalid
         self.recall_hits += result.recall_hits
         self.recall_total += result.recall_total
@@ -230,7 +230,7 @@ def _lc_summarization(terms: Terms, model: Any) -> System:
         limit=limit,
         trigger=int(ANCHOR_TRIGGER * limit),
         keep=int(ANCHOR_KEEP * limit),
-        model=model or stand_in(limit),
+        model=model,
         trim_tokens_to_summarize=None,  # its 4,000 finds no user turn to cut at in a tool loop
         counter=terms.counter,
     )
@@ -239,11 +239,10 @@ def _lc_summarization(terms: Terms, model: Any) -> System:
 def _deepagents(terms: Terms, model: Any) -> System:
     from langgraph_ctx_tools.replay.anchors_deepagents import DeepagentsAgentAnchor
 
-    limit = terms.limit
     return DeepagentsAgentAnchor(
-        limit=limit,
+        limit=terms.limit,
         evict_tokens=DEEPAGENTS_EVICT_TOKENS,
-        model=model or stand_in(limit),
+        model=model,
         counter=terms.counter,
     )
 
