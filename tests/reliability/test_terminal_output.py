@@ -246,3 +246,23 @@ def test_output_never_reads_markup_or_emoji_from_data(capsys: pytest.CaptureFixt
     text = captured.out.replace("\n", "")
     for literal in ("[red]value[/red]", ":smile:", "[bold]cell[/bold]", "[link=https://evil."):
         assert literal in text, literal
+
+
+def test_a_setting_label_from_a_file_reaches_the_terminal_inert(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`frontier --setting FILE` names the file's setting in its progress lines and table."""
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    thread = [HumanMessage("hi", id="u1"), AIMessage("hello", id="a1"), AIMessage("more", id="a2")]
+    (runs / "good.json").write_text(json.dumps(messages_to_dict(thread)), encoding="utf-8")
+    setting = tmp_path / "mine.json"
+    setting.write_text(
+        json.dumps({"label": f"mine {HOSTILE}", "strategies": [{"type": "prune_tool_outputs"}]}),
+        encoding="utf-8",
+    )
+    argv = ["frontier", str(runs), "--window", "4000", "--no-neighbours", "--no-alternatives"]
+    assert main([*argv, "--setting", str(setting)]) in (0, 1)
+    captured = capsys.readouterr()
+    assert_inert(captured.out + captured.err)
+    assert "done: mine \\u001b]0;pwned-title" in captured.err

@@ -6,7 +6,8 @@ runtime `langgraph_ctx` never imports this package, so a deployment installs non
 Modules:
 
 * `commands`: argument parsing; `handlers`: the command handlers (`demo`, `replay`,
-  `inspect`, `restore`, `compact`, `count`, `frontier`, `view`); `output`: what they print.
+  `inspect`, `restore`, `compact`, `count`, `frontier`, `view`); `output`: what they print,
+  and the check of the folder of each file they write.
 * `replay_command`: the `replay` command, which drives a real agent over a recorded
   conversation (SQLite checkpointer, whole runs);
   `playback`: read the recording and play it back (scripted model, replay tools);

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langgraph_ctx.errors import ArchiveError, InputError, install_extra, shorten
+from langgraph_ctx.errors import ArchiveError, InputError, install_extra, reason_of, shorten
 from langgraph_ctx.graph.serde import StrictSerializer
 from langgraph_ctx_tools.cli.inputs import MESSAGES_MEMORY_FACTOR, check_loaded_size
 
@@ -348,9 +348,7 @@ def _read_postgres(uri: str, threads: list[str] | None) -> Iterator[Opened]:
             options="-c default_transaction_read_only=on",
         )
     except Exception as exc:  # cannot connect, no such database, bad URI
-        text = str(exc).strip()
-        first = text.splitlines()[0] if text else type(exc).__name__
-        msg = f"cannot read the PostgreSQL database: {shorten(first, 200)}"
+        msg = f"cannot read the PostgreSQL database: {shorten(reason_of(exc), 200)}"
         raise InputError(msg) from exc
     with conn:
         found: dict[str, set[str]] = {}

@@ -31,6 +31,7 @@ from typing import Any, NoReturn
 from langgraph_ctx.errors import (
     ArchiveCorruptError,
     ConfigError,
+    InputError,
     InvalidMessagesError,
     LangGraphCtxError,
     UntrustedCheckpointError,
@@ -50,7 +51,7 @@ from langgraph_ctx_tools.cli.handlers import (
     handle_restore,
     handle_view,
 )
-from langgraph_ctx_tools.cli.inputs import DEFAULT_MAX_INPUT_MB
+from langgraph_ctx_tools.cli.inputs import DEFAULT_MAX_INPUT_MB, input_limit
 
 
 class _UsageError(Exception):
@@ -94,9 +95,6 @@ def run(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help()
         return 2
-    from langgraph_ctx.errors import InputError
-    from langgraph_ctx_tools.cli.inputs import input_limit
-
     # A corrupt archive entry is a handed folder that cannot be used, like a bad file.
     unusable = (
         InputError,
@@ -379,9 +377,9 @@ def _input_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def _budget_args(parser: argparse.ArgumentParser, *, window: int | None) -> None:
-    if window is None:
-        parser.add_argument("--window", type=_positive, required=True, help="window in tokens")
-    else:
-        parser.add_argument("--window", type=_positive, default=window, help="window in tokens")
+    required = window is None  # compact: no default window
+    parser.add_argument(
+        "--window", type=_positive, required=required, default=window, help="window in tokens"
+    )
     parser.add_argument("--reserved", type=_non_negative, default=0, help="output tokens kept")
     parser.add_argument("--strategies", help="strategy configs: JSON text or a JSON file")

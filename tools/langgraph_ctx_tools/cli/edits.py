@@ -26,7 +26,17 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["EDITS", "Edit", "counted", "describe", "edit_of", "tally", "what_happened"]
+__all__ = [
+    "EDITS",
+    "Edit",
+    "changed",
+    "counted",
+    "describe",
+    "edit_of",
+    "message_count",
+    "tally",
+    "what_happened",
+]
 
 
 @dataclass(frozen=True)
@@ -45,35 +55,32 @@ class Edit:
 
 
 EDITS: dict[str, Edit] = {
-    "excerpted": Edit(
-        "excerpted",
-        "tool outputs",
-        "the prompt shows an excerpt of each and the reference that reads it back",
-        "archived",
-    ),
-    "shortened": Edit(
-        "shortened",
-        "model turns",
-        "the prompt keeps their first and last lines and their calls",
-        "archived whole",
-    ),
-    "pruned": Edit(
-        "pruned", "tool outputs", "shown as a one-line placeholder; the state keeps them"
-    ),
-    "left the window": Edit(
-        "left the window", "messages", "no longer in the prompt; the state keeps them"
-    ),
-    "summarized": Edit("summarized", "messages", "folded into the running summary"),
-    "memory dropped": Edit(
-        "memory dropped", "memory results", "retrieved memory left out of the prompt"
-    ),
-    "cleared by a rebuild": Edit(
-        "cleared by a rebuild",
-        "messages",
-        "cleared from the live history after a turn; the next prompt is rebuilt from a hint",
-    ),
-    "removed": Edit("removed", "messages", "they left the live state", "archived"),
-    "entities": Edit("entities", "updates", "the extracted entities were updated"),
+    edit.word: edit
+    for edit in (
+        Edit(
+            "excerpted",
+            "tool outputs",
+            "the prompt shows an excerpt of each and the reference that reads it back",
+            "archived",
+        ),
+        Edit(
+            "shortened",
+            "model turns",
+            "the prompt keeps their first and last lines and their calls",
+            "archived whole",
+        ),
+        Edit("pruned", "tool outputs", "shown as a one-line placeholder; the state keeps them"),
+        Edit("left the window", "messages", "no longer in the prompt; the state keeps them"),
+        Edit("summarized", "messages", "folded into the running summary"),
+        Edit("memory dropped", "memory results", "retrieved memory left out of the prompt"),
+        Edit(
+            "cleared by a rebuild",
+            "messages",
+            "cleared from the live history after a turn; the next prompt is rebuilt from a hint",
+        ),
+        Edit("removed", "messages", "they left the live state", "archived"),
+        Edit("entities", "updates", "the extracted entities were updated"),
+    )
 }
 """Every edit, in the order the pipeline takes them."""
 
@@ -131,8 +138,19 @@ def counted(count: int, word: str) -> str:
     return f"{count} {things} {word}"
 
 
-def _count(decision: Any) -> int:
+def message_count(decision: Any) -> int:
+    """How many messages a report decision named (full: `message_ids`; brief: `messages`)."""
     return len(_field(decision, "message_ids") or []) or int(_field(decision, "messages") or 0)
+
+
+def changed(decision: Any) -> bool:
+    """Whether a report decision changed the prompt (it names messages or moved tokens).
+
+    Reads a `Decision`, a full decision dict (`message_ids`) and a brief one (`messages`, a
+    count) alike.
+    """
+    moved = _field(decision, "tokens_before") != _field(decision, "tokens_after")
+    return bool(message_count(decision)) or moved
 
 
 def describe(decision: Any) -> str:
@@ -142,7 +160,7 @@ def describe(decision: Any) -> str:
     replaces, and the summary (with the lines of tool output it quotes) is added.
     """
     word = edit_of(decision) or str(_field(decision, "kind"))
-    count = _count(decision)
+    count = message_count(decision)
     what = counted(count, word) if count else word
     before, after = _field(decision, "tokens_before"), _field(decision, "tokens_after")
     if before is None or after is None or before == after:
@@ -164,5 +182,5 @@ def tally(decisions: Iterable[Any]) -> list[tuple[str, int]]:
     for decision in decisions:
         word = edit_of(decision)
         if word is not None:
-            counts[word] = counts.get(word, 0) + max(_count(decision), 1)
+            counts[word] = counts.get(word, 0) + max(message_count(decision), 1)
     return [(word, counts[word]) for word in EDITS if word in counts]

@@ -76,7 +76,6 @@ class View:
     """Search pattern -> (path, line, text) matches still readable."""
     definitions: dict[str, tuple[str, int]] = field(default_factory=dict)
     """Names defined in the file chunks still readable -> (path, line)."""
-    read_paths: list[str] = field(default_factory=list)
     sizes: dict[str, int] = field(default_factory=dict)
     """Path -> line count, from listings and read headers in view."""
     plans: list[str] = field(default_factory=list)
@@ -140,7 +139,6 @@ def _read_output(view: View, name: str, args: dict[str, Any], text: str) -> None
         view.matches[str(args.get("pattern", ""))] = found
     elif name == "read_file":
         path = str(args.get("path", ""))
-        view.read_paths.append(path)
         view.sizes.update((p, int(n)) for p, n in _READ_RE.findall(text))
         for line, ident in _DEF_RE.findall(text):
             view.definitions.setdefault(ident, (path, int(line)))

@@ -22,10 +22,9 @@ from typing import Any
 from langchain_core.messages import SystemMessage
 
 from langgraph_ctx.errors import InputError
-from langgraph_ctx_tools import INSTALL_LINE
 from langgraph_ctx_tools.cli.frontier_plot import plot_frontier
 from langgraph_ctx_tools.cli.inputs import load_setting, read_text
-from langgraph_ctx_tools.cli.output import Output
+from langgraph_ctx_tools.cli.output import Output, existing_folder, inert, plot_target
 from langgraph_ctx_tools.cli.sources import (
     Thread,
     check_room,
@@ -54,12 +53,6 @@ from langgraph_ctx_tools.replay.tally import (
 )
 
 __all__ = ["run_frontier", "rows_of"]
-
-
-def _existing_folder(path: Path, option: str) -> None:
-    if not path.parent.is_dir():
-        msg = f"{option} {path}: folder {path.parent} does not exist; create it first"
-        raise InputError(msg)
 
 
 def _is_file(text: str) -> bool:
@@ -92,13 +85,9 @@ def _threads(args: argparse.Namespace, notes: list[str]) -> list[Thread]:
 def run_frontier(args: argparse.Namespace) -> int:
     """Run `langgraph-ctx frontier` (see `langgraph_ctx_tools.cli.commands` for the arguments)."""
     if args.plot is not None:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise InputError(f"--plot needs matplotlib: {INSTALL_LINE}") from None
-        _existing_folder(args.plot, "--plot")
+        plot_target(args.plot)
     if args.json is not None:
-        _existing_folder(args.json, "--json")
+        existing_folder(args.json, "--json")
     settings: list[Setting] = [SETTINGS[0]] if args.no_neighbours else list(SETTINGS)
     settings += [load_setting(path) for path in args.setting or ()]
     notes: list[str] = []
@@ -392,7 +381,8 @@ def _reason(best: Tally, base: Tally | None, price: float, max_cost: float) -> s
 
 
 def _say(line: str) -> None:
-    print(f"frontier: {line}", file=sys.stderr, flush=True)
+    # A line may carry a name from the input (a setting's label from its file): inert.
+    print(f"frontier: {inert(line)}", file=sys.stderr, flush=True)
 
 
 LARGE_INPUT_BYTES = 50 << 20
@@ -428,13 +418,13 @@ def _progress(total: int) -> Iterator[Callable[..., None]]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    columns = [TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn()]
+    columns = [TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn()]
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("replaying", total=total)
 
         def live(n: int = 1, line: str | None = None) -> None:
             bar.update(task, advance=n)
             if line:
-                bar.update(task, description=line[:60])
+                bar.update(task, description=inert(line)[:60])
 
         yield live

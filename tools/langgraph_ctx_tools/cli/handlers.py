@@ -12,11 +12,16 @@ import json
 import statistics
 import sys
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
-from langgraph_ctx.errors import shorten
-from langgraph_ctx_tools import INSTALL_LINE
-from langgraph_ctx_tools.cli.output import Output, say, visible_controls
+from langgraph_ctx.errors import InputError, shorten
+from langgraph_ctx_tools.cli.output import (
+    Output,
+    existing_folder,
+    plot_target,
+    say,
+    visible_controls,
+)
 
 PROG = "langgraph-ctx"
 
@@ -39,28 +44,6 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-class _Budget(TypedDict):
-    window: int
-    reserved: int
-    strategies: str | None
-
-
-class _Store(TypedDict):
-    db: Path
-    archive_dir: Path
-    thread: str | None
-
-
-def _budget(args: argparse.Namespace) -> _Budget:
-    """The budget options (`--window`, `--reserved`, `--strategies`) as keyword arguments."""
-    return {"window": args.window, "reserved": args.reserved, "strategies": args.strategies}
-
-
-def _store(args: argparse.Namespace) -> _Store:
-    """Where a run is kept (`--db`, `--archive`, `--thread`) as keyword arguments."""
-    return {"db": args.db, "archive_dir": args.archive, "thread": args.thread}
-
-
 def handle_demo(args: argparse.Namespace) -> int:
     """`langgraph-ctx demo`; returns the exit code."""
     from langgraph_ctx_tools.cli.demo import run_demo
@@ -73,7 +56,9 @@ def handle_demo(args: argparse.Namespace) -> int:
             model=args.model,
             steps=args.steps,
             on_call=on_call,
-            **_store(args),
+            db=args.db,
+            archive_dir=args.archive,
+            thread=args.thread,
         )
     if result.answer:
         out.text("the agent's last answer", _clip_lines(result.answer, 14))
@@ -106,7 +91,6 @@ def _demo_page(args: argparse.Namespace, result: Any) -> None:
 
 def handle_view(args: argparse.Namespace) -> int:
     """`langgraph-ctx view`; returns the exit code."""
-    from langgraph_ctx.errors import InputError
     from langgraph_ctx_tools.cli.page import thread_from_db, thread_from_file, write_page
     from langgraph_ctx_tools.cli.page_data import page_data
 
@@ -116,15 +100,15 @@ def handle_view(args: argparse.Namespace) -> int:
     if args.db is not None and not args.thread:
         msg = "--db needs --thread ID (inspect lists a database's threads)"
         raise InputError(msg)
-    _existing_folder(args.html, "--html")
+    existing_folder(args.html, "--html")
     if args.db is not None:
         data = thread_from_db(
             args.db, args.thread, args.archive, model=args.model, system_prompt=args.system_prompt
         )
         data["window"] = args.window  # given: the page draws the window line
     else:
-        window = {"window": args.window or DEFAULT_VIEW_WINDOW, "reserved": args.reserved}
-        data = thread_from_file(args.file, model=args.model, **window)
+        window = args.window or DEFAULT_VIEW_WINDOW
+        data = thread_from_file(args.file, window=window, reserved=args.reserved, model=args.model)
     page = page_data(data)
     write_page(page, args.html)
     size = args.html.stat().st_size
@@ -144,20 +128,18 @@ def handle_replay(args: argparse.Namespace) -> int:
     from langgraph_ctx_tools.cli.runs import plot_run
 
     if args.plot is not None:  # before the replay, not after it
-        from langgraph_ctx.errors import InputError
-
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise InputError(f"--plot needs matplotlib: {INSTALL_LINE}") from None
-        _existing_folder(args.plot, "--plot")
+        plot_target(args.plot)
     out = Output()
     total: list[int] = []
     with out.progress(f"replaying {args.file.name}", total) as on_call:
         result = replay(
             args.file,
-            **_budget(args),
-            **_store(args),
+            window=args.window,
+            reserved=args.reserved,
+            strategies=args.strategies,
+            db=args.db,
+            archive_dir=args.archive,
+            thread=args.thread,
             summarizer=args.summarizer,
             reports=args.report_json,
             on_start=total.append,
@@ -190,45 +172,27 @@ def handle_frontier(args: argparse.Namespace) -> int:
 def handle_inspect(args: argparse.Namespace) -> int:
     """`langgraph-ctx inspect`; returns the exit code."""
     from langgraph_ctx_tools.cli.edits import edit_of
-    from langgraph_ctx_tools.cli.runs import SUMMARY_SOURCES
     from langgraph_ctx_tools.cli.threads import inspect_thread
 
     data = inspect_thread(args.db, args.thread, args.archive)
     ledger = data["ledger"]
     summary = ledger.get("summary") or {}
     hint = ledger.get("hint") or {}
-    window = ledger.get("window") or {}
-    full = data["full"]
     compacted = ledger.get("compacted") or {}
     entities = (ledger.get("entities") or {}).get("values") or {}
+    unread = data["full_error"]
+    unread = f"; missing what the archive cannot read: {unread}" if unread else ""
+    archived = sum(int(e.get("chars", 0)) for e in compacted.values())
     rows = [
         ("live messages", f"{len(data['live'])}"),
-        (
-            "full history (archive + live)",
-            f"{len(full)} messages"
-            + (
-                f"; missing what the archive cannot read: {data['full_error']}"
-                if data["full_error"]
-                else ""
-            ),
-        ),
+        ("full history (archive + live)", f"{len(data['full'])} messages{unread}"),
         ("pruned in the current prompt", f"{len(ledger.get('pruned') or {})}"),
         (
             "compacted in the current prompt",
-            f"{len(compacted)} ({sum(int(e.get('chars', 0)) for e in compacted.values()):,} chars"
-            " in the archive)",
+            f"{len(compacted)} ({archived:,} chars in the archive)",
         ),
-        ("window starts at", f"{window.get('start_id') or 'the beginning'}"),
-        (
-            "running summary",
-            f"{len(summary.get('text') or ''):,} chars, "
-            f"{SUMMARY_SOURCES.get(str(summary.get('source')), summary.get('source'))}, "
-            f"{summary.get('updates', 0)} update(s), covers {summary.get('covered', 0)}"
-            f" messages, {len(summary.get('dump_refs') or [])} insurance dump(s) named"
-            + (" (older ones in the archive's dump index)" if summary.get("dump_index") else "")
-            if summary
-            else "none",
-        ),
+        ("window starts at", f"{(ledger.get('window') or {}).get('start_id') or 'the beginning'}"),
+        ("running summary", _summary_line(summary) if summary else "none"),
         (
             "compression hint",
             f"yes ({len(hint.get('cleared_ids') or [])} messages cleared)" if hint else "none",
@@ -260,6 +224,19 @@ def handle_inspect(args: argparse.Namespace) -> int:
         caption = f"last report: {last.tokens:,}/{last.limit:,} tokens, ok={last.ok}"
         out.grid(caption, header, body or [["(no decisions)", "", "", "", "", ""]])
     return 0
+
+
+def _summary_line(summary: dict[str, Any]) -> str:
+    """The running summary as `inspect` describes it: size, source, updates, dumps."""
+    from langgraph_ctx_tools.cli.runs import SUMMARY_SOURCES
+
+    source = SUMMARY_SOURCES.get(str(summary.get("source")), summary.get("source"))
+    older = " (older ones in the archive's dump index)" if summary.get("dump_index") else ""
+    return (
+        f"{len(summary.get('text') or ''):,} chars, {source}, {summary.get('updates', 0)} "
+        f"update(s), covers {summary.get('covered', 0)} messages, "
+        f"{len(summary.get('dump_refs') or [])} insurance dump(s) named{older}"
+    )
 
 
 def _edits_grid(out: Output, edits: list[Any], args: argparse.Namespace) -> None:
@@ -303,7 +280,7 @@ def handle_restore(args: argparse.Namespace) -> int:
     from langgraph_ctx_tools.cli.threads import readable_entry, restore_entry
 
     if args.out is not None:
-        _existing_folder(args.out, "--out")
+        existing_folder(args.out, "--out")
     data = restore_entry(args.ref, thread=args.thread, archive_dir=args.archive)
     if args.out is not None:
         args.out.write_bytes(data)
@@ -316,15 +293,6 @@ def handle_restore(args: argparse.Namespace) -> int:
     return 0
 
 
-def _existing_folder(path: Path, option: str) -> None:
-    from langgraph_ctx.errors import InputError
-
-    folder = path.parent
-    if not folder.is_dir():
-        msg = f"{option} {path}: folder {folder} does not exist; create it first"
-        raise InputError(msg)
-
-
 def handle_compact(args: argparse.Namespace) -> int:
     """`langgraph-ctx compact`; returns the exit code."""
     from langchain_core.messages import messages_to_dict
@@ -332,9 +300,14 @@ def handle_compact(args: argparse.Namespace) -> int:
     from langgraph_ctx_tools.cli.edits import counted, tally
     from langgraph_ctx_tools.cli.threads import compact_transcript
 
-    _existing_folder(args.out, "--out")
+    existing_folder(args.out, "--out")
     messages, report, before = compact_transcript(
-        args.file, **_budget(args), archive_dir=args.archive, thread=args.thread
+        args.file,
+        window=args.window,
+        reserved=args.reserved,
+        strategies=args.strategies,
+        archive_dir=args.archive,
+        thread=args.thread,
     )
     text = json.dumps(messages_to_dict(messages), indent=1, ensure_ascii=False)
     args.out.write_text(text, encoding="utf-8")
@@ -350,7 +323,6 @@ def handle_compact(args: argparse.Namespace) -> int:
 
 def handle_count(args: argparse.Namespace) -> int:
     """`langgraph-ctx count`; returns the exit code."""
-    from langgraph_ctx.errors import InputError
     from langgraph_ctx.tokens._encodings import encoding_name_for_model
     from langgraph_ctx.tokens.exact import get_counter
     from langgraph_ctx_tools.cli.playback import load_tools, load_transcript
@@ -370,8 +342,8 @@ def handle_count(args: argparse.Namespace) -> int:
         per_type.setdefault(message.type, []).append(counter.count_message(message))
     parts = ", ".join(f"{k} {len(v)} ({sum(v):,})" for k, v in per_type.items())
     tool_part = f"; tool schemas {counter.count_tools(tools):,}" if tools else ""
-    largest = max((n for v in per_type.values() for n in v), default=0)
-    median = int(statistics.median([n for v in per_type.values() for n in v] or [0]))
+    sizes = [n for counts in per_type.values() for n in counts]
+    largest, median = max(sizes, default=0), int(statistics.median(sizes or [0]))
     say(
         f"{total:,} tokens for {args.model} ({encoding_name_for_model(args.model)}): "
         f"{len(messages)} messages: {parts}{tool_part}; per message median {median:,}, "

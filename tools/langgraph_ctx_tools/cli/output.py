@@ -16,6 +16,9 @@ hands rich only `Text` objects, which rich never reads as markup, so `[link=...]
 stays those characters; its console parses no markup and no emoji codes either, so a string
 printed on it directly is literal too. Every method of `Output` applies `inert` itself: a
 caller cannot forget it.
+
+A file a command writes (`--out`, `--html`, `--json`, `--plot`) is checked before any work
+(`existing_folder`, `plot_target`).
 """
 
 from __future__ import annotations
@@ -33,9 +36,19 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from langgraph_ctx.errors import ACTING_CHARACTERS
+from langgraph_ctx.errors import ACTING_CHARACTERS, InputError
+from langgraph_ctx_tools import INSTALL_LINE
 
-__all__ = ["FOLD_WIDTH", "Output", "inert", "masked", "say", "visible_controls"]
+__all__ = [
+    "FOLD_WIDTH",
+    "Output",
+    "existing_folder",
+    "inert",
+    "masked",
+    "plot_target",
+    "say",
+    "visible_controls",
+]
 
 # Each acting character as its escape; tab and newline apart: a block of text keeps them.
 _ESCAPES = {c: f"\\u{c:04x}" for span in ACTING_CHARACTERS for c in span if c not in (9, 10)}
@@ -209,3 +222,22 @@ def _call_line(stat: Any) -> str:
 
     edits = [describe(d) for d in stat.decisions]
     return f"{stat.tokens:,}/{stat.limit:,} tokens ({'; '.join(edits) or 'no edits'})"
+
+
+def existing_folder(path: Path, option: str) -> None:
+    """Refuse an output file (`--out`, `--html`, `--json`, `--plot`) whose folder is missing.
+
+    Checked before any work, so a typo costs one line and nothing is written.
+    """
+    if not path.parent.is_dir():
+        msg = f"{option} {path}: folder {path.parent} does not exist; create it first"
+        raise InputError(msg)
+
+
+def plot_target(path: Path) -> None:
+    """Refuse `--plot` before the run when matplotlib is missing or the folder is."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise InputError(f"--plot needs matplotlib: {INSTALL_LINE}") from None
+    existing_folder(path, "--plot")

@@ -30,8 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph_ctx.errors import InputError
-from langgraph_ctx_tools.cli.edits import describe, edit_of
-from langgraph_ctx_tools.cli.runs import changed
+from langgraph_ctx_tools.cli.edits import changed, describe, edit_of
 
 __all__ = ["KINDS", "page_data"]
 

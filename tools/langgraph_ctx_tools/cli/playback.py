@@ -26,7 +26,7 @@ from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import create_model
 
-from langgraph_ctx.errors import InputError, shorten
+from langgraph_ctx.errors import InputError, reason_of, shorten
 from langgraph_ctx.scripted import ScriptedChatModel
 from langgraph_ctx.tokens.exact import TiktokenCounter
 from langgraph_ctx_tools.cli.inputs import read_json
@@ -93,8 +93,7 @@ def init_model(spec: str) -> BaseChatModel:
     try:
         return init_chat_model(spec)
     except Exception as exc:  # missing package, missing key, unknown provider
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        msg = f"cannot use model {shorten(spec)}: {first}"
+        msg = f"cannot use model {shorten(spec)}: {reason_of(exc)}"
         raise InputError(msg) from exc
 
 

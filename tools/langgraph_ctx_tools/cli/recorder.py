@@ -19,6 +19,7 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import RunnableConfig
 
+from langgraph_ctx.errors import reason_of
 from langgraph_ctx.tokens.exact import TiktokenCounter, get_counter
 from langgraph_ctx_tools.cli.runs import MODEL_NODE, CallStat, RunLog
 from langgraph_ctx_tools.replay.measure import reusable_tokens
@@ -73,38 +74,24 @@ def run_turns(
             for update in agent.stream({"messages": turn}, config, stream_mode="updates"):
                 for node, values in _node_writes(update):
                     arrived = list(values.get("messages") or [])
-                    if node == MODEL_NODE:
-                        for msg in arrived:
-                            if not isinstance(msg, AIMessage):
-                                continue
-                            report = msg.response_metadata.get("context_cost")
-                            if not report:
-                                continue
-                            # The message carries the brief report; the same update's ledger
-                            # holds the full one (message ids, detail).
-                            full = (values.get("context_ledger") or {}).get("last_report")
-                            if full and full.get("tokens") == report.get("tokens"):
-                                report = {
-                                    **full,
-                                    **{k: v for k, v in report.items() if k == "reported_tokens"},
-                                }
-                            prompt = recorder.prompts[-1] if recorder.prompts else ([], [])
-                            before = base + [log.produced[i] for i in history]
-                            stat = CallStat(len(log.calls) + 1, dict(report))
-                            stat.unmanaged = counter.count(before, tools=prompt[1] or None)
-                            stat.cached = 0
-                            if previous is not None:  # the one rule of the replays' measure
-                                stat.cached = reusable_tokens(
-                                    previous[0],
-                                    prompt[0],
-                                    counter=counter,
-                                    previous_tools=previous[1],
-                                    tools=prompt[1],
-                                )
-                            previous = list(prompt)
-                            log.calls.append(stat)
-                            if on_call is not None:
-                                on_call(stat)
+                    reports = [_report(m, values) for m in arrived] if node == MODEL_NODE else []
+                    for report in filter(None, reports):
+                        prompt = recorder.prompts[-1] if recorder.prompts else ([], [])
+                        before = base + [log.produced[i] for i in history]
+                        stat = CallStat(len(log.calls) + 1, report)
+                        stat.unmanaged = counter.count(before, tools=prompt[1] or None)
+                        if previous is not None:  # the one rule of the replays' measure
+                            stat.cached = reusable_tokens(
+                                previous[0],
+                                prompt[0],
+                                counter=counter,
+                                previous_tools=previous[1],
+                                tools=prompt[1],
+                            )
+                        previous = list(prompt)
+                        log.calls.append(stat)
+                        if on_call is not None:
+                            on_call(stat)
                     for msg in arrived:
                         _arrive(log, history, msg)
                     _after_turn(log, node, values)
@@ -112,6 +99,23 @@ def run_turns(
             log.error = _one_line(exc)
             break
     return log
+
+
+def _report(message: BaseMessage, values: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The report of the model call that wrote `message` (None: not a managed AI reply).
+
+    The message carries the brief report; the same update's ledger holds the full one
+    (message ids, detail), taken when it is this call's.
+    """
+    if not isinstance(message, AIMessage):
+        return None
+    report = message.response_metadata.get("context_cost")
+    if not report:
+        return None
+    full = (values.get("context_ledger") or {}).get("last_report")
+    if full and full.get("tokens") == report.get("tokens"):
+        return {**full, **{k: v for k, v in report.items() if k == "reported_tokens"}}
+    return dict(report)
 
 
 def _node_writes(update: Any) -> list[tuple[str, dict[str, Any]]]:
@@ -138,15 +142,12 @@ def _node_writes(update: Any) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+    name = type(exc).__name__
+    return f"{name}: {reason_of(exc)}" if str(exc).strip() else name
 
 
 def _arrive(log: RunLog, history: list[str], msg: BaseMessage) -> None:
-    if isinstance(msg, RemoveMessage):
-        log.removed.add(msg.id or "")
-        return
-    if msg.id is None:
+    if isinstance(msg, RemoveMessage) or msg.id is None:  # a removal is not a new message
         return
     if msg.id not in log.produced:
         history.append(msg.id)

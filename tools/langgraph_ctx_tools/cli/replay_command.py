@@ -1,35 +1,31 @@
-"""Replay machinery behind `langgraph-ctx replay` and `demo`: drive a real agent, record it.
+"""The runs behind `langgraph-ctx replay` and `demo`: drive a real agent, record it, check it.
 
-A run is a `create_agent` agent with `ContextMemory(...).middleware()` and a SQLite
-checkpointer. `run_turns` (in `runs.py`) feeds it one user turn at a time and records each
-model call's `context_cost` report, the prompt the model received and the rebuilds after a
-turn; `check_run` then proves nothing was lost: every archived message restores byte for byte
-and the full history (archive dumps plus live state) holds every message the run produced.
-
-A recorded conversation is replayed by the package's `ScriptedChatModel` (the recorded AI
-turns, in order, see `replay_model`)
-and `replay_tools` (one real tool per recorded tool name, answering each call with its
-recorded output), so every call goes through the pipeline, the checkpointer and the archive;
-both, with reading the recording, live in `langgraph_ctx_tools.cli.playback`.
+A run is a `create_agent` agent with `ContextMemory(...).middleware()` on a SQLite
+checkpointer (`execute`): `run_turns` (`recorder`) records it call by call, and `check_run`
+(`runs`) then proves nothing was lost. `replay` plays a recorded conversation back through
+such an agent with the recorded AI turns and tool outputs (`playback`), so every call goes
+through the pipeline, the checkpointer and the archive. `checkpoint_values` is the one
+reading of a stored checkpoint, and `CheckpointView` the view `inspect`, `view` and
+`frontier` read a thread through.
 """
 
 from __future__ import annotations
 
 import contextlib
 import re
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-)
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from langgraph_ctx.archive.archive import NAMESPACE_ROOT
 from langgraph_ctx.errors import InputError, shorten
 from langgraph_ctx.tokens.exact import TiktokenCounter
 from langgraph_ctx_tools.cli.checkpoints import thread_ids, write_checkpoints
@@ -77,10 +73,6 @@ def _clear_archive(archive_dir: Path, thread: str) -> None:
     # A reset thread starts with an empty archive too: its message-id index would otherwise
     # point at the earlier run's messages. DirectoryBackend keeps a thread's entries under
     # <root>/langgraph_ctx/<thread>/ (ids of this shape are used as they are).
-    import shutil
-
-    from langgraph_ctx.archive.archive import NAMESPACE_ROOT
-
     if re.fullmatch(r"[A-Za-z0-9_-]{1,128}", thread):
         shutil.rmtree(archive_dir / NAMESPACE_ROOT / thread, ignore_errors=True)
 
@@ -101,11 +93,6 @@ class _Earlier:
     """
 
     def __init__(self, db: Path, archive_dir: Path, thread: str) -> None:
-        import shutil
-        import tempfile
-
-        from langgraph_ctx.archive.archive import NAMESPACE_ROOT
-
         self.db = db
         self.folder = archive_dir / NAMESPACE_ROOT / thread
         self.copy = Path(tempfile.mkdtemp(prefix="langgraph-ctx-earlier-"))
@@ -118,8 +105,6 @@ class _Earlier:
 
     def restore(self) -> bool:
         """Put the earlier database and archive back; False when there was none to keep."""
-        import shutil
-
         if not self.had_db:
             self.discard()
             return False
@@ -132,15 +117,13 @@ class _Earlier:
 
     def discard(self) -> None:
         """Drop the copy."""
-        import shutil
-
         shutil.rmtree(self.copy, ignore_errors=True)
 
 
 class CheckpointView:
     """Just enough of a compiled graph for `ContextMemory`'s thread views, on a checkpointer.
 
-    Lets `inspect` read a thread written by any graph shape.
+    Lets `inspect`, `view` and `frontier` read a thread written by any graph shape.
     """
 
     def __init__(self, saver: Any) -> None:
@@ -271,20 +254,10 @@ def execute(
         "archive": str(archive_dir),
         "reports": str(write_reports(reports, log, meta={**(meta or {}), "thread": thread})),
     }
-    answers = [
-        m.text
-        for m in log.produced.values()
-        if isinstance(m, AIMessage) and not m.tool_calls and m.text
-    ]
+    replies = [m for m in log.produced.values() if isinstance(m, AIMessage) and not m.tool_calls]
+    answer = next((m.text for m in reversed(replies) if m.text), "")  # the last one in words
     rows = summary_rows(log, check)
-    return RunResult(
-        log=log,
-        check=check,
-        rows=rows,
-        files=files,
-        notes=notes,
-        answer=answers[-1] if answers else "",
-    )
+    return RunResult(log=log, check=check, rows=rows, files=files, notes=notes, answer=answer)
 
 
 def _values_problem(values: Mapping[str, Any]) -> str | None:

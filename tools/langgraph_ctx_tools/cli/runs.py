@@ -22,7 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph_ctx.archive.codec import encode_message
 from langgraph_ctx.errors import ArchiveError, InputError
 from langgraph_ctx_tools import INSTALL_LINE
-from langgraph_ctx_tools.cli.edits import counted, edit_of, tally
+from langgraph_ctx_tools.cli.edits import changed, counted, edit_of, message_count, tally
 
 MODEL_NODE = "model"
 """The model node of a `create_agent` graph."""
@@ -71,20 +71,6 @@ class CallStat:
         return [d for d in self.report.get("decisions") or [] if changed(d)]
 
 
-def changed(decision: Mapping[str, Any]) -> bool:
-    """Whether a report decision changed the prompt (it names messages or moved tokens).
-
-    Reads a full decision (`message_ids`) and a brief one (`messages`, a count) alike.
-    """
-    moved = decision.get("tokens_before") != decision.get("tokens_after")
-    return bool(message_count(decision)) or moved
-
-
-def message_count(decision: Mapping[str, Any]) -> int:
-    """How many messages a report decision named (full: `message_ids`; brief: `messages`)."""
-    return len(decision.get("message_ids") or []) or int(decision.get("messages") or 0)
-
-
 SUMMARY_SOURCES = {
     "model": "written by the summarizer model",
     "fallback": "written without a model: the deterministic fallback summary",
@@ -101,8 +87,6 @@ class RunLog:
     """Rebuilds and skips after a turn: `{"after_call", "kind", "tokens", "cleared", ...}`."""
     produced: dict[str, BaseMessage] = field(default_factory=dict)
     """Every message that entered the thread, by id (newest version)."""
-    removed: set[str] = field(default_factory=set)
-    """Ids removed from live state."""
     turns: int = 0
     error: str | None = None
     """Why the run stopped early."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
@@ -23,7 +22,7 @@ from langgraph_ctx.errors import InputError, shorten
 from langgraph_ctx_tools.cli.checkpoints import read_checkpoints, thread_archive, thread_ids
 from langgraph_ctx_tools.cli.output import say
 from langgraph_ctx_tools.cli.playback import load_transcript, with_ids
-from langgraph_ctx_tools.cli.replay_command import checkpoint_values
+from langgraph_ctx_tools.cli.replay_command import CheckpointView
 from langgraph_ctx_tools.cli.threads import unknown_thread
 
 __all__ = [
@@ -68,12 +67,12 @@ def recorded_files(folder: Path) -> list[Path]:
     )
 
 
-def threads_from_files(paths: Sequence[Path], notes: list[str] | None = None) -> list[Thread]:
+def threads_from_files(paths: Sequence[Path]) -> list[Thread]:
     """Each recorded run of `paths` (files, or folders read by `recorded_files`) as a thread.
 
     A file named in `paths` must be a recorded thread. A file found in a folder that is not one
-    (a `manifest.json` kept beside the runs) is left out with a line in `notes` (or on stderr);
-    only a folder with no thread left is an error.
+    (a `manifest.json` kept beside the runs) is left out with a line on stderr; only a folder
+    with no thread left is an error.
     """
     threads = []
     for path in paths:
@@ -87,11 +86,8 @@ def threads_from_files(paths: Sequence[Path], notes: list[str] | None = None) ->
                 kept.append(_thread_of(file))
             except InputError as exc:  # "FILE is not ...; expected ...": the reason, short
                 reason = str(exc).removeprefix(f"{file} ").split("; ")[0]
-                line = f"left out {file}: not a recorded thread: it {reason}"
-                if notes is None:
-                    say(f"frontier: {line}", err=True)  # a file name is data: made inert
-                else:
-                    notes.append(line)
+                line = f"frontier: left out {file}: not a recorded thread: it {reason}"
+                say(line, err=True)  # a file name is data: made inert
         if not kept:
             what = (
                 "no .json or .json.gz file"
@@ -124,24 +120,6 @@ def _run_name(file: Path) -> str:
 # --- checkpoint databases ------------------------------------------------------------------------
 
 
-class _SaverView:
-    """Enough of a compiled graph for `ContextMemory`'s thread views, on a checkpointer."""
-
-    store = None
-
-    def __init__(self, saver: Any) -> None:
-        self.checkpointer = saver
-
-    def get_state(self, config: RunnableConfig) -> Any:
-        """The newest checkpoint's values (`.values`)."""
-        return _Values(checkpoint_values(self.checkpointer.get_tuple(config)))
-
-
-@dataclass
-class _Values:
-    values: dict[str, Any]
-
-
 def threads_from_db(
     db: str, only: Sequence[str] | None, archive_dir: Path, notes: list[str]
 ) -> list[Thread]:
@@ -170,7 +148,7 @@ def threads_from_db(
         # The archive is read where it is, never derived (deriving sets a store up: a write).
         archive = thread_archive(archive_dir, opened)
         memory = ContextMemory(context_window_tokens=1, archive=archive)
-        view = _SaverView(saver)
+        view = CheckpointView(saver)
         for thread in only or known:
             config: RunnableConfig = {"configurable": {"thread_id": thread}}
             values = view.get_state(config).values

@@ -23,7 +23,7 @@ from langgraph_ctx._ids import RefKind
 from langgraph_ctx.archive.codec import encode_message
 from langgraph_ctx.errors import ArchiveError, InputError, shorten
 from langgraph_ctx_tools.cli.checkpoints import read_checkpoints, thread_archive, thread_ids
-from langgraph_ctx_tools.cli.edits import EDITS, edit_of
+from langgraph_ctx_tools.cli.edits import EDITS, changed, edit_of
 from langgraph_ctx_tools.cli.playback import load_strategies, load_transcript
 from langgraph_ctx_tools.cli.replay_command import CheckpointView
 
@@ -115,15 +115,11 @@ def thread_edits(
     A message the archive holds is restorable by its reference (`restore REF`) or its id; one
     still in live state was only shown differently in the prompt and is in the thread as is.
     """
-    from langgraph_ctx_tools.cli.runs import changed
-
     found: dict[str, ThreadEdit] = {}
     for report in reports:
         for d in report.decisions:
-            data = {"kind": d.kind, "message_ids": d.message_ids, "detail": d.detail}
-            data["tokens_before"], data["tokens_after"] = d.tokens_before, d.tokens_after
-            word = edit_of(data)
-            if word is None or not changed(data):
+            word = edit_of(d)
+            if word is None or not changed(d):
                 continue
             edit = found.setdefault(word, ThreadEdit(word, 0, [], [], 0))
             edit.edits += 1
