@@ -12,7 +12,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from langgraph_ctx.errors import InputError, shorten
 from langgraph_ctx_tools.cli.output import (
@@ -44,6 +44,28 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+class _Budget(TypedDict):
+    window: int
+    reserved: int
+    strategies: str | None
+
+
+class _Store(TypedDict):
+    db: Path
+    archive_dir: Path
+    thread: str | None
+
+
+def _budget(args: argparse.Namespace) -> _Budget:
+    """The budget options (`--window`, `--reserved`, `--strategies`) as keyword arguments."""
+    return {"window": args.window, "reserved": args.reserved, "strategies": args.strategies}
+
+
+def _store(args: argparse.Namespace) -> _Store:
+    """Where a run is kept (`--db`, `--archive`, `--thread`) as keyword arguments."""
+    return {"db": args.db, "archive_dir": args.archive, "thread": args.thread}
+
+
 def handle_demo(args: argparse.Namespace) -> int:
     """`langgraph-ctx demo`; returns the exit code."""
     from langgraph_ctx_tools.cli.demo import run_demo
@@ -56,9 +78,7 @@ def handle_demo(args: argparse.Namespace) -> int:
             model=args.model,
             steps=args.steps,
             on_call=on_call,
-            db=args.db,
-            archive_dir=args.archive,
-            thread=args.thread,
+            **_store(args),
         )
     if result.answer:
         out.text("the agent's last answer", _clip_lines(result.answer, 14))
@@ -134,12 +154,8 @@ def handle_replay(args: argparse.Namespace) -> int:
     with out.progress(f"replaying {args.file.name}", total) as on_call:
         result = replay(
             args.file,
-            window=args.window,
-            reserved=args.reserved,
-            strategies=args.strategies,
-            db=args.db,
-            archive_dir=args.archive,
-            thread=args.thread,
+            **_budget(args),
+            **_store(args),
             summarizer=args.summarizer,
             reports=args.report_json,
             on_start=total.append,
@@ -302,12 +318,7 @@ def handle_compact(args: argparse.Namespace) -> int:
 
     existing_folder(args.out, "--out")
     messages, report, before = compact_transcript(
-        args.file,
-        window=args.window,
-        reserved=args.reserved,
-        strategies=args.strategies,
-        archive_dir=args.archive,
-        thread=args.thread,
+        args.file, **_budget(args), archive_dir=args.archive, thread=args.thread
     )
     text = json.dumps(messages_to_dict(messages), indent=1, ensure_ascii=False)
     args.out.write_text(text, encoding="utf-8")
