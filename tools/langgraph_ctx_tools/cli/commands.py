@@ -35,13 +35,13 @@ from langgraph_ctx.errors import (
     InvalidMessagesError,
     LangGraphCtxError,
     UntrustedCheckpointError,
+    reason_of,
     shorten,
 )
 from langgraph_ctx_tools.cli.handlers import (
     HOME,
     PROG,
     fail,
-    first_line,
     handle_compact,
     handle_count,
     handle_demo,
@@ -107,9 +107,9 @@ def run(argv: Sequence[str] | None = None) -> int:
         with input_limit(getattr(args, "max_input_mb", None)):
             return int(args.handler(args))
     except unusable as exc:  # the input is unusable
-        return fail(f"{PROG} {args.command}: {first_line(exc)}", 2)
+        return fail(f"{PROG} {args.command}: {reason_of(exc)}", 2)
     except LangGraphCtxError as exc:
-        return fail(f"{PROG} {args.command}: {type(exc).__name__}: {first_line(exc)}", 1)
+        return fail(f"{PROG} {args.command}: {type(exc).__name__}: {reason_of(exc)}", 1)
     except OSError as exc:
         return fail(f"{PROG} {args.command}: {exc}", 1)
     except KeyboardInterrupt:

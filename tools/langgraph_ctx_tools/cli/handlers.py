@@ -38,12 +38,6 @@ def fail(message: str, code: int) -> int:
     return code
 
 
-def first_line(exc: BaseException) -> str:
-    """The first line of an exception's message (its type's name when it has none)."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 class _Budget(TypedDict):
     window: int
     reserved: int
