@@ -6,9 +6,11 @@ created beside it (see `_read_only_connection`); a PostgreSQL URI in read-only t
 its store read without refreshing TTLs (a refresh is an UPDATE). Before anything is read, the
 tables must have the columns LangGraph reads, and the largest value must fit the input cap and
 the free memory; a value SQLite finds damaged later is one line too (`InputError`), never a
-traceback. `write_checkpoints` is what `demo` and `replay` record into: set up on a new or
-empty file, or on a checkpoint database, and refused on a SQLite file that holds something
-else (it is not ours to add tables to).
+traceback. `checkpoint_values` is the one reading of a stored checkpoint, and
+`CheckpointView` the view `inspect`, `view` and `frontier` read a thread through.
+`write_checkpoints` is what `demo` and `replay` record into: set up on a new or empty file, or
+on a checkpoint database, and refused on a SQLite file that holds something else (it is not
+ours to add tables to).
 
 Both read checkpoints with `StrictSerializer` (see `langgraph_ctx.graph.serde`): a file can
 name a type to construct, and nothing a file names is imported or called unless a LangGraph
@@ -21,10 +23,13 @@ import contextlib
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.errors import ArchiveError, InputError, install_extra, reason_of, shorten
 from langgraph_ctx.graph.serde import StrictSerializer
@@ -445,3 +450,73 @@ def thread_archive(archive_dir: Path, opened: Opened | None) -> Any:
     if opened is None or opened.store is None:
         return folder
     return ReadBoth(folder, StoreBackend(opened.store))
+
+
+class CheckpointView:
+    """Just enough of a compiled graph for `ContextMemory`'s thread views, on a checkpointer.
+
+    Lets `inspect`, `view` and `frontier` read a thread written by any graph shape.
+    """
+
+    def __init__(self, saver: Any) -> None:
+        self.saver = saver
+
+    def get_state(self, config: RunnableConfig) -> Any:
+        """The newest checkpoint's values (`.values`)."""
+        return _Values(checkpoint_values(self.saver.get_tuple(config)))
+
+    def get_state_history(self, config: RunnableConfig) -> Iterator[Any]:
+        """Every checkpoint's values, newest first."""
+        for item in self.saver.list(config):
+            yield _Values(checkpoint_values(item))
+
+
+def checkpoint_values(item: Any) -> dict[str, Any]:
+    """The channel values of a checkpoint read from a database (a `CheckpointTuple` or None).
+
+    The one reading of a checkpoint the commands were handed: its row's type tag can make it
+    anything the serializer reads (`null`, `bytes`), and its values anything a crafted or
+    edited file holds, so the shape the commands rely on is checked here, once: the checkpoint
+    and its channel values are dicts, `messages` a list of messages, `context_ledger` a dict.
+
+    Raises:
+        InputError: One line naming the checkpoint and what it holds instead.
+    """
+    if item is None:
+        return {}
+    checkpoint = item.checkpoint
+    values = checkpoint.get("channel_values") if isinstance(checkpoint, Mapping) else checkpoint
+    if values is None and isinstance(checkpoint, Mapping):
+        return {}
+    if isinstance(values, Mapping):
+        problem = _values_problem(values)
+        if problem is None:
+            return dict(values)
+    else:
+        problem = f"{type(values).__name__} {shorten(values)} instead of its values (a dict)"
+    configurable = (getattr(item, "config", None) or {}).get("configurable") or {}
+    msg = (
+        f"checkpoint {shorten(configurable.get('checkpoint_id'))} of thread "
+        f"{shorten(configurable.get('thread_id'))} holds {problem}: it was not written by a "
+        "LangGraph agent, or was edited since; pass a database an agent recorded"
+    )
+    raise InputError(msg)
+
+
+@dataclass
+class _Values:
+    values: dict[str, Any]
+
+
+def _values_problem(values: Mapping[str, Any]) -> str | None:
+    """What is wrong with a checkpoint's values, in words, or None (see `checkpoint_values`)."""
+    messages = values.get("messages", [])
+    if not isinstance(messages, list):
+        return f"messages {type(messages).__name__} {shorten(messages)}, not a list"
+    for message in messages:
+        if not isinstance(message, BaseMessage):
+            return f"a message {type(message).__name__} {shorten(message)}, not a message"
+    ledger = values.get("context_ledger")
+    if ledger is not None and not isinstance(ledger, Mapping):
+        return f"context_ledger {type(ledger).__name__} {shorten(ledger)}, not a dict"
+    return None

@@ -187,8 +187,8 @@ def thread_from_db(
         tools: The agent's own tools (their schemas are counted as a part).
     """
     from langgraph_ctx.archive.archive import Archive
+    from langgraph_ctx_tools.cli.checkpoints import CheckpointView, checkpoint_values
     from langgraph_ctx_tools.cli.output import masked
-    from langgraph_ctx_tools.cli.replay_command import CheckpointView, checkpoint_values
 
     counter = _counter(model)
     calls: list[dict[str, Any]] = []

@@ -4,9 +4,7 @@ A run is a `create_agent` agent with `ContextMemory(...).middleware()` on a SQLi
 checkpointer (`execute`): `run_turns` (`recorder`) records it call by call, and `check_run`
 (`runs`) then proves nothing was lost. `replay` plays a recorded conversation back through
 such an agent with the recorded AI turns and tool outputs (`playback`), so every call goes
-through the pipeline, the checkpointer and the archive. `checkpoint_values` is the one
-reading of a stored checkpoint, and `CheckpointView` the view `inspect`, `view` and
-`frontier` read a thread through.
+through the pipeline, the checkpointer and the archive.
 """
 
 from __future__ import annotations
@@ -16,7 +14,7 @@ import re
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
 from langgraph_ctx.archive.archive import NAMESPACE_ROOT
-from langgraph_ctx.errors import InputError, shorten
+from langgraph_ctx.errors import InputError
 from langgraph_ctx.tokens.exact import TiktokenCounter
 from langgraph_ctx_tools.cli.checkpoints import thread_ids, write_checkpoints
 from langgraph_ctx_tools.cli.playback import (
@@ -120,62 +118,6 @@ class _Earlier:
         shutil.rmtree(self.copy, ignore_errors=True)
 
 
-class CheckpointView:
-    """Just enough of a compiled graph for `ContextMemory`'s thread views, on a checkpointer.
-
-    Lets `inspect`, `view` and `frontier` read a thread written by any graph shape.
-    """
-
-    def __init__(self, saver: Any) -> None:
-        self.saver = saver
-
-    def get_state(self, config: RunnableConfig) -> Any:
-        """The newest checkpoint's values (`.values`)."""
-        return _Values(checkpoint_values(self.saver.get_tuple(config)))
-
-    def get_state_history(self, config: RunnableConfig) -> Iterator[Any]:
-        """Every checkpoint's values, newest first."""
-        for item in self.saver.list(config):
-            yield _Values(checkpoint_values(item))
-
-
-def checkpoint_values(item: Any) -> dict[str, Any]:
-    """The channel values of a checkpoint read from a database (a `CheckpointTuple` or None).
-
-    The one reading of a checkpoint the commands were handed: its row's type tag can make it
-    anything the serializer reads (`null`, `bytes`), and its values anything a crafted or
-    edited file holds, so the shape the commands rely on is checked here, once: the checkpoint
-    and its channel values are dicts, `messages` a list of messages, `context_ledger` a dict.
-
-    Raises:
-        InputError: One line naming the checkpoint and what it holds instead.
-    """
-    if item is None:
-        return {}
-    checkpoint = item.checkpoint
-    values = checkpoint.get("channel_values") if isinstance(checkpoint, Mapping) else checkpoint
-    if values is None and isinstance(checkpoint, Mapping):
-        return {}
-    if isinstance(values, Mapping):
-        problem = _values_problem(values)
-        if problem is None:
-            return dict(values)
-    else:
-        problem = f"{type(values).__name__} {shorten(values)} instead of its values (a dict)"
-    configurable = (getattr(item, "config", None) or {}).get("configurable") or {}
-    msg = (
-        f"checkpoint {shorten(configurable.get('checkpoint_id'))} of thread "
-        f"{shorten(configurable.get('thread_id'))} holds {problem}: it was not written by a "
-        "LangGraph agent, or was edited since; pass a database an agent recorded"
-    )
-    raise InputError(msg)
-
-
-@dataclass
-class _Values:
-    values: dict[str, Any]
-
-
 # --- whole runs ---------------------------------------------------------------------------------
 
 
@@ -258,20 +200,6 @@ def execute(
     answer = next((m.text for m in reversed(replies) if m.text), "")  # the last one in words
     rows = summary_rows(log, check)
     return RunResult(log=log, check=check, rows=rows, files=files, notes=notes, answer=answer)
-
-
-def _values_problem(values: Mapping[str, Any]) -> str | None:
-    """What is wrong with a checkpoint's values, in words, or None (see `checkpoint_values`)."""
-    messages = values.get("messages", [])
-    if not isinstance(messages, list):
-        return f"messages {type(messages).__name__} {shorten(messages)}, not a list"
-    for message in messages:
-        if not isinstance(message, BaseMessage):
-            return f"a message {type(message).__name__} {shorten(message)}, not a message"
-    ledger = values.get("context_ledger")
-    if ledger is not None and not isinstance(ledger, Mapping):
-        return f"context_ledger {type(ledger).__name__} {shorten(ledger)}, not a dict"
-    return None
 
 
 def _file_stem(text: str) -> str:

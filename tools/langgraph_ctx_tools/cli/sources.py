@@ -19,10 +19,14 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 
 from langgraph_ctx.errors import InputError, shorten
-from langgraph_ctx_tools.cli.checkpoints import read_checkpoints, thread_archive, thread_ids
+from langgraph_ctx_tools.cli.checkpoints import (
+    CheckpointView,
+    read_checkpoints,
+    thread_archive,
+    thread_ids,
+)
 from langgraph_ctx_tools.cli.output import say
 from langgraph_ctx_tools.cli.playback import load_transcript, with_ids
-from langgraph_ctx_tools.cli.replay_command import CheckpointView
 from langgraph_ctx_tools.cli.threads import unknown_thread
 
 __all__ = [

@@ -22,10 +22,14 @@ from langgraph_ctx._effects import run_plan
 from langgraph_ctx._ids import RefKind
 from langgraph_ctx.archive.codec import encode_message
 from langgraph_ctx.errors import ArchiveError, InputError, shorten
-from langgraph_ctx_tools.cli.checkpoints import read_checkpoints, thread_archive, thread_ids
+from langgraph_ctx_tools.cli.checkpoints import (
+    CheckpointView,
+    read_checkpoints,
+    thread_archive,
+    thread_ids,
+)
 from langgraph_ctx_tools.cli.edits import EDITS, changed, edit_of
 from langgraph_ctx_tools.cli.playback import load_strategies, load_transcript
-from langgraph_ctx_tools.cli.replay_command import CheckpointView
 
 _THREADS_LISTED = 10
 
