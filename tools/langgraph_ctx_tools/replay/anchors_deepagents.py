@@ -9,10 +9,16 @@
 * `DeepagentsAgentAnchor`: both, composed as `create_deep_agent` composes them.
 
 deepagents is optional: importing an anchor's class needs no deepagents; building one does.
+
+The summarization middleware names its history file after a session id it draws from
+`uuid4` unless the state holds one; each anchor's state holds one drawn from a fixed seed (as
+random-looking, so it costs the prompt as many tokens as a drawn one), so a replay prints the
+same figures every time.
 """
 
 from __future__ import annotations
 
+import random
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -44,6 +50,12 @@ class _DeepagentsAnchor(AnchorBase):
         self.root = Path(tempfile.mkdtemp(prefix=prefix))
         self.backend = FilesystemBackend(root_dir=self.root, virtual_mode=True)
         self.state: dict[str, Any] = {"messages": self.messages}
+        try:
+            from deepagents.middleware.summarization import SUMMARIZATION_SESSION_ID_KEY
+        except ImportError:  # a deepagents release that names no session in the state
+            return
+        session = f"session_{random.Random(0).getrandbits(128):032x}"  # the form uuid4 gives
+        self.state[SUMMARIZATION_SESSION_ID_KEY] = session
 
     def _model_call(
         self, wrap: Callable[..., object], handler: Any
