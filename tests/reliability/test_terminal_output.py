@@ -115,16 +115,27 @@ def test_thread_ids_from_a_database_are_printed_inert(
     assert "threads there: t\\u001b]0;pwned-title\\u0007\\u001b[2J" in line
 
 
-def test_a_hostile_file_name_in_a_folder_is_printed_inert(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """`frontier` on a folder names the JSON files it leaves out: the name is data too."""
+def runs_folder(tmp_path: Path) -> Path:
+    """A folder holding one small recorded thread, for `frontier`."""
     runs = tmp_path / "runs"
     runs.mkdir()
     thread = [HumanMessage("hi", id="u1"), AIMessage("hello", id="a1"), AIMessage("more", id="a2")]
     (runs / "good.json").write_text(json.dumps(messages_to_dict(thread)), encoding="utf-8")
+    return runs
+
+
+def frontier_alone(runs: Path) -> list[str]:
+    """`frontier` on `runs` with the defaults alone (no neighbours, no alternatives)."""
+    return ["frontier", str(runs), "--window", "4000", "--no-neighbours", "--no-alternatives"]
+
+
+def test_a_hostile_file_name_in_a_folder_is_printed_inert(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`frontier` on a folder names the JSON files it leaves out: the name is data too."""
+    runs = runs_folder(tmp_path)
     (runs / f"x{TITLE}{CLEAR}.json").write_text('{"not": "a thread"}', encoding="utf-8")
-    argv = ["frontier", str(runs), "--window", "4000", "--no-neighbours", "--no-alternatives"]
+    argv = frontier_alone(runs)
     assert main(argv) in (0, 1)
     captured = capsys.readouterr()
     assert_inert(captured.out + captured.err)
@@ -252,16 +263,13 @@ def test_a_setting_label_from_a_file_reaches_the_terminal_inert(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`frontier --setting FILE` names the file's setting in its progress lines and table."""
-    runs = tmp_path / "runs"
-    runs.mkdir()
-    thread = [HumanMessage("hi", id="u1"), AIMessage("hello", id="a1"), AIMessage("more", id="a2")]
-    (runs / "good.json").write_text(json.dumps(messages_to_dict(thread)), encoding="utf-8")
+    runs = runs_folder(tmp_path)
     setting = tmp_path / "mine.json"
     setting.write_text(
         json.dumps({"label": f"mine {HOSTILE}", "strategies": [{"type": "prune_tool_outputs"}]}),
         encoding="utf-8",
     )
-    argv = ["frontier", str(runs), "--window", "4000", "--no-neighbours", "--no-alternatives"]
+    argv = frontier_alone(runs)
     assert main([*argv, "--setting", str(setting)]) in (0, 1)
     captured = capsys.readouterr()
     assert_inert(captured.out + captured.err)
