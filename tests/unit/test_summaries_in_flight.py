@@ -447,3 +447,26 @@ def test_every_summary_of_a_manager_shares_its_slots() -> None:
     assert resources.summarize is not None
     gate: Any = resources.summarize  # `manager.slots.gate(manager.summarizer)`
     assert gate.func.__self__ is manager.slots and gate.args == (manager.summarizer,)
+
+
+def test_past_max_threads_the_oldest_preparation_is_forgotten_and_withdrawn_if_queued() -> None:
+    """`max_threads` bounds the preparations kept (the `LRUCache` of the preparer): the least
+    recently started is dropped; one still waiting for a slot is withdrawn (it never calls the
+    summarizer), one already running is let finish."""
+    gate, called = threading.Event(), []
+
+    def plan(messages: list[BaseMessage], previous: str | None) -> Any:
+        called.append(messages[0].id)
+        gate.wait(10)  # t0 holds the one slot until released
+        return None
+        yield  # a plan: a generator that performs no effect
+
+    preparer = SummaryPreparer(max_threads=2, max_in_flight=1)
+    for n in range(4):
+        assert preparer.start(_effect(preparer, f"t{n}", plan))
+        time.sleep(0.1)  # t0 holds the slot before the others queue
+    assert [preparer.pending(f"t{n}") for n in range(4)] == [None, None, "d-t2", "d-t3"]
+    gate.set()
+    assert preparer.join(30)
+    time.sleep(0.2)  # t0, forgotten, ends on its own
+    assert sorted(called) == ["t0", "t2", "t3"]  # t1 was withdrawn while it queued
